@@ -1,0 +1,28 @@
+"""The tracing state: which defn traces are active (a stack of scopes)."""
+from __future__ import annotations
+
+import threading
+
+_local = threading.local()
+
+
+def stack() -> list:
+    s = getattr(_local, "stack", None)
+    if s is None:
+        s = _local.stack = []
+    return s
+
+
+def current():
+    s = stack()
+    return s[-1] if s else None
+
+
+def tracing() -> bool:
+    return bool(stack())
+
+
+def forbid_inside_defn(what: str) -> None:
+    if tracing():
+        raise RuntimeError(f"{what} is a host-only operation and cannot be called inside a "
+                           f"defn; call it outside the defn, or pass the value in as an argument")

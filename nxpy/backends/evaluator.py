@@ -1,0 +1,163 @@
+"""The Evaluator: walks an Expr graph, calling a backend once per node.
+
+Each node is evaluated once; a value is dropped right after its last use (the use
+counts are computed once per graph, at compile time). ``EVAL_RULES`` holds the ops
+that are not plain backend calls (control flow, and plugins' own ops).
+
+>>> import nxpy as nx
+>>> from nxpy.defn import jit
+>>> jit(lambda x: nx.exp(x) / nx.sum(nx.exp(x)), compiler="evaluator")(nx.tensor([0.0, 0.0])).tolist()
+[0.5, 0.5]
+"""
+from __future__ import annotations
+
+from ..backend import default_backend, get_backend
+from ..defn.compiler import Compiler
+from ..defn.expr import Expr, Fn
+from ..tensor import Tensor
+
+__all__ = ["Evaluator", "EVAL_RULES", "register_eval_rule", "Plan"]
+
+EVAL_RULES: dict = {}
+
+
+def register_eval_rule(*ops):
+    """Decorator: ``rule(ev, expr, args, env) -> value`` for ops that are not a single
+    backend call (``args`` are the evaluated args)."""
+    def deco(rule):
+        for op in ops:
+            EVAL_RULES[op] = rule
+        return rule
+    return deco
+
+
+class Plan:
+    """Per-function evaluation order and, for each node, which values die after it."""
+
+    __slots__ = ("fn", "steps", "outputs")
+
+    def __init__(self, fn: Fn):
+        self.fn = fn
+        nodes = fn.nodes
+        local = {e.id for e in nodes}
+        last = {}
+        for i, e in enumerate(nodes):
+            for d in e.deps():
+                if d.id in local:
+                    last[d.id] = i
+        keep = {t.data.id for t in fn.outputs}
+        release = [[] for _ in nodes]
+        for nid, i in last.items():
+            if nid not in keep:
+                release[i].append(nid)
+        self.steps = [(e, Tensor(None, e.shape, e.type, e.names) if e.outs is None else None,
+                       release[i]) for i, e in enumerate(nodes)]
+        self.outputs = [t.data for t in fn.outputs]
+
+
+class Env:
+    __slots__ = ("values", "parent")
+
+    def __init__(self, parent=None):
+        self.values = {}
+        self.parent = parent
+
+    def get(self, e: Expr):
+        env = self
+        while env is not None:
+            v = env.values.get(e.id, env)
+            if v is not env:
+                return v
+            env = env.parent
+        raise RuntimeError(f"internal error: {e!r} read before it was evaluated")
+
+
+class Evaluator(Compiler):
+    """The default compiler: interprets the graph on a backend (option ``backend``,
+    default: the default backend at call time)."""
+
+    name = "evaluator"
+    options = frozenset({"backend"})
+
+    def __init__(self):
+        self._plans: dict = {}
+
+    def plan(self, fn: Fn) -> Plan:
+        p = self._plans.get(id(fn))
+        if p is None or p.fn is not fn:
+            p = self._plans[id(fn)] = Plan(fn)
+        return p
+
+    def compile(self, graph, opts):
+        fixed = get_backend(opts["backend"]) if opts.get("backend") is not None else None
+        self.plan(graph)
+
+        def run(args):
+            b = fixed or default_backend()
+            args = [a if a.backend is b else b.from_tensor(a) for a in args]
+            return self.run_fn(graph, args, None, b)
+        return run
+
+    def run_fn(self, fn: Fn, args, parent: Env | None, backend, **ctx):
+        plan = self.plan(fn)
+        env = Env(parent)
+        vals = env.values
+        for p, a in zip(fn.params, args):
+            vals[p.data.id] = a
+        for e, out, release in plan.steps:
+            if e.op != "parameter":
+                vals[e.id] = self.eval_node(e, out, env, backend, **ctx)
+            for nid in release:
+                del vals[nid]
+        return [env.get(o) for o in plan.outputs]
+
+    def eval_node(self, e: Expr, out, env: Env, backend, **ctx):
+        args = [_arg(a, env) for a in e.args]
+        rule = EVAL_RULES.get(e.op)
+        if rule is not None:
+            return rule(self, e, out, args, env, backend, **ctx)
+        fn = getattr(backend, e.op, None)
+        if fn is None:
+            raise NotImplementedError(f"backend {backend.name!r} does not implement the op "
+                                      f"{e.op!r} needed by the Evaluator")
+        return fn(out, *args, **e.attrs)
+
+
+def _arg(a, env):
+    if isinstance(a, Tensor):
+        return env.get(a.data) if isinstance(a.data, Expr) else a
+    if isinstance(a, Expr):
+        return env.get(a)
+    if isinstance(a, list):
+        return [_arg(x, env) for x in a]
+    return a
+
+
+@register_eval_rule("constant")
+def _constant(ev, e, out, args, env, backend, **ctx):
+    return backend.constant(out, e.attrs["value"])
+
+
+@register_eval_rule("tensor")
+def _tensor(ev, e, out, args, env, backend, **ctx):
+    return backend.from_numpy(e.attrs["value"], e.type, e.names)
+
+
+@register_eval_rule("elem")
+def _elem(ev, e, out, args, env, backend, **ctx):
+    return args[0][e.attrs["index"]]
+
+
+@register_eval_rule("cond")
+def _cond(ev, e, out, args, env, backend, **ctx):
+    t_fn, f_fn = e.fns
+    return ev.run_fn(t_fn if bool(args[0]) else f_fn, [], env, backend, **ctx)
+
+
+@register_eval_rule("while")
+def _while(ev, e, out, args, env, backend, **ctx):
+    c_fn, b_fn = e.fns
+    state = list(args[0])
+    while bool(ev.run_fn(c_fn, state, env, backend, **ctx)[0]):
+        state = ev.run_fn(b_fn, state, env, backend, **ctx)
+    return state

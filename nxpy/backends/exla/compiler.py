@@ -1,0 +1,48 @@
+"""The EXLA compiler: Expr graph → StableHLO text → PJRT executable, cached by ``defn``."""
+from __future__ import annotations
+
+from ...backend import get_backend
+from ...defn.compiler import Compiler
+from ...tensor import Tensor
+from . import pjrt
+from .lowering import lower_module
+
+__all__ = ["ExlaCompiler"]
+
+
+def _device_option(opts) -> int:
+    dev = opts.get("device_id", 0)
+    n = pjrt.device_count()
+    if isinstance(dev, bool) or not isinstance(dev, int) or not 0 <= dev < n:
+        raise ValueError(f"option device_id must be an integer in [0, {n}) (the devices of "
+                         f"the {pjrt.platform()} client), got {dev!r}")
+    return dev
+
+
+class ExlaCompiler(Compiler):
+    """Compiles with XLA through PJRT. Option ``device_id``: the device to run on."""
+
+    name = "exla"
+    options = frozenset({"device_id"})
+
+    def lower(self, graph, opts) -> str:
+        return lower_module(graph)
+
+    def compile(self, graph, opts):
+        dev = _device_option(opts)
+        text = self.lower(graph, opts)
+        exe = pjrt.compile(text, [dev])
+        backend = get_backend("exla")
+        templates = [(t.shape, t.type, t.names) for t in graph.outputs]
+        execute = pjrt.execute
+        move = backend.buffer_on
+
+        def run(args):
+            bufs = [a.data if a.backend is backend and a.device_id == dev else move(a, dev)
+                    for a in args]
+            outs = execute(exe, bufs)
+            return [Tensor(o, s, t, n, backend, dev) for o, (s, t, n) in zip(outs, templates)]
+
+        run.module = text
+        run.executable = exe
+        return run

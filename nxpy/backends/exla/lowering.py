@@ -1,0 +1,522 @@
+"""Expr graph → StableHLO text. One rule per op (or table per op family), registered in
+:data:`LOWERINGS`; plugins add or override rules with :func:`register_lowering`.
+
+A rule is ``rule(ctx, expr, *args) -> Val | list[Val]``: ``args`` are the node's args
+with tensors replaced by their lowered :class:`~.mlir.Val`; static options are in
+``expr.attrs``; the output template is ``expr.shape`` / ``expr.type``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import types as T
+from ...ops import BINARY, binary_compute_type
+from ...tensor import Tensor
+from ...defn.expr import Expr, Fn
+from .mlir import Builder, Val, dense, dense_i64, i64_array, tensor_type
+
+__all__ = ["LOWERINGS", "register_lowering", "Ctx", "lower_module", "LoweringError"]
+
+LOWERINGS: dict = {}
+
+
+class LoweringError(NotImplementedError):
+    pass
+
+
+def register_lowering(*ops):
+    """Decorator: ``@register_lowering("add", "subtract")`` registers ``rule`` for ops."""
+    def deco(rule):
+        for op in ops:
+            LOWERINGS[op] = rule
+        return rule
+    return deco
+
+
+I1 = T.PRED
+_DIRS = {"equal": "EQ", "not_equal": "NE", "less": "LT", "less_equal": "LE", "greater": "GT",
+         "greater_equal": "GE"}
+
+
+class Ctx:
+    """What a lowering rule can use: the builder, value helpers, and sub-function lowering."""
+
+    def __init__(self, b: Builder, env: dict, parent: "Ctx | None" = None, info=None):
+        self.b = b
+        self.env = env
+        self.parent = parent
+        self.info = info if info is not None else (parent.info if parent else {})
+
+    # --- values ------------------------------------------------------------------------
+    def lookup(self, e: Expr):
+        c = self
+        while c is not None:
+            v = c.env.get(e.id)
+            if v is not None:
+                return v
+            c = c.parent
+        raise LoweringError(f"internal error: node {e!r} used before it was lowered")
+
+    def op(self, name, operands, results, attrs=None, regions=None):
+        return self.b.op(name, operands, results, attrs, regions)
+
+    def const(self, value, t: T.Type, shape=()) -> Val:
+        shape = tuple(shape)
+        arr = np.asarray(value)
+        if arr.shape == () or (arr.size and (arr == arr.flat[0]).all()):
+            scalar = arr.reshape(-1)[0] if arr.size else 0
+            v = self.op("stablehlo.constant", [], ((), t),
+                        {"value": f"{dense(scalar, t)} : {tensor_type((), t)}"})
+            return self.bcast(v, shape)
+        if arr.size == 0:
+            return self.bcast(self.const(0, t), shape)
+        return self.op("stablehlo.constant", [], (shape, t),
+                       {"value": f"{dense(arr, t)} : {tensor_type(shape, t)}"})
+
+    def convert(self, v: Val, t: T.Type) -> Val:
+        if v.type == t:
+            return v
+        if t.is_pred:
+            return self.compare(v, self.const(0, v.type, v.shape), "NE")
+        if v.type.is_complex and not t.is_complex:
+            v = self.op("stablehlo.real", [v], (v.shape, T.to_real(v.type)))
+            if v.type == t:
+                return v
+        return self.op("stablehlo.convert", [v], (v.shape, t))
+
+    def bcast(self, v: Val, shape, dims=None) -> Val:
+        """Broadcasts ``v`` to ``shape`` (right-aligned unless ``dims`` is given)."""
+        shape = tuple(shape)
+        if v.shape == shape and dims is None:
+            return v
+        if dims is None:
+            dims = tuple(range(len(shape) - len(v.shape), len(shape)))
+        return self.op("stablehlo.broadcast_in_dim", [v], (shape, v.type),
+                       {"broadcast_dimensions": i64_array(dims)})
+
+    def reshape(self, v: Val, shape) -> Val:
+        shape = tuple(shape)
+        return v if v.shape == shape else self.op("stablehlo.reshape", [v], (shape, v.type))
+
+    def compare(self, a: Val, b: Val, direction: str) -> Val:
+        t = a.type
+        ct = "FLOAT" if t.is_inexact else ("SIGNED" if t.kind == "s" else "UNSIGNED")
+        return self.op("stablehlo.compare", [a, b], (a.shape, I1),
+                       {"comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+                        "compare_type": f"#stablehlo<comparison_type {ct}>"})
+
+    def binop(self, name, a: Val, b: Val) -> Val:
+        return self.op(name, [a, b], (a.shape, a.type))
+
+    def select(self, p: Val, a: Val, b: Val) -> Val:
+        return self.op("stablehlo.select", [p, a, b], (a.shape, a.type))
+
+    def is_nan(self, v: Val) -> Val:
+        return self.compare(v, v, "NE")
+
+    # --- regions -----------------------------------------------------------------------
+    def scalar_region(self, t: T.Type, n_inputs: int, body) -> str:
+        """A reducer region over ``n_inputs`` scalar pairs: ``body(ctx, lhs, rhs)``."""
+        def build(cb, args):
+            sub = Ctx(cb, {}, self)
+            return body(sub, args[:n_inputs], args[n_inputs:])
+        ts = [((), t)] * (2 * n_inputs) if isinstance(t, T.Type) else [((), x) for x in t] * 2
+        return self.b.region(ts, build)
+
+    def fn_region(self, fn: Fn, arg_types, prefix=(), suffix=None) -> str:
+        """Lowers sub-function ``fn`` as a region whose block args bind ``fn.params``
+        (after ``prefix`` extra args that bind nothing); ``suffix(ctx, outs)`` may rewrite
+        the returned values."""
+        def build(cb, args):
+            sub = Ctx(cb, {}, self)
+            outs = sub.lower_body(fn, args[len(prefix):])
+            return suffix(sub, outs, args) if suffix else outs
+        return self.b.region(list(prefix) + list(arg_types), build)
+
+    # --- graphs ------------------------------------------------------------------------
+    def lower_body(self, fn: Fn, params: list) -> list:
+        for p, v in zip(fn.params, params):
+            self.env[p.data.id] = v
+        for e in fn.nodes:
+            if e.op == "parameter":
+                continue
+            rule = LOWERINGS.get(e.op)
+            if rule is None:
+                raise LoweringError(f"the EXLA compiler has no lowering for op {e.op!r}; "
+                                    f"register one with nxpy.backends.exla.register_lowering")
+            args = [self._arg(a) for a in e.args]
+            self.env[e.id] = rule(self, e, *args)
+        return [self.lookup(t.data) for t in fn.outputs]
+
+    def _arg(self, a):
+        if isinstance(a, Tensor):
+            return self.lookup(a.data) if isinstance(a.data, Expr) else a
+        if isinstance(a, Expr):
+            return self.lookup(a)
+        if isinstance(a, list):
+            return [self._arg(x) for x in a]
+        return a
+
+
+def out_of(e: Expr):
+    return (e.shape, e.type)
+
+
+# ----------------------------------------------------------------------------------------
+# Elementwise
+# ----------------------------------------------------------------------------------------
+UNARY_HLO = {
+    "negate": "stablehlo.negate", "abs": "stablehlo.abs", "sign": "stablehlo.sign",
+    "floor": "stablehlo.floor", "ceil": "stablehlo.ceil", "round": "stablehlo.round_nearest_afz",
+    "exp": "stablehlo.exponential", "expm1": "stablehlo.exponential_minus_one",
+    "log": "stablehlo.log", "log1p": "stablehlo.log_plus_one", "sqrt": "stablehlo.sqrt",
+    "rsqrt": "stablehlo.rsqrt", "cbrt": "stablehlo.cbrt", "sin": "stablehlo.sine",
+    "cos": "stablehlo.cosine", "tan": "stablehlo.tan", "asin": "chlo.asin", "acos": "chlo.acos",
+    "atan": "chlo.atan", "sinh": "chlo.sinh", "cosh": "chlo.cosh", "tanh": "stablehlo.tanh",
+    "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh",
+    "sigmoid": "stablehlo.logistic", "erf": "chlo.erf", "erfc": "chlo.erfc",
+    "erf_inv": "chlo.erf_inv", "bitwise_not": "stablehlo.not",
+}
+_INT_IDENTITY = {"floor", "ceil", "round"}
+
+
+def _unary_rule(op):
+    name = UNARY_HLO[op]
+
+    def rule(c: Ctx, e: Expr, x: Val):
+        if op == "abs":
+            return c.op(name, [x], out_of(e))
+        x = c.convert(x, e.type)
+        if op in _INT_IDENTITY and not e.type.is_inexact:
+            return x
+        return c.op(name, [x], out_of(e))
+    return rule
+
+
+for _op in UNARY_HLO:
+    LOWERINGS[_op] = _unary_rule(_op)
+
+
+@register_lowering("is_nan", "is_infinity")
+def _is_nan_inf(c: Ctx, e: Expr, x: Val):
+    if not x.type.is_inexact:
+        return c.const(False, I1, e.shape)
+    parts = [x]
+    if x.type.is_complex:
+        rt = (x.shape, T.to_real(x.type))
+        parts = [c.op("stablehlo.real", [x], rt), c.op("stablehlo.imag", [x], rt)]
+    if e.op == "is_nan":
+        rs = [c.is_nan(p) for p in parts]
+    else:
+        rs = [c.op("chlo.is_inf", [p], out_of(e)) for p in parts]
+    return rs[0] if len(rs) == 1 else c.binop("stablehlo.or", rs[0], rs[1])
+
+
+@register_lowering("logical_not")
+def _logical_not(c: Ctx, e: Expr, x: Val):
+    return c.compare(x, c.const(0, x.type, x.shape), "EQ")
+
+
+BINARY_HLO = {
+    "add": "stablehlo.add", "subtract": "stablehlo.subtract", "multiply": "stablehlo.multiply",
+    "divide": "stablehlo.divide", "quotient": "stablehlo.divide", "remainder": "stablehlo.remainder",
+    "pow": "stablehlo.power", "atan2": "stablehlo.atan2", "min": "stablehlo.minimum",
+    "max": "stablehlo.maximum", "bitwise_and": "stablehlo.and", "bitwise_or": "stablehlo.or",
+    "bitwise_xor": "stablehlo.xor", "left_shift": "stablehlo.shift_left",
+    "logical_and": "stablehlo.and", "logical_or": "stablehlo.or", "logical_xor": "stablehlo.xor",
+}
+
+
+def _binary_rule(op):
+    kind = BINARY[op][0]
+
+    def rule(c: Ctx, e: Expr, a: Val, b: Val):
+        t = binary_compute_type(op, e, a, b)
+        a, b = c.bcast(c.convert(a, t), e.shape), c.bcast(c.convert(b, t), e.shape)
+        if kind == "compare":
+            return c.compare(a, b, _DIRS[op])
+        if kind == "logical":
+            a, b = c.convert(a, I1), c.convert(b, I1)
+        if op == "right_shift":
+            name = "stablehlo.shift_right_arithmetic" if t.kind == "s" else "stablehlo.shift_right_logical"
+            return c.binop(name, a, b)
+        return c.binop(BINARY_HLO[op], a, b)
+    return rule
+
+
+for _op in BINARY:
+    LOWERINGS[_op] = _binary_rule(_op)
+
+
+@register_lowering("select")
+def _select(c: Ctx, e: Expr, p: Val, a: Val, b: Val):
+    p = c.bcast(c.convert(p, I1), e.shape)
+    return c.select(p, c.bcast(c.convert(a, e.type), e.shape), c.bcast(c.convert(b, e.type), e.shape))
+
+
+@register_lowering("clip")
+def _clip(c: Ctx, e: Expr, x: Val, lo: Val, hi: Val):
+    x, lo, hi = (c.bcast(c.convert(v, e.type), e.shape) for v in (x, lo, hi))
+    return c.op("stablehlo.clamp", [lo, x, hi], out_of(e))
+
+
+@register_lowering("as_type")
+def _as_type(c: Ctx, e: Expr, x: Val):
+    if e.type.is_int and x.type.is_inexact:
+        return _float_to_int(c, e, x)
+    return c.convert(x, e.type)
+
+
+def _float_to_int(c: Ctx, e: Expr, x: Val):
+    """Saturating float→int conversion with NaN→0 (the NumPy backend's semantics)."""
+    if x.type.is_complex:
+        x = c.convert(x, T.to_real(x.type))
+    ft = T.F64 if x.type.bits < 64 or e.type.bits > 32 else x.type
+    f = c.convert(x, T.F64 if ft == T.F64 else x.type)
+    info = np.iinfo(e.type.dtype)
+    lo, hi = c.const(float(info.min), f.type, f.shape), c.const(float(info.max), f.type, f.shape)
+    nan = c.is_nan(f)
+    f = c.select(nan, c.const(0.0, f.type, f.shape), f)
+    r = c.convert(f, e.type)
+    r = c.select(c.compare(f, lo, "LE"), c.const(info.min, e.type, e.shape), r)
+    return c.select(c.compare(f, hi, "GE"), c.const(info.max, e.type, e.shape), r)
+
+
+@register_lowering("bitcast")
+def _bitcast(c: Ctx, e: Expr, x: Val):
+    return c.op("stablehlo.bitcast_convert", [x], out_of(e))
+
+
+# ----------------------------------------------------------------------------------------
+# Creation, constants, structure
+# ----------------------------------------------------------------------------------------
+@register_lowering("constant", "tensor")
+def _constant(c: Ctx, e: Expr):
+    return c.const(e.attrs["value"], e.type, e.shape)
+
+
+@register_lowering("iota")
+def _iota(c: Ctx, e: Expr):
+    return c.op("stablehlo.iota", [], out_of(e), {"iota_dimension": f"{e.attrs['axis']} : i64"})
+
+
+@register_lowering("eye")
+def _eye(c: Ctx, e: Expr):
+    n = len(e.shape)
+    rows = c.op("stablehlo.iota", [], (e.shape, T.S32), {"iota_dimension": f"{n - 2} : i64"})
+    cols = c.op("stablehlo.iota", [], (e.shape, T.S32), {"iota_dimension": f"{n - 1} : i64"})
+    return c.convert(c.compare(rows, cols, "EQ"), e.type)
+
+
+@register_lowering("elem")
+def _elem(c: Ctx, e: Expr, multi):
+    return multi[e.attrs["index"]]
+
+
+@register_lowering("reshape")
+def _reshape(c: Ctx, e: Expr, x: Val):
+    return c.reshape(x, e.shape)
+
+
+@register_lowering("broadcast")
+def _broadcast(c: Ctx, e: Expr, x: Val):
+    return c.bcast(x, e.shape, e.attrs["axes"])
+
+
+@register_lowering("transpose")
+def _transpose(c: Ctx, e: Expr, x: Val):
+    return c.op("stablehlo.transpose", [x], out_of(e), {"permutation": i64_array(e.attrs["axes"])})
+
+
+@register_lowering("reverse")
+def _reverse(c: Ctx, e: Expr, x: Val):
+    return c.op("stablehlo.reverse", [x], out_of(e), {"dimensions": i64_array(e.attrs["axes"])})
+
+
+@register_lowering("pad")
+def _pad(c: Ctx, e: Expr, x: Val, v: Val):
+    cfg = e.attrs["config"]
+    return c.op("stablehlo.pad", [x, v], out_of(e), {
+        "edge_padding_high": i64_array([h for _, h, _ in cfg]),
+        "edge_padding_low": i64_array([l for l, _, _ in cfg]),
+        "interior_padding": i64_array([i for _, _, i in cfg])})
+
+
+def _static_slice(c, x, starts, lengths, strides, out):
+    return c.op("stablehlo.slice", [x], out, {
+        "start_indices": i64_array(starts),
+        "limit_indices": i64_array([s + l for s, l in zip(starts, lengths)]),
+        "strides": i64_array(strides)})
+
+
+@register_lowering("slice")
+def _slice(c: Ctx, e: Expr, x: Val):
+    a = e.attrs
+    return _static_slice(c, x, a["start_indices"], a["lengths"], a["strides"], out_of(e))
+
+
+@register_lowering("dynamic_slice")
+def _dynamic_slice(c: Ctx, e: Expr, x: Val, starts):
+    lengths, strides = e.attrs["lengths"], e.attrs["strides"]
+    r = c.op("stablehlo.dynamic_slice", [x, *starts], (tuple(lengths), x.type),
+             {"slice_sizes": i64_array(lengths)})
+    if any(s != 1 for s in strides):
+        r = _static_slice(c, r, [0] * len(lengths), lengths, strides, out_of(e))
+    return r
+
+
+@register_lowering("put_slice")
+def _put_slice(c: Ctx, e: Expr, x: Val, starts, update: Val):
+    return c.op("stablehlo.dynamic_update_slice",
+                [c.convert(x, e.type), c.convert(update, e.type), *starts], out_of(e))
+
+
+@register_lowering("concatenate")
+def _concatenate(c: Ctx, e: Expr, tensors):
+    return c.op("stablehlo.concatenate", [c.convert(t, e.type) for t in tensors], out_of(e),
+                {"dimension": f"{e.attrs['axis']} : i64"})
+
+
+# ----------------------------------------------------------------------------------------
+# Reductions, dot, windows
+# ----------------------------------------------------------------------------------------
+_REDUCERS = {"sum": ("stablehlo.add", lambda t: 0), "product": ("stablehlo.multiply", lambda t: 1),
+             "reduce_max": ("stablehlo.maximum", T.min_value),
+             "reduce_min": ("stablehlo.minimum", T.max_value),
+             "all": ("stablehlo.and", lambda t: True), "any": ("stablehlo.or", lambda t: False)}
+
+
+def reducer_region(c: Ctx, op_name: str, t: T.Type) -> str:
+    return c.scalar_region(t, 1, lambda sub, l, r: [sub.binop(op_name, l[0], r[0])])
+
+
+@register_lowering(*_REDUCERS)
+def _reduce(c: Ctx, e: Expr, x: Val):
+    name, init = _REDUCERS[e.op]
+    axes = e.attrs["axes"]
+    x = c.convert(x, e.type)
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    r = c.op("stablehlo.reduce", [x, c.const(init(e.type), e.type)], (shape, e.type),
+             {"dimensions": i64_array(axes)}, [reducer_region(c, name, e.type)])
+    return c.reshape(r, e.shape)
+
+
+@register_lowering("argmax", "argmin")
+def _arg_reduce(c: Ctx, e: Expr, x: Val):
+    axis, high = e.attrs["axis"], e.attrs["tie_break"] == "high"
+    better = "GT" if e.op == "argmax" else "LT"
+    vt, it = x.type, e.type
+    idx = c.op("stablehlo.iota", [], (x.shape, it), {"iota_dimension": f"{axis} : i64"})
+    shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
+
+    def body(s: Ctx, lhs, rhs):
+        (av, ai), (bv, bi) = lhs, rhs
+        idx_wins = s.compare(ai, bi, "GT" if high else "LT")
+        if vt.is_inexact:
+            an, bn = s.is_nan(av), s.is_nan(bv)
+            strictly = s.binop("stablehlo.and", s.compare(av, bv, better),
+                               s.op("stablehlo.not", [bn], ((), I1)))
+            a_only_nan = s.binop("stablehlo.and", an, s.op("stablehlo.not", [bn], ((), I1)))
+            tie = s.binop("stablehlo.or", s.compare(av, bv, "EQ"), s.binop("stablehlo.and", an, bn))
+            pick = s.binop("stablehlo.or", s.binop("stablehlo.or", a_only_nan, strictly),
+                           s.binop("stablehlo.and", tie, idx_wins))
+        else:
+            pick = s.binop("stablehlo.or", s.compare(av, bv, better),
+                           s.binop("stablehlo.and", s.compare(av, bv, "EQ"), idx_wins))
+        return [s.select(pick, av, bv), s.select(pick, ai, bi)]
+
+    region = c.scalar_region((vt, it), 2, body)
+    init_v = c.const(T.min_value(vt) if e.op == "argmax" else T.max_value(vt), vt)
+    if vt.is_inexact and e.op == "argmin":
+        init_v = c.const(np.inf, vt)
+    init_i = c.const(0, it)
+    _, r = c.op("stablehlo.reduce", [x, idx, init_v, init_i], [(shape, vt), (shape, it)],
+                {"dimensions": i64_array([axis])}, [region])
+    return c.reshape(r, e.shape)
+
+
+@register_lowering("dot")
+def _dot(c: Ctx, e: Expr, a: Val, b: Val):
+    at = e.attrs
+    a, b = c.convert(a, e.type), c.convert(b, e.type)
+    fields = [("lhs_batching_dimensions", at["batch_a"]), ("rhs_batching_dimensions", at["batch_b"]),
+              ("lhs_contracting_dimensions", at["contract_a"]),
+              ("rhs_contracting_dimensions", at["contract_b"])]
+    dn = ", ".join(f"{k} = [{', '.join(str(i) for i in v)}]" for k, v in fields if v)
+    return c.op("stablehlo.dot_general", [a, b], out_of(e), {"dot_dimension_numbers": f"#stablehlo.dot<{dn}>"})
+
+
+@register_lowering("window_sum", "window_max")
+def _window(c: Ctx, e: Expr, x: Val):
+    at = e.attrs
+    name, init = ("stablehlo.add", 0) if e.op == "window_sum" else ("stablehlo.maximum", T.min_value(e.type))
+    x = c.convert(x, e.type)
+    return c.op("stablehlo.reduce_window", [x, c.const(init, e.type)], out_of(e), {
+        "padding": dense_i64(at["padding"]) if at["padding"] else "dense<> : tensor<0x2xi64>",
+        "window_dilations": i64_array(at["window_dilations"]),
+        "window_dimensions": i64_array(at["window_dimensions"]),
+        "window_strides": i64_array(at["strides"])}, [reducer_region(c, name, e.type)])
+
+
+# ----------------------------------------------------------------------------------------
+# Control flow
+# ----------------------------------------------------------------------------------------
+@register_lowering("cond")
+def _cond(c: Ctx, e: Expr, pred: Val):
+    t_fn, f_fn = e.fns
+    regions = [c.fn_region(fn, []) for fn in (t_fn, f_fn)]
+    outs = [(s, t) for s, t, _ in e.outs]
+    return c.op("stablehlo.if", [pred], outs, None, regions)
+
+
+@register_lowering("while")
+def _while(c: Ctx, e: Expr, init):
+    c_fn, b_fn = e.fns
+    # captures of both sub-functions ride along as loop-carried values
+    caps = list({x.id: x for x in c_fn.captures + b_fn.captures}.values())
+    cap_vals = [c.lookup(x) for x in caps]
+    state_types = [(v.shape, v.type) for v in init]
+    cap_types = [(v.shape, v.type) for v in cap_vals]
+    n = len(init)
+
+    def bind_caps(fn):
+        def build(cb, args):
+            sub = Ctx(cb, {x.id: a for x, a in zip(caps, args[n:])}, c)
+            outs = sub.lower_body(fn, args[:n])
+            return outs + (list(args[n:]) if fn is b_fn else [])
+        return build
+
+    regions = [c.b.region(state_types + cap_types, bind_caps(fn)) for fn in (c_fn, b_fn)]
+    res = c.op("stablehlo.while", list(init) + cap_vals, state_types + cap_types, None, regions)
+    return res[:n]
+
+
+# ----------------------------------------------------------------------------------------
+# Modules
+# ----------------------------------------------------------------------------------------
+def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
+                 arg_attrs=None, result_attrs=None, preamble: str = "", info=None) -> str:
+    """The whole module for ``graph`` as ``main``; ``arg_attrs``/``result_attrs`` are
+    optional per-position attribute dicts (shardings)."""
+    b = Builder()
+    ctx = Ctx(b, {}, info=info or {})
+    params = [Val(f"%arg{i}", p.shape, p.type) for i, p in enumerate(graph.params)]
+    outs = ctx.lower_body(graph, params)
+
+    def attrs(d):
+        return " {" + ", ".join(f"{k} = {v}" for k, v in d.items()) + "}" if d else ""
+
+    sig = ", ".join(f"{p.name}: {p.ty}{attrs(arg_attrs[i] if arg_attrs else None)}"
+                    for i, p in enumerate(params))
+    res = ", ".join(f"{v.ty}{attrs(result_attrs[i] if result_attrs else None)}"
+                    for i, v in enumerate(outs))
+    ret = ("    return " + ", ".join(v.name for v in outs) + " : " + ", ".join(v.ty for v in outs)
+           if outs else "    return")
+    head = (f"module @{name} attributes {{mhlo.num_partitions = {num_partitions} : i32, "
+            f"mhlo.num_replicas = 1 : i32}} {{")
+    body = b.text()
+    return "\n".join(x for x in [head, preamble, f"  func.func public @main({sig}) -> ({res}) {{",
+                                 body, ret, "  }", "}"] if x)
+
+
+del _op

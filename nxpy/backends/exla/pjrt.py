@@ -1,0 +1,172 @@
+"""Every jaxlib touchpoint of nxpy, in one file, version-checked.
+
+jaxlib's PJRT client methods (``compile_and_load``, ``execute_sharded``,
+``batched_device_put``) are undocumented, so nxpy pins jax/jaxlib 0.10.2 and an
+upgrade touches only this module.
+
+Host CPU devices: nxpy asks XLA for ``NXPY_CPU_DEVICES`` host devices (default 8)
+before the client starts, so a 2x2 or 2x4 mesh works with no flags.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+SUPPORTED_VERSION = "0.10.2"
+DEFAULT_CPU_DEVICES = 8
+
+_lock = threading.Lock()
+_state: dict = {}
+
+
+def _import():
+    import jax
+    import jaxlib
+    if jax.__version__ != SUPPORTED_VERSION or jaxlib.__version__ != SUPPORTED_VERSION:
+        raise ImportError(f"nxpy's EXLA compiler needs jax=={SUPPORTED_VERSION} and "
+                          f"jaxlib=={SUPPORTED_VERSION}, found jax {jax.__version__} and "
+                          f"jaxlib {jaxlib.__version__}: pip install "
+                          f"'jax=={SUPPORTED_VERSION}' 'jaxlib=={SUPPORTED_VERSION}'")
+    return jax
+
+
+def requested_cpu_devices() -> int:
+    v = os.environ.get("NXPY_CPU_DEVICES", str(DEFAULT_CPU_DEVICES))
+    try:
+        n = int(v)
+        if n < 1:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"NXPY_CPU_DEVICES must be a positive integer, got {v!r}") from None
+    return n
+
+
+def _client():
+    st = _state
+    if "client" in st:
+        return st["client"]
+    with _lock:
+        if "client" in st:
+            return st["client"]
+        jax = _import()
+        try:
+            jax.config.update("jax_num_cpu_devices", requested_cpu_devices())
+        except RuntimeError:
+            pass  # the backend already exists (jax was used first): keep its devices
+        from jax import core
+        from jax.extend import backend as jeb
+        from jax.sharding import SingleDeviceSharding
+        from jaxlib import _jax, xla_client
+        client = jeb.get_backend("cpu")
+        st.update(jax=jax, core=core, jeb=jeb, xc=xla_client, J=_jax,
+                  SingleDeviceSharding=SingleDeviceSharding,
+                  devices=client.local_devices(), single={})
+        st["client"] = client
+        return client
+
+
+def devices() -> list:
+    _client()
+    return _state["devices"]
+
+
+def device_count() -> int:
+    return len(devices())
+
+
+def platform() -> str:
+    return _client().platform
+
+
+# --------------------------------------------------------------------------------------
+# Compile
+# --------------------------------------------------------------------------------------
+class CompileError(RuntimeError):
+    """XLA rejected a module nxpy emitted (a bug in nxpy or a plugin's lowering)."""
+
+
+def compile(module_text: str, device_ids, *, spmd: bool = False):
+    """Compiles MLIR text for the given device positions (one per partition)."""
+    client = _client()
+    st = _state
+    devs = [st["devices"][i] for i in device_ids]
+    n = len(devs)
+    opts = st["jeb"].get_compile_options(num_replicas=1, num_partitions=n,
+                                         device_assignment=np.array(devs).reshape(1, n))
+    if spmd:
+        opts.executable_build_options.use_spmd_partitioning = True
+        opts.executable_build_options.use_shardy_partitioner = True
+    try:
+        return client.compile_and_load(module_text, st["xc"].DeviceList(tuple(devs)), opts)
+    except Exception as e:  # XLA's own error text, with the module for debugging
+        raise CompileError(f"XLA could not compile the module nxpy emitted: {e}\n\n"
+                           f"{module_text}") from None
+
+
+def hlo_text(exe) -> str:
+    return exe.get_hlo_text()
+
+
+# --------------------------------------------------------------------------------------
+# Buffers
+# --------------------------------------------------------------------------------------
+def _single(device_index: int):
+    s = _state["single"].get(device_index)
+    if s is None:
+        s = _state["single"][device_index] = _state["SingleDeviceSharding"](
+            _state["devices"][device_index])
+    return s
+
+
+def to_device(array: np.ndarray, device_index: int = 0):
+    """A single-device buffer holding ``array`` (64-bit types kept as they are)."""
+    _client()
+    st = _state
+    array = np.ascontiguousarray(array)
+    aval = st["core"].ShapedArray(array.shape, array.dtype)
+    return st["J"].batched_device_put(aval, _single(device_index), [array],
+                                      [st["devices"][device_index]], True, False,
+                                      st["J"].HostBufferSemantics.ZERO_COPY, True)
+
+
+def to_host(buffer) -> np.ndarray:
+    return np.asarray(buffer)
+
+
+def device_index_of(buffer) -> int:
+    return _state["devices"].index(next(iter(buffer.devices())))
+
+
+def execute(exe, buffers) -> list:
+    """Runs a single-partition executable; one buffer per output."""
+    return [o[0] for o in exe.execute_sharded(buffers).disassemble_into_single_device_arrays()]
+
+
+def _named_sharding(mesh_devices, mesh_shape, axis_names, spec):
+    key = (tuple(mesh_devices), tuple(mesh_shape), tuple(axis_names), spec)
+    cache = _state.setdefault("named", {})
+    s = cache.get(key)
+    if s is None:
+        jax = _state["jax"]
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+        devs = np.empty(len(mesh_devices), dtype=object)
+        devs[:] = [_state["devices"][i] for i in mesh_devices]
+        mesh = Mesh(devs.reshape(mesh_shape), tuple(axis_names))
+        s = cache[key] = NamedSharding(mesh, PartitionSpec(*spec))
+        del jax
+    return s
+
+
+def assemble(global_shape, dtype, shards, mesh_devices, mesh_shape, axis_names, spec):
+    """One global array from per-partition single-device buffers (partition order)."""
+    st = _state
+    aval = st["core"].ShapedArray(tuple(global_shape), np.dtype(dtype))
+    sharding = _named_sharding(mesh_devices, mesh_shape, axis_names, spec)
+    return st["J"].ArrayImpl(aval, sharding, list(shards), True, True)
+
+
+def execute_sharded(exe, arrays) -> list:
+    """Runs an SPMD executable on global arrays; returns ``[output][partition]`` buffers."""
+    return exe.execute_sharded(arrays).disassemble_into_single_device_arrays()

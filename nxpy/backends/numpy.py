@@ -1,0 +1,472 @@
+"""The NumPy backend: the reference eager backend and the default one (Nx.BinaryBackend).
+
+Its semantics are XLA's wherever NumPy differs (rounding half away from zero, integer
+division by zero, shifts past the bit width, saturating float→int conversion), so
+the Evaluator and EXLA agree exactly.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import types as T
+from ..backend import Backend
+from ..ops import binary_compute_type
+from ..tensor import Tensor
+
+__all__ = ["NumpyBackend", "format_array"]
+
+
+# ----------------------------------------------------------------------------------------
+# Elementwise kernels (NumPy arrays in, NumPy arrays out; inputs already in compute type)
+# ----------------------------------------------------------------------------------------
+def _round_afz(x):
+    if x.dtype.kind in "iub":
+        return x
+    return np.sign(x) * np.floor(np.abs(x) + x.dtype.type(0.5))
+
+
+_erf_u = np.frompyfunc(math.erf, 1, 1)
+_erfc_u = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _erf(x):
+    return _erf_u(x.astype(np.float64)).astype(np.float64)
+
+
+def _erfc(x):
+    return _erfc_u(x.astype(np.float64)).astype(np.float64)
+
+
+def _erf_inv(x):
+    """Inverse error function: Giles' approximation refined by Newton steps in float64."""
+    y = x.astype(np.float64)
+    w = -np.log((1.0 - y) * (1.0 + y))
+    small = w < 5.0
+    ws = w - 2.5
+    wl = np.sqrt(np.where(small, 5.0, w)) - 3.0
+    ps = [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+          -0.00125372503, -0.00417768164, 0.246640727, 1.50140941]
+    pl = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+          -0.0076224613, 0.00943887047, 1.00167406, 2.83297682]
+    a = np.zeros_like(y)
+    b = np.zeros_like(y)
+    for c in ps:
+        a = a * ws + c
+    for c in pl:
+        b = b * wl + c
+    r = np.where(small, a, b) * y
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            err = _erf(r) - y
+            r = r - err / (2.0 / math.sqrt(math.pi) * np.exp(-r * r))
+    r = np.where(np.abs(y) == 1.0, np.sign(y) * np.inf, r)
+    return np.where(np.abs(y) > 1.0, np.nan, r)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+def _is_nan(x):
+    return np.isnan(x) if x.dtype.kind in "fc" else np.zeros(x.shape, bool)
+
+
+def _is_inf(x):
+    return np.isinf(x) if x.dtype.kind in "fc" else np.zeros(x.shape, bool)
+
+
+def _bitwise_not(x):
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+UNARY_NP = {
+    "negate": np.negative, "abs": np.abs, "sign": np.sign,
+    "floor": lambda x: x if x.dtype.kind in "iub" else np.floor(x),
+    "ceil": lambda x: x if x.dtype.kind in "iub" else np.ceil(x),
+    "round": _round_afz, "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
+    "sqrt": np.sqrt, "rsqrt": _rsqrt, "cbrt": np.cbrt, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
+    "atanh": np.arctanh, "sigmoid": _sigmoid, "erf": _erf, "erfc": _erfc, "erf_inv": _erf_inv,
+    "is_nan": _is_nan, "is_infinity": _is_inf, "bitwise_not": _bitwise_not,
+    "logical_not": lambda x: x == 0,
+}
+# unary ops whose input is converted to the output type first (the others read the input as is)
+_UNARY_READS_INPUT = {"abs", "is_nan", "is_infinity", "logical_not"}
+
+
+def _int_div(a, b):
+    """XLA integer division: truncates; x/0 = -1 (all ones); MIN/-1 = MIN."""
+    zero = b == 0
+    safe_b = np.where(zero, 1, b)
+    if a.dtype.kind == "i":
+        overflow = (a == np.iinfo(a.dtype).min) & (b == -1)
+        safe_b = np.where(overflow, 1, safe_b)
+        q = np.abs(a.astype(np.int64) if a.dtype.itemsize < 8 else a) // np.abs(safe_b)
+        q = (np.sign(a) * np.sign(safe_b) * q).astype(a.dtype)
+        q = np.where(overflow, a, q)
+        return np.where(zero, a.dtype.type(-1), q).astype(a.dtype)
+    return np.where(zero, np.iinfo(a.dtype).max, a // safe_b).astype(a.dtype)
+
+
+def _remainder(a, b):
+    if a.dtype.kind in "iu":
+        zero = b == 0
+        safe_b = np.where(zero, 1, b)
+        if a.dtype.kind == "i":
+            safe_b = np.where((a == np.iinfo(a.dtype).min) & (b == -1), 1, safe_b)
+        return np.where(zero, a, np.fmod(a, safe_b)).astype(a.dtype)
+    return np.fmod(a, b)
+
+
+def _int_pow(a, b):
+    """Wrapping integer power by squaring; negative exponents as XLA (0 unless |a| == 1)."""
+    base = a.copy()
+    e = b.astype(np.int64) if b.dtype.kind == "i" else b.astype(np.uint64)
+    neg = e < 0
+    e = np.where(neg, 0, e)
+    out = np.ones_like(a)
+    with np.errstate(over="ignore"):
+        while np.any(e > 0):
+            odd = (e & 1) == 1
+            out = np.where(odd, out * base, out)
+            base = base * base
+            e = e >> 1
+    if a.dtype.kind == "i":
+        neg_res = np.where(a == 1, 1, np.where(a == -1, np.where((b & 1) == 1, -1, 1), 0))
+        out = np.where(neg, neg_res.astype(a.dtype), out)
+    return out.astype(a.dtype)
+
+
+def _pow(a, b):
+    if a.dtype.kind in "iu":
+        return _int_pow(a, b)
+    return np.power(a, b)
+
+
+def _shift(a, b, left):
+    bits = a.dtype.itemsize * 8
+    bad = (b < 0) | (b >= bits) if b.dtype.kind == "i" else b >= bits
+    sb = np.where(bad, 0, b).astype(a.dtype)
+    if left:
+        return np.where(bad, 0, np.left_shift(a, sb)).astype(a.dtype)
+    fill = np.where(a < 0, a.dtype.type(-1), 0) if a.dtype.kind == "i" else 0
+    return np.where(bad, fill, np.right_shift(a, sb)).astype(a.dtype)
+
+
+def _bitwise(fb, fi):
+    return lambda a, b: fb(a, b) if a.dtype == np.bool_ else fi(a, b)
+
+
+BINARY_NP = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "divide": np.divide, "quotient": _int_div, "remainder": _remainder, "pow": _pow,
+    "atan2": np.arctan2, "min": np.minimum, "max": np.maximum,
+    "bitwise_and": _bitwise(np.logical_and, np.bitwise_and),
+    "bitwise_or": _bitwise(np.logical_or, np.bitwise_or),
+    "bitwise_xor": _bitwise(np.logical_xor, np.bitwise_xor),
+    "left_shift": lambda a, b: _shift(a, b, True), "right_shift": lambda a, b: _shift(a, b, False),
+    "equal": np.equal, "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
+    "greater": np.greater, "greater_equal": np.greater_equal,
+    "logical_and": lambda a, b: (a != 0) & (b != 0), "logical_or": lambda a, b: (a != 0) | (b != 0),
+    "logical_xor": lambda a, b: (a != 0) ^ (b != 0),
+}
+
+_F32 = np.dtype(np.float32)
+_HALF = {np.dtype(np.float16), T.Type("bf", 16).dtype}
+
+
+def _compute_dtype(dt):
+    """f16/bf16 compute in f32 and round once at the end, as XLA:CPU does."""
+    return _F32 if dt in _HALF else dt
+
+
+def convert(arr: np.ndarray, t: T.Type) -> np.ndarray:
+    """Element type conversion with XLA semantics (float→int saturates, NaN→0)."""
+    dt = t.dtype
+    if arr.dtype == dt:
+        return arr
+    if t.is_int and arr.dtype.kind in "fcV" or (t.is_int and arr.dtype in _HALF):
+        src = arr.real if arr.dtype.kind == "c" else arr.astype(np.float64)
+        info = np.iinfo(dt)
+        src = np.where(np.isnan(src), 0, np.trunc(src))
+        return np.clip(src, info.min, info.max).astype(dt)
+    if t.is_pred:
+        return arr != 0
+    if arr.dtype.kind == "c" and not t.is_complex:
+        return arr.real.astype(dt)
+    with np.errstate(all="ignore"):
+        return arr.astype(dt)
+
+
+# ----------------------------------------------------------------------------------------
+# Inspection
+# ----------------------------------------------------------------------------------------
+def _fmt_scalar(v, kind):
+    if kind == "b":
+        return "true" if v else "false"
+    if kind == "c":
+        return f"{_fmt_scalar(v.real, 'f')}{'+' if v.imag >= 0 or math.isnan(v.imag) else '-'}{_fmt_scalar(abs(v.imag), 'f')}i"
+    if kind in "fV":
+        v = float(v)
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "Inf" if v > 0 else "-Inf"
+        return repr(v)
+    return str(int(v))
+
+
+def format_array(arr: np.ndarray, limit: int = 50) -> str:
+    """Nx-style nested listing of ``arr``, eliding after ``limit`` elements."""
+    kind = "b" if arr.dtype == np.bool_ else ("V" if arr.dtype in _HALF else arr.dtype.kind)
+    count = [0]
+
+    def rec(a, indent):
+        if a.ndim == 0:
+            return _fmt_scalar(a.item() if kind != "V" else float(a), kind)
+        if a.ndim == 1:
+            items = []
+            for v in a:
+                if count[0] >= limit:
+                    items.append("...")
+                    break
+                count[0] += 1
+                items.append(_fmt_scalar(v if kind != "V" else float(v), kind))
+            return "[" + ", ".join(items) + "]"
+        pad = "  " * (indent + 1)
+        rows = []
+        for sub in a:
+            if count[0] >= limit:
+                rows.append(pad + "...")
+                break
+            rows.append(pad + rec(sub, indent + 1))
+        return "[\n" + ",\n".join(rows) + "\n" + "  " * indent + "]"
+
+    return rec(arr, 0)
+
+
+# ----------------------------------------------------------------------------------------
+# The backend
+# ----------------------------------------------------------------------------------------
+class NumpyBackend(Backend):
+    """Eager ops on NumPy arrays, in the output type ``out`` says."""
+
+    name = "numpy"
+    priority = 0
+
+    def _wrap(self, out: Tensor, arr) -> Tensor:
+        arr = np.asarray(arr)
+        if arr.dtype != out.type.dtype:
+            arr = convert(arr, out.type)
+        if arr.shape != out.shape:
+            arr = np.broadcast_to(arr, out.shape)
+        return Tensor(arr, out.shape, out.type, out.names, self)
+
+    def from_numpy(self, array, type, names=None) -> Tensor:
+        arr = np.asarray(array)
+        if arr.dtype != type.dtype:
+            arr = convert(arr, type)
+        return Tensor(arr, arr.shape, type, names, self)
+
+    def to_numpy(self, t: Tensor) -> np.ndarray:
+        return t.data
+
+    def constant(self, out, value):
+        return self._wrap(out, convert(np.asarray(value), out.type))
+
+    # --- elementwise --------------------------------------------------------------------
+    def _elementwise(self, out, f, *arrays):
+        with np.errstate(all="ignore"):
+            return self._wrap(out, f(*arrays))
+
+    def select(self, out, pred, on_true, on_false):
+        a = convert(on_true.data, out.type)
+        b = convert(on_false.data, out.type)
+        return self._wrap(out, np.where(pred.data != 0, a, b))
+
+    def clip(self, out, x, lo, hi):
+        x, lo, hi = (convert(v.data, out.type) for v in (x, lo, hi))
+        return self._wrap(out, np.minimum(np.maximum(x, lo), hi))
+
+    def as_type(self, out, x):
+        return self._wrap(out, convert(x.data, out.type))
+
+    def bitcast(self, out, x):
+        return self._wrap(out, np.ascontiguousarray(x.data).view(out.type.dtype))
+
+    # --- shapes -------------------------------------------------------------------------
+    def reshape(self, out, x):
+        return self._wrap(out, x.data.reshape(out.shape))
+
+    def broadcast(self, out, x, axes):
+        shape = [1] * len(out.shape)
+        for d, a in zip(x.shape, axes):
+            shape[a] = d
+        return self._wrap(out, np.broadcast_to(x.data.reshape(shape), out.shape))
+
+    def transpose(self, out, x, axes):
+        return self._wrap(out, np.transpose(x.data, axes))
+
+    def reverse(self, out, x, axes):
+        return self._wrap(out, np.flip(x.data, axes))
+
+    def pad(self, out, x, value, config):
+        a = x.data
+        lo_pos = [max(lo, 0) for lo, _, _ in config]
+        inner = [d + max(d - 1, 0) * it for d, (_, _, it) in zip(a.shape, config)]
+        big = [l + n + max(hi, 0) for l, n, (_, hi, _) in zip(lo_pos, inner, config)]
+        res = np.full(big, value.data, dtype=out.type.dtype)
+        res[tuple(slice(l, l + n, it + 1) for l, n, (_, _, it) in zip(lo_pos, inner, config))] = a
+        crop = tuple(slice(-min(lo, 0), b - (-min(hi, 0))) for b, (lo, hi, _) in zip(big, config))
+        return self._wrap(out, res[crop])
+
+    def slice(self, out, x, start_indices, lengths, strides):
+        idx = tuple(slice(s, s + l, st) for s, l, st in zip(start_indices, lengths, strides))
+        return self._wrap(out, x.data[idx])
+
+    def dynamic_slice(self, out, x, starts, lengths, strides):
+        s = [min(max(int(t.data), 0), d - l) for t, d, l in zip(starts, x.shape, lengths)]
+        return self.slice(out, x, s, lengths, strides)
+
+    def put_slice(self, out, x, starts, update):
+        s = [min(max(int(t.data), 0), d - u) for t, d, u in zip(starts, x.shape, update.shape)]
+        res = convert(x.data, out.type).copy()
+        res[tuple(slice(a, a + u) for a, u in zip(s, update.shape))] = convert(update.data, out.type)
+        return self._wrap(out, res)
+
+    def concatenate(self, out, tensors, axis):
+        return self._wrap(out, np.concatenate([convert(t.data, out.type) for t in tensors], axis))
+
+    # --- creation -----------------------------------------------------------------------
+    def iota(self, out, axis):
+        n = out.shape[axis]
+        shape = [1] * len(out.shape)
+        shape[axis] = n
+        return self._wrap(out, np.arange(n).reshape(shape).astype(out.type.dtype))
+
+    def eye(self, out):
+        n, m = out.shape[-2:]
+        return self._wrap(out, np.eye(n, m, dtype=out.type.dtype))
+
+    # --- reductions ---------------------------------------------------------------------
+    def _reduce(self, out, x, axes, keep_axes, f, **kw):
+        a = convert(x.data, out.type)
+        dt = _compute_dtype(a.dtype)
+        with np.errstate(all="ignore"):
+            r = f(a.astype(dt), axis=tuple(axes), keepdims=keep_axes, **kw)
+        return self._wrap(out, r)
+
+    def sum(self, out, x, axes, keep_axes):
+        return self._reduce(out, x, axes, keep_axes, np.sum)
+
+    def product(self, out, x, axes, keep_axes):
+        return self._reduce(out, x, axes, keep_axes, np.prod)
+
+    def reduce_max(self, out, x, axes, keep_axes):
+        return self._reduce(out, x, axes, keep_axes, np.max, initial=T.min_value(out.type))
+
+    def reduce_min(self, out, x, axes, keep_axes):
+        return self._reduce(out, x, axes, keep_axes, np.min, initial=T.max_value(out.type))
+
+    def all(self, out, x, axes, keep_axes):
+        return self._wrap(out, np.all(x.data != 0, axis=tuple(axes), keepdims=keep_axes))
+
+    def any(self, out, x, axes, keep_axes):
+        return self._wrap(out, np.any(x.data != 0, axis=tuple(axes), keepdims=keep_axes))
+
+    def _arg(self, out, x, axis, keep_axis, tie_break, f):
+        a = x.data.astype(_compute_dtype(x.data.dtype))
+        if tie_break == "high":
+            a = np.flip(a, axis)
+        r = f(a, axis=axis, keepdims=keep_axis)
+        if tie_break == "high":
+            r = x.shape[axis] - 1 - r
+        return self._wrap(out, r)
+
+    def argmax(self, out, x, axis, keep_axis, tie_break):
+        return self._arg(out, x, axis, keep_axis, tie_break, np.argmax)
+
+    def argmin(self, out, x, axis, keep_axis, tie_break):
+        return self._arg(out, x, axis, keep_axis, tie_break, np.argmin)
+
+    # --- dot and windows ----------------------------------------------------------------
+    def dot(self, out, a, b, contract_a, batch_a, contract_b, batch_b):
+        letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        sa = [None] * a.rank
+        sb = [None] * b.rank
+        for i, j in zip(batch_a, batch_b):
+            sa[i] = sb[j] = next(letters)
+        for i, j in zip(contract_a, contract_b):
+            sa[i] = sb[j] = next(letters)
+        for i in range(a.rank):
+            sa[i] = sa[i] or next(letters)
+        for j in range(b.rank):
+            sb[j] = sb[j] or next(letters)
+        free_a = [sa[i] for i in range(a.rank) if i not in contract_a and i not in batch_a]
+        free_b = [sb[j] for j in range(b.rank) if j not in contract_b and j not in batch_b]
+        res = "".join([sa[i] for i in batch_a] + free_a + free_b)
+        dt = _compute_dtype(out.type.dtype)
+        x, y = convert(a.data, out.type).astype(dt), convert(b.data, out.type).astype(dt)
+        with np.errstate(all="ignore"):
+            r = np.einsum(f"{''.join(sa)},{''.join(sb)}->{res}", x, y)
+        return self._wrap(out, r)
+
+    def _window(self, out, x, window_dimensions, strides, padding, window_dilations, init, f):
+        a = convert(x.data, out.type)
+        a = a.astype(_compute_dtype(a.dtype))
+        a = np.pad(a, padding, constant_values=init)
+        eff = [(w - 1) * r + 1 for w, r in zip(window_dimensions, window_dilations)]
+        v = np.lib.stride_tricks.sliding_window_view(a, eff)
+        n = a.ndim
+        v = v[(slice(None, None),) * n + tuple(slice(None, None, r) for r in window_dilations)]
+        v = v[tuple(slice(None, None, s) for s in strides)]
+        with np.errstate(all="ignore"):
+            return self._wrap(out, f(v, axis=tuple(range(n, 2 * n))))
+
+    def window_sum(self, out, x, window_dimensions, strides, padding, window_dilations):
+        return self._window(out, x, window_dimensions, strides, padding, window_dilations, 0, np.sum)
+
+    def window_max(self, out, x, window_dimensions, strides, padding, window_dilations):
+        return self._window(out, x, window_dimensions, strides, padding, window_dilations,
+                            T.min_value(out.type), np.max)
+
+
+def _unary_method(name):
+    f = UNARY_NP[name]
+
+    def method(self, out, x):
+        a = x.data
+        if name not in _UNARY_READS_INPUT:
+            a = convert(a, out.type)
+            a = a.astype(_compute_dtype(a.dtype))
+        elif a.dtype in _HALF:
+            a = a.astype(_F32)
+        return self._elementwise(out, f, a)
+    method.__name__ = name
+    return method
+
+
+def _binary_method(name):
+    f = BINARY_NP[name]
+
+    def method(self, out, a, b):
+        t = binary_compute_type(name, out, a, b)
+        x, y = convert(a.data, t), convert(b.data, t)
+        dt = _compute_dtype(x.dtype)
+        return self._elementwise(out, f, x.astype(dt), y.astype(dt))
+    method.__name__ = name
+    return method
+
+
+for _n in UNARY_NP:
+    setattr(NumpyBackend, _n, _unary_method(_n))
+for _n in BINARY_NP:
+    setattr(NumpyBackend, _n, _binary_method(_n))
+del _n

@@ -1,0 +1,138 @@
+"""What only makes sense inside a defn: control flow (and, later, collectives).
+
+Both ``cond`` and ``while_loop`` also work eagerly (outside a defn), where they are
+plain Python control flow.
+
+>>> import nxpy as nx
+>>> nx.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 2), (0, 1))
+(3, 8)
+"""
+from __future__ import annotations
+
+from .. import _context, ops
+from .. import shape as S
+from .. import types as T
+from ..tensor import Tensor
+from . import tree as tree_mod
+from .expr import EXPR, Expr, trace_fn
+
+__all__ = ["cond", "while_loop"]
+
+
+def _is_expr(x):
+    return isinstance(x, Tensor) and isinstance(x.data, Expr)
+
+
+def _call(branch):
+    return branch() if callable(branch) else branch
+
+
+def _unify(leaves_a, leaves_b, what):
+    """Common template of two branches' leaves: broadcast shapes, merged types."""
+    out = []
+    for i, (a, b) in enumerate(zip(leaves_a, leaves_b)):
+        try:
+            shape = S.broadcast(a.shape, b.shape, op=what)
+        except ValueError:
+            raise ValueError(f"{what}: output {i} has shape {a.shape} in one branch and "
+                             f"{b.shape} in the other") from None
+        out.append((shape, T.merge(a.type, b.type), None))
+    return out
+
+
+def _coerce(t, shape, type):
+    t = ops.as_type(t, type)
+    return ops.broadcast(t, shape) if t.shape != shape else t
+
+
+def cond(pred, on_true, on_false):
+    """``on_true()`` if ``pred`` is non-zero, else ``on_false()``. Branches are callables
+    (or values) returning the same container structure; shapes broadcast, types merge.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jit
+    >>> f = jit(lambda x: nx.cond(nx.sum(x) > 0, lambda: x * 2, lambda: -x))
+    >>> f(nx.tensor([1, 2])).tolist(), f(nx.tensor([-1, -2])).tolist()
+    ([2, 4], [1, 2])
+    """
+    if not _is_expr(pred):
+        if isinstance(pred, Tensor) and pred.shape != ():
+            raise ValueError(f"cond: expected pred to be a scalar, got shape {pred.shape}")
+        return _call(on_true) if bool(pred) else _call(on_false)
+    if pred.shape != ():
+        raise ValueError(f"cond: expected pred to be a scalar, got shape {pred.shape}")
+    parent = _context.current()
+    t_fn = trace_fn(lambda: _call(on_true), [], parent=parent)
+    f_fn = trace_fn(lambda: _call(on_false), [], parent=parent)
+    if t_fn.tree != f_fn.tree:
+        raise ValueError(f"cond: both branches must return the same container structure, "
+                         f"got {_tree_str(t_fn.tree)} and {_tree_str(f_fn.tree)}")
+    templates = _unify(t_fn.outputs, f_fn.outputs, "cond")
+    for fn in (t_fn, f_fn):
+        if any((o.shape, o.type) != (s, t) for o, (s, t, _) in zip(fn.outputs, templates)):
+            with fn.scope:
+                fn.outputs = [_coerce(o, s, t) for o, (s, t, _) in zip(fn.outputs, templates)]
+            fn.finalize()
+    outs = EXPR.multi("cond", templates, ops.not_equal(pred, 0), fns=(t_fn, f_fn))
+    return tree_mod.unflatten(t_fn.tree, outs)
+
+
+def _tree_str(t):
+    return "a tensor" if t == tree_mod.LEAF else str(t)
+
+
+def while_loop(cond_fun, body_fun, state):
+    """Runs ``state = body_fun(state)`` while ``cond_fun(state)`` is non-zero.
+
+    ``state`` is a tensor or a container (tuple, list, dict) of tensors and numbers; the
+    body must return the same structure with the same shapes and types.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jit
+    >>> f = jit(lambda n: nx.while_loop(lambda s: s["i"] < n,
+    ...                                 lambda s: {"i": s["i"] + 1, "acc": s["acc"] * 2},
+    ...                                 {"i": 0, "acc": 1.0}))
+    >>> f(5)["acc"].tolist()
+    32.0
+    """
+    leaves, tree = tree_mod.flatten(state)
+    if not _context.tracing():
+        while bool(cond_fun(state)):
+            state = body_fun(state)
+        return state
+    init = [EXPR.lift(x, f"state leaf {i}") for i, x in enumerate(leaves)]
+    templates = [(t.shape, t.type, t.names) for t in init]
+    parent = _context.current()
+
+    def check_pred(p):
+        p = ops.to_tensor(p, "the while_loop condition")
+        if p.shape != ():
+            raise ValueError(f"while_loop: the condition must return a scalar, got shape {p.shape}")
+        return ops.not_equal(p, 0)
+
+    c_fn = trace_fn(cond_fun, templates, tree=tree, parent=parent, wrap_output=check_pred)
+
+    def check_body(out):
+        out_leaves, out_tree = tree_mod.flatten(out)
+        if out_tree != tree:
+            raise ValueError(f"while_loop: the body must return the state's structure "
+                             f"{_tree_str(tree)}, got {_tree_str(out_tree)}")
+        fixed = []
+        for i, (o, (s, t, _)) in enumerate(zip(out_leaves, templates)):
+            o = ops.to_tensor(o, f"body output {i}") if not isinstance(o, (int, float)) else o
+            if isinstance(o, (int, float)):
+                o = ops.full((), o, type=t)
+            if o.shape != s:
+                raise ValueError(f"while_loop: state leaf {i} has shape {s} but the body "
+                                 f"returned shape {o.shape}")
+            if o.type != t:
+                if T.merge(o.type, t) != t:
+                    raise TypeError(f"while_loop: state leaf {i} has type {t} but the body "
+                                    f"returned {o.type}; convert it with nx.as_type")
+                o = ops.as_type(o, t)
+            fixed.append(o)
+        return tree_mod.unflatten(tree, fixed)
+
+    b_fn = trace_fn(body_fun, templates, tree=tree, parent=parent, wrap_output=check_body)
+    outs = EXPR.multi("while", templates, init, fns=(c_fn, b_fn))
+    return tree_mod.unflatten(tree, outs)

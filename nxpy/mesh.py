@@ -1,0 +1,108 @@
+"""Device meshes: a name, a shape, axis names and the device of each partition.
+
+Partition ``p`` sits at the row-major mesh coordinates of ``p`` (2x2: p = 2·a0 + a1).
+
+>>> from nxpy import Mesh
+>>> m = Mesh("mesh", (2, 2))
+>>> m.axis_names, m.size, m.coords(3)
+(('axis_0', 'axis_1'), 4, (1, 1))
+>>> m.groups([0]), m.groups([1]), m.groups([1, 0])
+([[0, 2], [1, 3]], [[0, 1], [2, 3]], [[0, 2, 1, 3]])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["Mesh"]
+
+
+class Mesh:
+    """``Mesh(name, shape, axis_names=None, devices=None)``; ``devices`` are device
+    positions of the XLA client (default: the first ``size`` devices)."""
+
+    def __init__(self, name, shape, axis_names=None, devices=None):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"mesh name must be an identifier string, got {name!r}")
+        if isinstance(shape, int):
+            shape = (shape,)
+        try:
+            shape = tuple(int(d) for d in shape)
+        except TypeError:
+            raise TypeError(f"mesh shape must be a tuple of positive ints, got {shape!r}") from None
+        if not shape or any(d < 1 for d in shape):
+            raise ValueError(f"mesh shape must be a non-empty tuple of positive ints, got {shape!r}")
+        if axis_names is None:
+            axis_names = tuple(f"axis_{i}" for i in range(len(shape)))
+        axis_names = tuple(axis_names)
+        if len(axis_names) != len(shape) or len(set(axis_names)) != len(axis_names) or not all(
+                isinstance(a, str) and a for a in axis_names):
+            raise ValueError(f"axis_names must be {len(shape)} distinct non-empty strings, "
+                             f"got {axis_names!r}")
+        self.name, self.shape, self.axis_names = name, shape, axis_names
+        self.size = math.prod(shape)
+        if devices is None:
+            devices = tuple(range(self.size))
+            self._check_available()
+        else:
+            devices = tuple(int(d) for d in devices)
+            if len(devices) != self.size or len(set(devices)) != self.size:
+                raise ValueError(f"mesh {name!r} of shape {shape} needs {self.size} distinct "
+                                 f"devices, got {list(devices)}")
+            self._check_available(max(devices) + 1)
+        self.devices = devices
+
+    def _check_available(self, needed=None):
+        from .backends.exla import pjrt
+        needed = needed or self.size
+        n = pjrt.device_count()
+        if needed > n:
+            raise ValueError(
+                f"mesh {self.name!r} of shape {self.shape} needs {needed} devices but the "
+                f"{pjrt.platform()} client has {n}; on CPU, set NXPY_CPU_DEVICES={needed} (or "
+                f"more) in the environment before nxpy starts XLA (the default is "
+                f"{pjrt.DEFAULT_CPU_DEVICES}), or build the Mesh with devices=[...]")
+
+    def __repr__(self):
+        axes = ", ".join(f"{a}={d}" for a, d in zip(self.axis_names, self.shape))
+        return f"Mesh({self.name!r}, [{axes}])"
+
+    def __eq__(self, other):
+        return isinstance(other, Mesh) and (self.name, self.shape, self.axis_names, self.devices) == (
+            other.name, other.shape, other.axis_names, other.devices)
+
+    def __hash__(self):
+        return hash((self.name, self.shape, self.axis_names, self.devices))
+
+    def axis_index(self, axis) -> int:
+        """A mesh axis given by index or name, as an index."""
+        if isinstance(axis, str):
+            if axis not in self.axis_names:
+                raise ValueError(f"axis {axis!r} is not an axis of mesh {self.name!r} "
+                                 f"(axes {list(self.axis_names)})")
+            return self.axis_names.index(axis)
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"mesh axis must be an index or a name, got {axis!r}")
+        if not 0 <= axis < len(self.shape):
+            raise ValueError(f"axis {axis} is not valid for mesh with {len(self.shape)} axes")
+        return int(axis)
+
+    def coords(self, p: int) -> tuple:
+        return tuple(int(c) for c in np.unravel_index(p, self.shape))
+
+    def partition(self, coords) -> int:
+        return int(np.ravel_multi_index(tuple(coords), self.shape))
+
+    def groups(self, axes, axis_index_groups=None) -> list[list[int]]:
+        """Replica groups of a collective over mesh ``axes`` (JAX's rule): move the axes to
+        the front in the order named, reshape to (product of their sizes, -1), one group
+        per column."""
+        axes = [self.axis_index(a) for a in axes]
+        iota = np.arange(self.size).reshape(self.shape)
+        n = math.prod(self.shape[a] for a in axes)
+        cols = np.moveaxis(iota, axes, list(range(len(axes)))).reshape(n, -1).T
+        groups = [[int(v) for v in g] for g in cols]
+        if axis_index_groups is not None:
+            groups = [[g[i] for i in aig] for g in groups for aig in axis_index_groups]
+        return groups

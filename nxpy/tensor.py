@@ -1,0 +1,177 @@
+"""The Tensor: a shape, a type, names, and backend-specific data.
+
+>>> import nxpy as nx
+>>> t = nx.tensor([[1, 2], [3, 4]])
+>>> t.shape, str(t.type)
+((2, 2), 's32')
+>>> t
+#Nx.Tensor<
+  s32[2][2]
+  [
+    [1, 2],
+    [3, 4]
+  ]
+>
+>>> (t + 1)[1]
+#Nx.Tensor<
+  s32[2]
+  [4, 5]
+>
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import types as T
+
+__all__ = ["Tensor", "shape_str"]
+
+
+def shape_str(shape, names=None) -> str:
+    names = names or (None,) * len(shape)
+    return "".join(f"[{n}: {d}]" if n else f"[{d}]" for d, n in zip(shape, names))
+
+
+class Tensor:
+    """An n-dimensional array. ``data`` belongs to ``backend``; everything else is generic.
+
+    ``device_id`` is set on the per-device results of sharded programs.
+    """
+
+    __slots__ = ("data", "shape", "type", "names", "backend", "device_id", "__weakref__")
+    __array_priority__ = 1000  # numpy defers binary operators to us
+
+    def __init__(self, data, shape, type, names=None, backend=None, device_id=None):
+        self.data = data
+        self.shape = shape
+        self.type = type
+        self.names = names if names is not None else (None,) * len(shape)
+        self.backend = backend
+        self.device_id = device_id
+
+    # --- inspection -----------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.type.dtype
+
+    def to_numpy(self) -> np.ndarray:
+        """The values as a NumPy array (a host copy for device backends)."""
+        if self.backend is None:
+            raise ValueError(f"this is a template ({self.type}{shape_str(self.shape)}), "
+                             f"it holds no data")
+        return self.backend.to_numpy(self)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.to_numpy()
+        return a.astype(dtype) if dtype is not None else a
+
+    def tolist(self):
+        return self.to_numpy().tolist()
+
+    def item(self):
+        return self.to_numpy().item()
+
+    def __repr__(self) -> str:
+        head = f"{self.type}{shape_str(self.shape, self.names)}"
+        if self.backend is None:
+            return f"#Nx.Tensor<\n  {head}\n  template\n>"
+        body = self.backend.inspect(self)
+        return f"#Nx.Tensor<\n  {head}\n" + "\n".join("  " + l for l in body.splitlines()) + "\n>"
+
+    __str__ = __repr__
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous: "
+                             f"use nx.all or nx.any")
+        return bool(self.to_numpy().reshape(()))
+
+    def __int__(self):
+        return int(self.to_numpy().reshape(()))
+
+    def __float__(self):
+        return float(self.to_numpy().reshape(()))
+
+    def __index__(self):
+        if not self.type.is_int:
+            raise TypeError(f"only integer tensors can be used as an index, got {self.type}")
+        return int(self)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a scalar tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    __hash__ = object.__hash__
+
+    # --- operators: thin wrappers over nxpy.ops ---------------------------------------
+    def _op(name, reflected=False):
+        def method(self, other):
+            from . import ops
+            f = getattr(ops, name)
+            return f(other, self) if reflected else f(self, other)
+        method.__name__ = name
+        return method
+
+    __add__, __radd__ = _op("add"), _op("add", True)
+    __sub__, __rsub__ = _op("subtract"), _op("subtract", True)
+    __mul__, __rmul__ = _op("multiply"), _op("multiply", True)
+    __truediv__, __rtruediv__ = _op("divide"), _op("divide", True)
+    __floordiv__, __rfloordiv__ = _op("floor_divide"), _op("floor_divide", True)
+    __mod__, __rmod__ = _op("mod"), _op("mod", True)
+    __pow__, __rpow__ = _op("pow"), _op("pow", True)
+    __matmul__, __rmatmul__ = _op("dot"), _op("dot", True)
+    __and__, __rand__ = _op("bitwise_and"), _op("bitwise_and", True)
+    __or__, __ror__ = _op("bitwise_or"), _op("bitwise_or", True)
+    __xor__, __rxor__ = _op("bitwise_xor"), _op("bitwise_xor", True)
+    __lshift__, __rlshift__ = _op("left_shift"), _op("left_shift", True)
+    __rshift__, __rrshift__ = _op("right_shift"), _op("right_shift", True)
+    __eq__, __ne__ = _op("equal"), _op("not_equal")
+    __lt__, __le__ = _op("less"), _op("less_equal")
+    __gt__, __ge__ = _op("greater"), _op("greater_equal")
+    del _op
+
+    def __neg__(self):
+        from . import ops
+        return ops.negate(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        from . import ops
+        return ops.abs(self)
+
+    def __invert__(self):
+        from . import ops
+        return ops.bitwise_not(self)
+
+    def __getitem__(self, index):
+        from . import ops
+        return ops.index(self, index)
+
+    # short method spellings, as in Nx pipelines
+    def reshape(self, *shape, **kw):
+        from . import ops
+        return ops.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape, **kw)
+
+    def as_type(self, type):
+        from . import ops
+        return ops.as_type(self, type)
+
+    @property
+    def T(self):
+        from . import ops
+        return ops.transpose(self)
