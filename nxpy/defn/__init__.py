@@ -36,6 +36,7 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler"
            "register_compiler_factory", "trace"]
 
 _DEFAULTS: dict = {"compiler": "evaluator"}
+_VERSION = [0]  # bumped when the defaults change, invalidating Jit fast paths
 
 
 def default_options(**opts) -> dict:
@@ -51,6 +52,7 @@ def default_options(**opts) -> dict:
     old = dict(_DEFAULTS)
     _DEFAULTS.clear()
     _DEFAULTS.update(new)
+    _VERSION[0] += 1
     return old
 
 
@@ -106,6 +108,7 @@ class Jit:
         self.compiler = compiler
         self.opts = opts
         self.cache: dict = {}
+        self._fast: dict = {}  # (defaults version, arg templates) -> (run, out_tree) for plain tensor args
         self.trace_count = 0
         try:
             self._sig = inspect.signature(fun)
@@ -115,8 +118,18 @@ class Jit:
             _resolve(compiler, opts)  # reject unknown compilers and options early
 
     def __call__(self, *args, **kwargs):
-        if _context.stack():
+        if _context.stack():  # a defn calling a defn inlines it
             return self.fun(*args, **kwargs)
+        # hot path: positional Tensor arguments whose templates were seen before
+        if not kwargs:
+            try:
+                hit = self._fast.get((_VERSION[0],) + tuple([(a.shape, a.type) for a in args]))
+            except AttributeError:
+                hit = None
+            if hit is not None:
+                run, out_tree = hit
+                outs = run(args)
+                return outs[0] if out_tree is tree_mod.LEAF else tree_mod.unflatten(out_tree, outs)
         comp, opts = _resolve(self.compiler, self.opts)
         if kwargs:
             static = tuple(sorted((k, v) for k, v in kwargs.items()
@@ -140,6 +153,8 @@ class Jit:
             graph = trace(self.fun, args, kwargs, [(t.shape, t.type, t.names) for t in leaves])
             self.trace_count += 1
             exe = self.cache[key] = (comp.compile(graph, opts), graph.tree)
+        if not kwargs and all(isinstance(a, Tensor) for a in args):
+            self._fast[(_VERSION[0],) + tuple([(a.shape, a.type) for a in args])] = exe
         run, out_tree = exe
         return tree_mod.unflatten(out_tree, run(leaves))
 
