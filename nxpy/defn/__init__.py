@@ -12,10 +12,10 @@
   f32[2]
 <BLANKLINE>
   Nx.Defn.Expr
-  parameter a:0                           f32[2][2]
-  parameter b:1                           f32[2][2]
-  c = multiply a, b                       f32[2][2]
-  d = sum c, axes: [1], keep_axes: false  f32[2]
+  parameter a:0                            f32[2][2]
+  parameter b:1                            f32[2][2]
+  c = multiply a, b                        f32[2][2]
+  d = sum c, axes: [1], keep_axes: false   f32[2]
 >
 """
 from __future__ import annotations

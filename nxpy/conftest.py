@@ -1,0 +1,4 @@
+# doctests of nxpy's modules share the test session's XLA client (8 host CPU devices)
+from nxpy.backends.exla import pjrt
+
+pjrt.devices()
