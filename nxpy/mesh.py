@@ -23,8 +23,8 @@ class Mesh:
     positions of the XLA client (default: the first ``size`` devices)."""
 
     def __init__(self, name, shape, axis_names=None, devices=None):
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"mesh name must be an identifier string, got {name!r}")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"mesh name must be a non-empty string, got {name!r}")
         if isinstance(shape, int):
             shape = (shape,)
         try:

@@ -1,0 +1,192 @@
+"""``shard_jit``: a defn run across a device mesh, in the global view (Nx/EXLA semantics).
+
+``fun`` is traced at global shapes; ``input_shardings`` (one ``{tensor_dim: [mesh_axes]}``
+dict per argument) say how each argument is split; nxpy propagates shardings through the
+graph and decides the result shardings itself, so every compiler returns the same
+per-device results.
+
+>>> import nxpy as nx
+>>> from nxpy.defn import shard_jit, all_gather
+>>> mesh = nx.Mesh("mesh", (2, 2))
+>>> f = shard_jit(lambda x: all_gather(x * 10, all_gather_dim=0), mesh,
+...               input_shardings=[{0: [0], 1: [1]}], compiler="evaluator")
+>>> args = [[t] for t in nx.defn.sharding.shard(nx.iota((4, 2)), mesh, {0: [0], 1: [1]})]
+>>> [r.tolist() for r in f(args)]
+[[[0], [20], [40], [60]], [[10], [30], [50], [70]], [[0], [20], [40], [60]], [[10], [30], [50], [70]]]
+>>> f.output_shardings
+{1: [1]}
+"""
+from __future__ import annotations
+
+from .. import _context
+from ..mesh import Mesh
+from ..ops import template, to_tensor
+from ..tensor import shape_str
+from . import sharding as SH
+from . import tree as tree_mod
+from .collectives import mesh_context
+
+__all__ = ["shard_jit", "ShardJit", "ShardedExecutable"]
+
+
+class ShardedExecutable:
+    """One compiled sharded program (for one set of local argument templates)."""
+
+    def __init__(self, graph, mesh, in_shardings, out_shardings, run, module=None):
+        self.graph = graph
+        self.mesh = mesh
+        self.in_shardings = in_shardings          # normalised, one per argument leaf
+        self.out_shardings = out_shardings        # normalised, one per output leaf
+        self.run = run
+        self.module = module
+
+    @property
+    def output_shardings(self):
+        """The result shardings as ``{dim: [axes]}`` dicts, in the output's container."""
+        return tree_mod.unflatten(self.graph.tree, [SH.to_dict(s) for s in self.out_shardings])
+
+    @property
+    def input_shardings(self):
+        return [SH.to_dict(s) for s in self.in_shardings]
+
+
+class ShardJit:
+    """The callable ``shard_jit`` returns: ``f(per_device_args) -> per_device_results``."""
+
+    def __init__(self, fun, mesh, input_shardings=None, output_shardings=None, compiler=None,
+                 check_replicas=None, **opts):
+        from . import _resolve
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"shard_jit: expected mesh to be an nx.Mesh, got {mesh!r}")
+        if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
+            SH.normalize_list(input_shardings, 0)
+        self.fun = getattr(fun, "fun", fun)
+        self.mesh = mesh
+        self.input_shardings = list(input_shardings)
+        self.output_shardings_spec = output_shardings
+        self.check_replicas = check_replicas
+        self.compiler, self.opts = _resolve(compiler, opts)
+        if not hasattr(self.compiler, "compile_sharded"):
+            raise ValueError(f"compiler {self.compiler.name!r} has no sharded entry point "
+                             f"(compile_sharded), so it cannot run shard_jit programs")
+        self.cache: dict = {}
+        self.last = None
+
+    # --- argument handling ----------------------------------------------------------------
+    def _leaves(self, per_device_args):
+        mesh = self.mesh
+        if not isinstance(per_device_args, (list, tuple)) or len(per_device_args) != mesh.size:
+            got = len(per_device_args) if isinstance(per_device_args, (list, tuple)) else \
+                type(per_device_args).__name__
+            raise ValueError(f"expected {mesh.size} argument lists (one per device of mesh "
+                             f"{mesh.name!r}, in partition order), got {got}")
+        flat = []
+        for p, args in enumerate(per_device_args):
+            if not isinstance(args, (list, tuple)):
+                raise TypeError(f"expected the arguments of device {p} to be a list, got "
+                                f"{type(args).__name__}")
+            leaves, tree = tree_mod.flatten(tuple(args))
+            flat.append(([to_tensor(x, f"argument leaf {i} of device {p}")
+                          for i, x in enumerate(leaves)], tree, len(args)))
+        _, tree0, n0 = flat[0]
+        for p, (leaves, tree, n) in enumerate(flat):
+            if (tree, n) != (tree0, n0):
+                raise ValueError(f"device {p} has {n} arguments of structure {tree}, device 0 "
+                                 f"has {n0} of structure {tree0}: every device must get the "
+                                 f"same arguments")
+            for i, (a, b) in enumerate(zip(leaves, flat[0][0])):
+                if (a.shape, a.type) != (b.shape, b.type):
+                    raise ValueError(
+                        f"argument leaf {i} is {a.type}{shape_str(a.shape)} on device {p} but "
+                        f"{b.type}{shape_str(b.shape)} on device 0: every device must hold a "
+                        f"shard of the same shape and type")
+        return [f[0] for f in flat], tree0, n0
+
+    def _arg_shardings(self, args0, templates):
+        specs = SH.normalize_list(self.input_shardings, len(args0))
+        for i, s in enumerate(specs):
+            if not isinstance(s, dict):
+                raise TypeError(f"expected input sharding {i} to be a dict of "
+                                f"{{tensor_dim: [mesh_axes]}}, got {s!r}")
+        # an argument's sharding applies to each tensor of a container argument
+        per_leaf = [spec for spec, a in zip(specs, args0) for _ in tree_mod.flatten(a)[0]]
+        return [SH.normalize(spec, t.shape, self.mesh, t.names)
+                for spec, t in zip(per_leaf, templates)]
+
+    # --- compile and run ------------------------------------------------------------------
+    def _prepare(self, per_device_args):
+        _context.forbid_inside_defn("shard_jit(...)(args)")
+        leaves, tree, _ = self._leaves(per_device_args)
+        local = leaves[0]
+        key = (tree, tuple((t.shape, t.type) for t in local))
+        exe = self.cache.get(key)
+        if exe is None:
+            exe = self.cache[key] = self._compile(tree, per_device_args[0], local)
+        self.last = exe
+        return exe, leaves
+
+    def compile_for(self, per_device_args) -> ShardedExecutable:
+        """Validates the arguments and compiles (or fetches) the program for them."""
+        return self._prepare(per_device_args)[0]
+
+    def _compile(self, tree, args0, local):
+        from . import trace
+        mesh = self.mesh
+        in_sh = self._arg_shardings(args0, local)
+        globals_ = [template(SH.global_shape(t.shape, s, mesh), t.type, t.names)
+                    for t, s in zip(local, in_sh)]
+        prop = SH.Propagator(mesh, in_sh)
+        args = tree_mod.unflatten(tree, globals_)
+        with mesh_context(mesh, prop):
+            graph = trace(self.fun, args, None, [(t.shape, t.type, t.names) for t in globals_])
+            out_sh = [prop.of(o) for o in graph.outputs]
+        if self.output_shardings_spec is not None:
+            specs = self.output_shardings_spec
+            specs = list(specs) if isinstance(specs, (list, tuple)) else [specs]
+            if len(specs) != len(graph.outputs):
+                raise ValueError(f"expected {len(graph.outputs)} output sharding "
+                                 f"configuration(s), got {len(specs)}")
+            out_sh = []
+            for i, (s, o) in enumerate(zip(specs, graph.outputs)):
+                sh = SH.normalize(s, o.shape, mesh, o.names, what="output sharding")
+                for d, axes in enumerate(sh):
+                    f = 1
+                    for a in axes:
+                        f *= mesh.shape[a]
+                    if o.shape[d] % f:
+                        raise ValueError(f"output sharding {i}: dim {d} of size {o.shape[d]} "
+                                         f"cannot be split over {f} devices")
+                out_sh.append(sh)
+        opts = dict(self.opts)
+        if self.check_replicas is not None:
+            opts["check_replicas"] = self.check_replicas
+        run, module = self.compiler.compile_sharded(graph, mesh, in_sh, out_sh, prop, opts)
+        return ShardedExecutable(graph, mesh, in_sh, out_sh, run, module)
+
+    def __call__(self, per_device_args):
+        exe, leaves = self._prepare(per_device_args)
+        outs = exe.run(leaves)
+        return [tree_mod.unflatten(exe.graph.tree, o) for o in outs]
+
+    def lower(self, per_device_args) -> str:
+        """The module text (EXLA) for these arguments."""
+        exe = self.compile_for(per_device_args)
+        if exe.module is None:
+            raise ValueError(f"compiler {self.compiler.name!r} does not produce a module")
+        return exe.module
+
+    @property
+    def output_shardings(self):
+        """Result shardings of the most recently compiled program."""
+        if self.last is None:
+            raise ValueError("call the function (or compile_for) first: result shardings "
+                             "depend on the argument shapes")
+        return self.last.output_shardings
+
+
+def shard_jit(fun, mesh, *, input_shardings=None, output_shardings=None, compiler=None,
+              **opts) -> ShardJit:
+    """Runs ``fun`` across ``mesh``. The result takes a list of per-device argument lists
+    (partition order, each holding that device's local shards) and returns a list of
+    per-device results (each tensor knows its ``device_id``)."""
+    return ShardJit(fun, mesh, input_shardings, output_shardings, compiler, **opts)

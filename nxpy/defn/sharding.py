@@ -1,0 +1,391 @@
+"""Sharding specs, splitting/assembling tensors, and sharding propagation over Expr graphs.
+
+A sharding is a tuple with one entry per tensor dim: the mesh axes (indices, major to
+minor) that split that dim; ``()`` is replicated. Users write it as a dict
+``{tensor_dim: [mesh_axes]}`` (dims as index, negative index or name; axes as index or
+name; unlisted dims replicated).
+
+>>> from nxpy import Mesh
+>>> m = Mesh("mesh", (2, 2))
+>>> normalize({0: [0], -1: ["axis_1"]}, (8, 2), m)
+((0,), (1,))
+>>> local_shape((8, 2), ((0,), (1,)), m), global_shape((4, 1), ((0,), (1,)), m)
+((4, 1), (8, 2))
+>>> normalize({0: [0], 1: [0]}, (8, 2), m)
+Traceback (most recent call last):
+...
+ValueError: axis 0 was used twice in the same input sharding
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import ops as O
+from .. import shape as S
+from ..tensor import Tensor
+from .expr import Expr
+
+__all__ = ["normalize", "normalize_list", "local_shape", "global_shape", "shard_array",
+           "unshard_arrays", "to_dict", "Propagator", "SHARDING_RULES",
+           "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec"]
+
+
+def replicated(rank: int) -> tuple:
+    return ((),) * rank
+
+
+def normalize(spec, shape, mesh, names=None, *, what="input sharding") -> tuple:
+    """A ``{tensor_dim: [mesh_axes]}`` dict (or a normalised tuple) → a sharding tuple."""
+    rank = len(shape)
+    if isinstance(spec, tuple) and len(spec) == rank and all(isinstance(a, tuple) for a in spec):
+        items = list(enumerate(spec))
+    elif isinstance(spec, dict):
+        items = list(spec.items())
+    else:
+        raise TypeError(f"expected each {what} to be a dict of {{tensor_dim: [mesh_axes]}}, "
+                        f"got {spec!r}")
+    out = [()] * rank
+    seen_axes, seen_dims = set(), set()
+    for dim, axes in items:
+        if isinstance(dim, str) and dim.lstrip("-").isdigit():
+            dim = int(dim)  # JSON-style keys
+        d = S.normalize_axis(dim, rank, names)
+        if d in seen_dims:
+            raise ValueError(f"tensor dim {dim!r} appears twice in the same {what}")
+        seen_dims.add(d)
+        if isinstance(axes, (int, str)):
+            axes = [axes]
+        try:
+            axes = list(axes)
+        except TypeError:
+            raise TypeError(f"expected the mesh axes of dim {dim!r} to be a list, got "
+                            f"{axes!r}") from None
+        resolved = []
+        for a in axes:
+            i = mesh.axis_index(a)
+            if i in seen_axes:
+                raise ValueError(f"axis {a} was used twice in the same {what}")
+            seen_axes.add(i)
+            resolved.append(i)
+        out[d] = tuple(resolved)
+    return tuple(out)
+
+
+def normalize_list(input_shardings, n_args: int, *, what="input"):
+    if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
+        raise ValueError(f"{what}_shardings are required and must be a list with one "
+                         f"{{tensor_dim: [mesh_axes]}} dict per argument, got {input_shardings!r}")
+    if len(input_shardings) != n_args:
+        raise ValueError(f"expected {n_args} {what} sharding configuration(s), got "
+                         f"{len(input_shardings)}")
+    return list(input_shardings)
+
+
+def _factor(sharding, mesh, d):
+    return math.prod(mesh.shape[a] for a in sharding[d])
+
+
+def local_shape(shape, sharding, mesh) -> tuple:
+    return tuple(n // _factor(sharding, mesh, d) for d, n in enumerate(shape))
+
+
+def global_shape(shape, sharding, mesh) -> tuple:
+    return tuple(n * _factor(sharding, mesh, d) for d, n in enumerate(shape))
+
+
+def to_dict(sharding) -> dict:
+    """``((0,), ())`` → ``{0: [0]}``."""
+    return {d: list(a) for d, a in enumerate(sharding) if a}
+
+
+def partition_spec(sharding, mesh) -> tuple:
+    """JAX ``PartitionSpec`` entries for a sharding."""
+    out = []
+    for axes in sharding:
+        names = tuple(mesh.axis_names[a] for a in axes)
+        out.append(None if not names else (names[0] if len(names) == 1 else names))
+    return tuple(out)
+
+
+def block_index(p, d, sharding, mesh) -> int:
+    """Which block of dim ``d`` partition ``p`` holds (axes major to minor)."""
+    coords = mesh.coords(p)
+    idx = 0
+    for a in sharding[d]:
+        idx = idx * mesh.shape[a] + coords[a]
+    return idx
+
+
+def shard_array(arr: np.ndarray, sharding, mesh, *, what="tensor") -> list:
+    """Per-partition views of a global array."""
+    for d, n in enumerate(arr.shape):
+        f = _factor(sharding, mesh, d)
+        if n % f:
+            axes = [mesh.axis_names[a] for a in sharding[d]]
+            raise ValueError(f"cannot shard dim {d} of {what} (size {n}) over mesh axes "
+                             f"{axes} ({f} shards): the size must be divisible by {f}")
+    out = []
+    for p in range(mesh.size):
+        idx = []
+        for d, n in enumerate(arr.shape):
+            f = _factor(sharding, mesh, d)
+            b = block_index(p, d, sharding, mesh)
+            idx.append(slice(b * n // f, (b + 1) * n // f))
+        out.append(arr[tuple(idx)])
+    return out
+
+
+def unshard_arrays(shards: list, sharding, mesh, *, check=True, what="tensor") -> np.ndarray:
+    """The global array from per-partition shards; with ``check``, replicated copies must
+    agree."""
+    local = shards[0].shape
+    gshape = global_shape(local, sharding, mesh)
+    out = np.empty(gshape, dtype=shards[0].dtype)
+    filled = {}
+    for p, s in enumerate(shards):
+        idx = tuple(block_index(p, d, sharding, mesh) for d in range(len(local)))
+        if idx in filled:
+            if check and not np.array_equal(filled[idx][1], s, equal_nan=s.dtype.kind in "fc"):
+                raise ValueError(
+                    f"the shards of {what} on partitions {filled[idx][0]} and {p} must be equal "
+                    f"(the sharding {to_dict(sharding)} replicates them over the other mesh "
+                    f"axes), but they differ")
+            continue
+        filled[idx] = (p, s)
+        out[tuple(slice(i * n, (i + 1) * n) for i, n in zip(idx, local))] = s
+    return out
+
+
+def shard(t, mesh, sharding) -> list:
+    """Splits a global tensor into per-device tensors (partition order) for ``sharding``
+    (a dict or a normalised tuple)."""
+    t = O.to_tensor(t, "tensor")
+    sh = normalize(sharding, t.shape, mesh, t.names)
+    arr = t.to_numpy()
+    return [t.backend.from_numpy(a, t.type, t.names) for a in shard_array(arr, sh, mesh)]
+
+
+def assemble(per_device, mesh, sharding, *, check=True):
+    """The global tensor from per-device tensors (partition order) and their sharding.
+    Containers work too: ``per_device[p]`` a tuple/list/dict, ``sharding`` the same
+    container of shardings."""
+    from . import tree as tree_mod
+    flat = [tree_mod.flatten(r) for r in per_device]
+    tree = flat[0][1]
+    shard_leaves, _ = tree_mod.flatten(sharding) if tree != tree_mod.LEAF else ([sharding], None)
+    if tree != tree_mod.LEAF and isinstance(sharding, (tuple, list)) and len(sharding) == len(flat[0][0]) and all(
+            isinstance(x, (dict, tuple)) for x in sharding):
+        shard_leaves = list(sharding)
+    outs = []
+    for i in range(len(flat[0][0])):
+        ts = [O.to_tensor(f[0][i]) for f in flat]
+        sh = normalize(shard_leaves[i], ts[0].shape, mesh, what="sharding") if isinstance(
+            shard_leaves[i], dict) else shard_leaves[i]
+        arr = unshard_arrays([t.to_numpy() for t in ts], sh, mesh, check=check, what=f"output {i}")
+        outs.append(O.tensor(arr, ts[0].type))
+    return tree_mod.unflatten(tree, outs)
+
+
+# ----------------------------------------------------------------------------------------
+# Propagation
+# ----------------------------------------------------------------------------------------
+SHARDING_RULES: dict = {}
+
+
+def register_sharding_rule(*ops):
+    """Decorator: ``rule(prop, expr, arg_shardings) -> sharding`` for ``ops``; ops without a
+    rule produce replicated results."""
+    def deco(rule):
+        for op in ops:
+            SHARDING_RULES[op] = rule
+        return rule
+    return deco
+
+
+class Propagator:
+    """Lazily computes (and memoises) the sharding of every node reachable from what is
+    asked, from the parameters' shardings. Results are always valid: a dim whose size is
+    not divisible by its axes becomes replicated, and no axis is used twice."""
+
+    def __init__(self, mesh, params=()):
+        self.mesh = mesh
+        self.params = list(params)  # shardings of the top-level parameters, by index
+        self.memo: dict = {}
+
+    def of(self, x) -> tuple:
+        e = x.data if isinstance(x, Tensor) else x
+        if e.id in self.memo:
+            return self.memo[e.id]
+        todo, seen, stack = [], set(), [e]
+        while stack:
+            n = stack.pop()
+            if n.id in seen or n.id in self.memo:
+                continue
+            seen.add(n.id)
+            todo.append(n)
+            stack.extend(n.tensor_args())
+        for n in sorted(todo, key=lambda n: n.id):
+            self.memo[n.id] = self._compute(n)
+        return self.memo[e.id]
+
+    def _compute(self, e: Expr):
+        if e.outs is not None:  # multi-result nodes (cond, while): their elems replicate
+            return None
+        if e.op == "parameter" and e.scope.parent is None and self.params:
+            return self.params[e.attrs["index"]]
+        rule = SHARDING_RULES.get(e.op)
+        if rule is None:
+            return replicated(len(e.shape))
+        args = [self._arg(a) for a in e.args]
+        return self.valid(rule(self, e, args), e.shape)
+
+    def _arg(self, a):
+        if isinstance(a, Tensor) and isinstance(a.data, Expr):
+            return self.memo[a.data.id]
+        if isinstance(a, list):
+            return [self._arg(x) for x in a]
+        return None
+
+    def valid(self, sharding, shape) -> tuple:
+        """Drops axes of non-divisible dims and axes already used by an earlier dim."""
+        used, out = set(), []
+        for d, axes in enumerate(sharding):
+            axes = tuple(a for a in axes if a not in used)
+            if shape[d] % math.prod(self.mesh.shape[a] for a in axes):
+                axes = ()
+            used.update(axes)
+            out.append(axes)
+        return tuple(out)
+
+
+def _same(prop, e, args):
+    return args[0]
+
+
+def _merge(shardings_by_dim):
+    """Per output dim, the first candidate's axes (operand order)."""
+    out = []
+    for cands in shardings_by_dim:
+        out.append(next((c for c in cands if c), ()))
+    return tuple(out)
+
+
+def _elementwise(prop, e, args):
+    """Operands broadcast right-aligned; a broadcast (size-1) dim contributes nothing."""
+    rank = len(e.shape)
+    cands = [[] for _ in range(rank)]
+    for a, sh in zip(e.args, args):
+        if not isinstance(a, Tensor):
+            continue
+        off = rank - len(a.shape)
+        for d, axes in enumerate(sh or ()):
+            if a.shape[d] == e.shape[off + d]:
+                cands[off + d].append(axes)
+    return _merge(cands)
+
+
+register_sharding_rule(*O.UNARY, "as_type", "bitcast", "reverse", "window_sum",
+                       "window_max", "put_slice")(_same)
+register_sharding_rule(*O.BINARY, "select", "clip")(_elementwise)
+
+
+@register_sharding_rule("broadcast")
+def _broadcast(prop, e, args):
+    (x,) = e.tensor_args()
+    out = [()] * len(e.shape)
+    for i, a in enumerate(e.attrs["axes"]):
+        if x.shape[i] == e.shape[a]:
+            out[a] = args[0][i]
+    return tuple(out)
+
+
+@register_sharding_rule("transpose")
+def _transpose(prop, e, args):
+    return tuple(args[0][a] for a in e.attrs["axes"])
+
+
+@register_sharding_rule("reshape")
+def _reshape(prop, e, args):
+    """Dims are matched in groups of equal element counts; within a group only the
+    majormost input dim's sharding carries over, to the majormost output dim of size > 1
+    (a contiguous split stays contiguous)."""
+    (x,) = e.tensor_args()
+    src, dst, sh = x.shape, e.shape, args[0]
+    out = [()] * len(dst)
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        gi, gj = [i], [j]
+        pi = src[i] if i < len(src) else 1
+        pj = dst[j] if j < len(dst) else 1
+        while pi != pj:
+            if pi < pj and i + 1 < len(src):
+                i += 1
+                gi.append(i)
+                pi *= src[i]
+            elif j + 1 < len(dst):
+                j += 1
+                gj.append(j)
+                pj *= dst[j]
+            else:
+                return replicated(len(dst))
+        major_in = next((k for k in gi if k < len(src) and src[k] > 1), None)
+        major_out = next((k for k in gj if k < len(dst) and dst[k] > 1), None)
+        if major_in is not None and major_out is not None and sh[major_in]:
+            out[major_out] = sh[major_in]
+        i, j = i + 1, j + 1
+    return tuple(out)
+
+
+def _drop(sh, axes, keep):
+    return tuple(() if d in axes else a for d, a in enumerate(sh) if keep or d not in axes)
+
+
+@register_sharding_rule("sum", "product", "reduce_max", "reduce_min", "all", "any")
+def _reduce(prop, e, args):
+    return _drop(args[0], set(e.attrs["axes"]), e.attrs["keep_axes"])
+
+
+@register_sharding_rule("argmax", "argmin")
+def _arg_reduce(prop, e, args):
+    return _drop(args[0], {e.attrs["axis"]}, e.attrs["keep_axis"])
+
+
+@register_sharding_rule("dot")
+def _dot(prop, e, args):
+    a, b = e.tensor_args()
+    at = e.attrs
+    sa, sb = args
+    fa = [i for i in range(len(a.shape)) if i not in at["contract_a"] and i not in at["batch_a"]]
+    fb = [i for i in range(len(b.shape)) if i not in at["contract_b"] and i not in at["batch_b"]]
+    batch = [sa[i] or sb[j] for i, j in zip(at["batch_a"], at["batch_b"])]
+    return tuple(batch + [sa[i] for i in fa] + [sb[j] for j in fb])
+
+
+@register_sharding_rule("slice", "dynamic_slice")
+def _slice(prop, e, args):
+    (x,) = [t for t in e.tensor_args()][:1]
+    return tuple(a if e.shape[d] == x.shape[d] and e.attrs["strides"][d] == 1 else ()
+                 for d, a in enumerate(args[0]))
+
+
+@register_sharding_rule("pad")
+def _pad(prop, e, args):
+    return tuple(a if cfg == (0, 0, 0) else () for a, cfg in zip(args[0], e.attrs["config"]))
+
+
+@register_sharding_rule("concatenate")
+def _concatenate(prop, e, args):
+    axis = e.attrs["axis"]
+    cands = [[sh[d] for sh in args[0]] if d != axis else [] for d in range(len(e.shape))]
+    return _merge(cands)
+
+
+@register_sharding_rule("all_gather")
+def _all_gather(prop, e, args):
+    opts = e.args[1]
+    d = opts["all_gather_dim"]
+    sh = list(args[0])
+    sh[d] = tuple(a for a in sh[d] if a not in opts["axes"])
+    return tuple(sh)
