@@ -16,13 +16,32 @@ from __future__ import annotations
 
 from .lowering import LOWERINGS, Ctx, LoweringError, lower_module, register_lowering
 
-__all__ = ["to_mlir", "register_lowering", "LOWERINGS", "Ctx", "LoweringError", "lower_module"]
+__all__ = ["to_mlir", "shard_jit", "register_lowering", "LOWERINGS", "Ctx", "LoweringError",
+           "lower_module"]
 
 
-def to_mlir(fun, *args, **opts) -> str:
-    """The StableHLO module nxpy compiles for ``fun(*args)`` (templates or tensors)."""
+def to_mlir(fun, *args, mesh=None, input_shardings=None, output_shardings=None, **opts) -> str:
+    """The StableHLO module nxpy compiles for ``fun(*args)`` (templates or tensors).
+
+    With ``mesh``, it takes the arguments exactly as the ``shard_jit`` callable does (one
+    list of per-device argument lists) and returns the sharded module."""
     from ...defn import Jit, trace
     if isinstance(fun, Jit):
         fun = fun.fun
-    graph = trace(fun, args, opts)
-    return lower_module(graph)
+    if mesh is None:
+        if input_shardings is not None or output_shardings is not None:
+            raise ValueError("input_shardings were given but there is no device mesh: pass "
+                             "mesh=nx.Mesh(...) as well")
+        return lower_module(trace(fun, args, opts))
+    if len(args) != 1:
+        raise TypeError(f"to_mlir with a mesh takes one argument, the list of per-device "
+                        f"argument lists (as the shard_jit callable does), got {len(args)}")
+    return shard_jit(fun, mesh, input_shardings=input_shardings,
+                     output_shardings=output_shardings, **opts).lower(args[0])
+
+
+def shard_jit(fun, mesh, *, input_shardings=None, output_shardings=None, **opts):
+    """``nxpy.defn.shard_jit`` with the EXLA compiler."""
+    from ...defn.shard_jit import shard_jit as _shard_jit
+    return _shard_jit(fun, mesh, input_shardings=input_shardings,
+                      output_shardings=output_shardings, compiler="exla", **opts)
