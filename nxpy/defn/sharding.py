@@ -169,23 +169,24 @@ def shard(t, mesh, sharding) -> list:
 
 def assemble(per_device, mesh, sharding, *, check=True):
     """The global tensor from per-device tensors (partition order) and their sharding.
-    Containers work too: ``per_device[p]`` a tuple/list/dict, ``sharding`` the same
-    container of shardings."""
-    from . import tree as tree_mod
-    flat = [tree_mod.flatten(r) for r in per_device]
-    tree = flat[0][1]
-    shard_leaves, _ = tree_mod.flatten(sharding) if tree != tree_mod.LEAF else ([sharding], None)
-    if tree != tree_mod.LEAF and isinstance(sharding, (tuple, list)) and len(sharding) == len(flat[0][0]) and all(
-            isinstance(x, (dict, tuple)) for x in sharding):
-        shard_leaves = list(sharding)
-    outs = []
-    for i in range(len(flat[0][0])):
-        ts = [O.to_tensor(f[0][i]) for f in flat]
-        sh = normalize(shard_leaves[i], ts[0].shape, mesh, what="sharding") if isinstance(
-            shard_leaves[i], dict) else shard_leaves[i]
-        arr = unshard_arrays([t.to_numpy() for t in ts], sh, mesh, check=check, what=f"output {i}")
-        outs.append(O.tensor(arr, ts[0].type))
-    return tree_mod.unflatten(tree, outs)
+    Containers work too: ``per_device[p]`` a tuple/list/dict of tensors and ``sharding``
+    the same container of shardings (as ``output_shardings`` reports them)."""
+    def rec(vals, sh, label):
+        v0 = vals[0]
+        if isinstance(v0, (tuple, list)):
+            out = [rec([v[i] for v in vals], sh[i], f"{label}[{i}]") for i in range(len(v0))]
+            return tuple(out) if isinstance(v0, tuple) else out
+        if isinstance(v0, dict) and not isinstance(sh, tuple) and set(v0) == set(sh or {}) and all(
+                isinstance(x, (Tensor, tuple, list, dict)) for x in v0.values()):
+            return {k: rec([v[k] for v in vals], sh[k], f"{label}[{k!r}]") for k in v0}
+        ts = [O.to_tensor(v) for v in vals]
+        norm = normalize(sh, ts[0].shape, mesh, ts[0].names, what="sharding")
+        arr = unshard_arrays([t.to_numpy() for t in ts], norm, mesh, check=check, what=label)
+        return O.tensor(arr, ts[0].type, names=ts[0].names if any(ts[0].names) else None)
+
+    if len(per_device) != mesh.size:
+        raise ValueError(f"expected {mesh.size} per-device results, got {len(per_device)}")
+    return rec(list(per_device), sharding, "output")
 
 
 # ----------------------------------------------------------------------------------------
