@@ -98,6 +98,32 @@ class Evaluator(Compiler):
             return self.run_fn(graph, args, None, b)
         return run
 
+    def compile_sharded(self, graph, mesh, in_shardings, out_shardings, propagator, opts):
+        """The sharded entry point: simulates the mesh on the host. Shards are assembled into
+        global values (replicated copies must agree unless ``check_replicas=False``), the
+        graph runs in the global view, and results are split per ``out_shardings``."""
+        from ..defn import sharding as SH
+        fixed = get_backend(opts["backend"]) if opts.get("backend") is not None else None
+        check = opts.get("check_replicas", True)
+        self.plan(graph)
+
+        def run(per_device):
+            b = fixed or default_backend()
+            args = []
+            for i, (p, s) in enumerate(zip(graph.params, in_shardings)):
+                g = SH.unshard_arrays([d[i].to_numpy() for d in per_device], s, mesh,
+                                      check=check, what=f"argument leaf {i}")
+                args.append(b.from_numpy(g, p.type, p.names))
+            outs = self.run_fn(graph, args, None, b)
+            per = [[None] * len(outs) for _ in range(mesh.size)]
+            for o, (t, s) in enumerate(zip(outs, out_shardings)):
+                for p, part in enumerate(SH.shard_array(t.to_numpy(), s, mesh)):
+                    r = b.from_numpy(part, t.type, t.names)
+                    r.device_id = mesh.devices[p]
+                    per[p][o] = r
+            return per
+        return run, None
+
     def run_fn(self, fn: Fn, args, parent: Env | None, backend, **ctx):
         plan = self.plan(fn)
         env = Env(parent)

@@ -46,3 +46,8 @@ class ExlaCompiler(Compiler):
         run.module = text
         run.executable = exe
         return run
+
+    def compile_sharded(self, graph, mesh, in_shardings, out_shardings, propagator, opts):
+        """The sharded entry point (used by ``shard_jit``): an SPMD module over ``mesh``."""
+        from .sharded import compile_sharded
+        return compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts)
