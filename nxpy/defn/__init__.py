@@ -274,3 +274,9 @@ def debug_expr(fun, **opts):
 from .kernel import cond, while_loop  # noqa: E402
 
 __all__ += ["cond", "while_loop", "Fn", "Expr", "EXPR"]
+
+from . import sharding  # noqa: E402
+from .collectives import all_gather  # noqa: E402
+from .shard_jit import shard_jit, ShardJit  # noqa: E402
+
+__all__ += ["all_gather", "shard_jit", "ShardJit", "sharding"]

@@ -136,3 +136,8 @@ def while_loop(cond_fun, body_fun, state):
     b_fn = trace_fn(body_fun, templates, tree=tree, parent=parent, wrap_output=check_body)
     outs = EXPR.multi("while", templates, init, fns=(c_fn, b_fn))
     return tree_mod.unflatten(tree, outs)
+
+
+from .collectives import all_gather  # noqa: E402  - collectives live beside control flow
+
+__all__ += ["all_gather"]
