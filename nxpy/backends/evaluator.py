@@ -187,3 +187,5 @@ def _while(ev, e, out, args, env, backend, **ctx):
     while bool(ev.run_fn(c_fn, state, env, backend, **ctx)[0]):
         state = ev.run_fn(b_fn, state, env, backend, **ctx)
     return state
+
+from . import spmd  # noqa: E402,F401  - the Evaluator's SPMD simulation (shard_map bodies)

@@ -32,7 +32,10 @@ def to_mlir(fun, *args, mesh=None, input_shardings=None, output_shardings=None, 
         if input_shardings is not None or output_shardings is not None:
             raise ValueError("input_shardings were given but there is no device mesh: pass "
                              "mesh=nx.Mesh(...) as well")
-        return lower_module(trace(fun, args, opts))
+        graph = trace(fun, args, opts)
+        from .sharded import lower_replicated, uses_shard_map
+        meshes = uses_shard_map(graph)
+        return lower_replicated(graph, meshes[0]) if meshes else lower_module(graph)
     if len(args) != 1:
         raise TypeError(f"to_mlir with a mesh takes one argument, the list of per-device "
                         f"argument lists (as the shard_jit callable does), got {len(args)}")

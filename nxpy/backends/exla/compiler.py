@@ -30,6 +30,12 @@ class ExlaCompiler(Compiler):
 
     def compile(self, graph, opts):
         dev = _device_option(opts)
+        from .sharded import compile_replicated, uses_shard_map
+        meshes = uses_shard_map(graph)
+        if meshes:  # a shard_map inside a plain jit: an SPMD program over its mesh
+            if len(meshes) > 1:
+                raise ValueError(f"one program can use one mesh, got {meshes}")
+            return compile_replicated(graph, meshes[0], opts)
         text = self.lower(graph, opts)
         exe = pjrt.compile(text, [dev])
         backend = get_backend("exla")

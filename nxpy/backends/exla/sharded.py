@@ -14,7 +14,8 @@ from ...defn import sharding as SH
 from ...tensor import Tensor
 from . import pjrt
 from .lowering import Ctx, lower_module, register_lowering
-from .mlir import Val, dense_i64
+from ... import types as T
+from .mlir import Val, dense_i64, i64_array
 
 __all__ = ["mesh_symbol", "sdy_sharding", "lower_sharded", "compile_sharded", "manual_region"]
 
@@ -72,6 +73,8 @@ def channel_handle(channel: int) -> str:
 
 @register_lowering("all_gather")
 def _all_gather(c: Ctx, e, x: Val, opts):
+    if opts.get("view") == "local":
+        return _local_all_gather(c, e, x, opts)
     prop = c.info.get("propagator")
     if prop is None:
         raise ValueError("all_gather in the global view needs a mesh (shard_jit)")
@@ -86,6 +89,175 @@ def _all_gather(c: Ctx, e, x: Val, opts):
             "replica_groups": dense_i64(opts["replica_groups"]), "use_global_device_ids": "unit"})]
 
     return manual_region(c, [x], [in_sh], [(e.shape, e.type, out_sh)], body)[0]
+
+
+# ----------------------------------------------------------------------------------------
+# shard_map and the local view
+# ----------------------------------------------------------------------------------------
+@register_lowering("shard_map")
+def _shard_map(c: Ctx, e, *inputs):
+    mesh = e.attrs["mesh"]
+    if c.info.get("mesh") != mesh:
+        raise ValueError(f"shard_map over {mesh!r} in a module over {c.info.get('mesh')!r}")
+    (body,) = e.fns
+    caps = body.captures
+    cap_vals = [c.lookup(x) for x in caps]
+    in_sh = list(e.attrs["in_specs"]) + [SH.replicated(len(v.shape)) for v in cap_vals]
+    outs = [(s, t, sh) for (s, t, _), sh in zip(e.outs, e.attrs["out_specs"])]
+    n = len(inputs)
+
+    def build(sub: Ctx, locals_):
+        for x, v in zip(caps, locals_[n:]):  # the region is isolated: captures come in as operands
+            sub.env[x.id] = v
+        return sub.lower_body(body, locals_[:n])
+
+    return manual_region(c, list(inputs) + cap_vals, in_sh, outs, build)
+
+
+def _common(opts_or_attrs, groups_key="groups"):
+    return {"channel_handle": channel_handle(opts_or_attrs.get("channel_id", 1)),
+            "replica_groups": dense_i64(opts_or_attrs[groups_key])}
+
+
+def _local_all_gather(c: Ctx, e, x: Val, o):
+    d = o["all_gather_dim"]
+    if not o["tiled"]:  # a new dim: insert it with size 1, then gather along it
+        x = c.reshape(x, x.shape[:d] + (1,) + x.shape[d:])
+    attrs = {"all_gather_dim": f"{d} : i64", **_common(o, "replica_groups"),
+             "use_global_device_ids": "unit"}
+    return c.op("stablehlo.all_gather", [x], (e.shape, e.type), attrs)
+
+
+_REDUCER_OPS = {"sum": "stablehlo.add", "max": "stablehlo.maximum", "min": "stablehlo.minimum"}
+
+
+def _reducer(c: Ctx, op, t):
+    from .lowering import reducer_region
+    return reducer_region(c, _REDUCER_OPS[op], t)
+
+
+@register_lowering("all_reduce")
+def _all_reduce(c: Ctx, e, x: Val):
+    a = e.attrs
+    return c.op("stablehlo.all_reduce", [x], (e.shape, e.type),
+                {**_common(a), "use_global_device_ids": "unit"}, [_reducer(c, a["reduction"], e.type)])
+
+
+@register_lowering("reduce_scatter")
+def _reduce_scatter(c: Ctx, e, x: Val):
+    a = e.attrs
+    d, n = a["scatter_dim"], len(a["groups"][0])
+    tiled_shape = x.shape[:d] + (x.shape[d] // n,) + x.shape[d + 1:]
+    r = c.op("stablehlo.reduce_scatter", [x], (tiled_shape, e.type),
+             {**_common(a), "scatter_dimension": f"{d} : i64", "use_global_device_ids": "unit"},
+             [_reducer(c, "sum", e.type)])
+    return c.reshape(r, e.shape)
+
+
+@register_lowering("all_to_all")
+def _all_to_all(c: Ctx, e, x: Val):
+    a = e.attrs
+    sa, ca, n = a["split_axis"], a["concat_axis"], len(a["groups"][0])
+    concat = ca if a["tiled"] else sa
+    shape = list(x.shape)
+    shape[sa] //= n
+    shape[concat] *= n
+    r = c.op("stablehlo.all_to_all", [x], (tuple(shape), e.type),
+             {**_common(a), "concat_dimension": f"{concat} : i64", "split_count": f"{n} : i64",
+              "split_dimension": f"{sa} : i64"})
+    if a["tiled"] or sa == ca:
+        return c.reshape(r, e.shape)
+    # untiled: the gathered dim sits at split_axis; move it to concat_axis
+    perm = [i for i in range(len(shape)) if i != sa]
+    perm.insert(ca, sa)
+    return c.op("stablehlo.transpose", [r], (e.shape, e.type),
+                {"permutation": i64_array(perm)})
+
+
+@register_lowering("collective_permute")
+def _collective_permute(c: Ctx, e, x: Val):
+    pairs = e.attrs["pairs"]
+    if not pairs:
+        return c.const(0, e.type, e.shape)
+    return c.op("stablehlo.collective_permute", [x], (e.shape, e.type),
+                {"channel_handle": channel_handle(1), "source_target_pairs": dense_i64(pairs)})
+
+
+def axis_index_val(c: Ctx, axes) -> Val:
+    """This partition's index along ``axes`` (s32), from ``stablehlo.partition_id``."""
+    mesh = c.info["mesh"]
+    u32 = T.Type("u", 32)
+    pid = c.op("stablehlo.partition_id", [], ((), u32))
+    idx = None
+    for a in axes:
+        later = 1
+        for b in range(a + 1, len(mesh.shape)):
+            later *= mesh.shape[b]
+        coord = c.binop("stablehlo.remainder",
+                        c.binop("stablehlo.divide", pid, c.const(later, u32)), c.const(mesh.shape[a], u32))
+        idx = coord if idx is None else c.binop(
+            "stablehlo.add", c.binop("stablehlo.multiply", idx, c.const(mesh.shape[a], u32)), coord)
+    return c.convert(idx, T.S32)
+
+
+@register_lowering("axis_index")
+def _axis_index(c: Ctx, e):
+    return c.convert(axis_index_val(c, e.attrs["axes"]), e.type)
+
+
+@register_lowering("collective_broadcast")
+def _collective_broadcast(c: Ctx, e, x: Val):
+    """XLA:CPU has no stablehlo.collective_broadcast: a masked all_reduce instead."""
+    a = e.attrs
+    is_src = c.compare(axis_index_val(c, a["axes"]), c.const(a["source"], T.S32), "EQ")
+    masked = c.select(c.bcast(is_src, x.shape), x, c.const(0, x.type, x.shape))
+    op = "stablehlo.or" if x.type.is_pred else "stablehlo.add"
+    from .lowering import reducer_region
+    return c.op("stablehlo.all_reduce", [masked], (e.shape, e.type),
+                {**_common(a), "use_global_device_ids": "unit"}, [reducer_region(c, op, e.type)])
+
+
+@register_lowering("all_slice")
+def _all_slice(c: Ctx, e, x: Val):
+    a = e.attrs
+    d = a["slice_dim"]
+    start = c.binop("stablehlo.multiply", axis_index_val(c, a["axes"]), c.const(e.shape[d], T.S32))
+    zero = c.const(0, T.S32)
+    starts = [start if i == d else zero for i in range(len(x.shape))]
+    return c.op("stablehlo.dynamic_slice", [x, *starts], (e.shape, e.type),
+                {"slice_sizes": i64_array(e.shape)})
+
+
+def uses_shard_map(graph) -> list:
+    """The meshes of the shard_map nodes of a graph (a plain jit that contains one must be
+    compiled as an SPMD program over that mesh)."""
+    meshes = []
+    for e in graph.nodes:
+        if e.op == "shard_map" and e.attrs["mesh"] not in meshes:
+            meshes.append(e.attrs["mesh"])
+    return meshes
+
+
+def _replicated(graph, mesh):
+    in_sh = [SH.replicated(len(p.shape)) for p in graph.params]
+    out_sh = [SH.replicated(len(o.shape)) for o in graph.outputs]
+    return in_sh, out_sh, SH.Propagator(mesh, in_sh)
+
+
+def lower_replicated(graph, mesh) -> str:
+    """The module of a plain-jit graph that contains shard_map (see compile_replicated)."""
+    return lower_sharded(graph, mesh, *_replicated(graph, mesh))
+
+
+def compile_replicated(graph, mesh, opts):
+    """A plain-jit graph containing shard_map: every argument replicated on the mesh, every
+    result replicated, results read from partition 0."""
+    run, text = compile_sharded(graph, mesh, *_replicated(graph, mesh), opts)
+
+    def run_one(args):
+        return run([list(args)] * mesh.size)[0]
+    run_one.module = text
+    return run_one
 
 
 def lower_sharded(graph, mesh, in_shardings, out_shardings, propagator, name="nxpy") -> str:

@@ -1,0 +1,200 @@
+"""``shard_map``: per-shard programs (the local view, JAX semantics).
+
+Inside, a function sees its own shard and calls collectives by mesh axis. Specs use the
+``input_shardings`` format (a dict per argument, ``{tensor_dim: [mesh_axes]}``) or a
+per-dim tuple like JAX's ``PartitionSpec`` (``None``, an axis, or a tuple of axes per dim).
+
+>>> import nxpy as nx
+>>> from nxpy.defn import shard_map, psum, axis_index
+>>> mesh = nx.Mesh("mesh", (2, 2), axis_names=("x", "y"))
+>>> f = shard_map(lambda a: psum(a * (axis_index("x") + 1), "x"), mesh,
+...               in_specs=("x", None), out_specs=(None, None))
+>>> f(nx.tensor([[1, 1], [10, 10]])).tolist()
+[[21, 21]]
+"""
+from __future__ import annotations
+
+from .. import _context
+from ..ops import to_tensor
+from ..tensor import Tensor, shape_str
+from . import sharding as SH
+from . import tree as tree_mod
+from .collectives import INVARIANT_OPS, VARYING_OPS, current_mesh, mesh_context
+from .expr import EXPR, Expr, trace_fn
+
+__all__ = ["shard_map", "ShardMap", "spec_to_dict", "varying_axes"]
+
+
+def spec_to_dict(spec):
+    """A JAX-style per-dim spec (``("x", None, ("x", "y"))``) as an input_shardings dict."""
+    if isinstance(spec, dict):
+        return spec
+    if spec is None:
+        return {}
+    if not isinstance(spec, (tuple, list)):
+        raise TypeError(f"expected a spec: a dict {{tensor_dim: [mesh_axes]}} or a per-dim "
+                        f"tuple (None, an axis, or a tuple of axes per dim), got {spec!r}")
+    out = {}
+    for d, entry in enumerate(spec):
+        if entry is None:
+            continue
+        out[d] = list(entry) if isinstance(entry, (tuple, list)) else [entry]
+    return out
+
+
+def _is_single_spec(specs):
+    if isinstance(specs, dict) or specs is None:
+        return True
+    if isinstance(specs, list):
+        return False
+    # a tuple is a per-dim spec unless it holds dicts / lists (one spec per argument)
+    return isinstance(specs, tuple) and not any(isinstance(s, (dict, list)) for s in specs)
+
+
+def _per_leaf(specs, groups, what):
+    """``groups``: the number of leaves of each argument (or output)."""
+    if _is_single_spec(specs):
+        return [spec_to_dict(specs)] * sum(groups)
+    specs = list(specs)
+    if len(specs) != len(groups):
+        raise ValueError(f"shard_map: expected {len(groups)} {what} (one per "
+                         f"{'argument' if what == 'in_specs' else 'output'}), got {len(specs)}")
+    return [spec_to_dict(s) for s, n in zip(specs, groups) for _ in range(n)]
+
+
+def _fmt_axes(mesh, axes):
+    return ", ".join(repr(mesh.axis_names[a]) for a in sorted(axes))
+
+
+class ShardMap:
+    """The callable ``shard_map`` returns. Inside a defn it records a ``shard_map`` node;
+    called directly it jits itself (with ``compiler=`` if given)."""
+
+    def __init__(self, fun, mesh, in_specs, out_specs, check_vma=True, **jit_opts):
+        from ..mesh import Mesh
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"shard_map: expected mesh to be an nx.Mesh, got {mesh!r}")
+        self.fun, self.mesh = fun, mesh
+        self.in_specs, self.out_specs = in_specs, out_specs
+        self.check_vma = check_vma
+        self._jit = None
+        self._jit_opts = jit_opts
+
+    def __call__(self, *args):
+        if not _context.tracing():
+            if self._jit is None:
+                from . import jit
+                self._jit = jit(lambda *a: self(*a), **self._jit_opts)
+            return self._jit(*args)
+        return self._trace(args)
+
+    def _trace(self, args):
+        mesh = self.mesh
+        ctx = current_mesh()
+        if ctx is not None and ctx.view == "local":
+            raise ValueError("shard_map cannot be nested inside another shard_map")
+        if ctx is not None and ctx.mesh != mesh:
+            raise ValueError(f"shard_map over {mesh!r} inside a shard_jit over {ctx.mesh!r}: "
+                             f"use the same mesh")
+        leaves, tree = tree_mod.flatten(tuple(args))
+        inputs = [EXPR.lift(to_tensor(x, f"argument leaf {i}")) for i, x in enumerate(leaves)]
+        counts = [len(tree_mod.flatten(a)[0]) for a in args]
+        in_sh = []
+        for i, (spec, x) in enumerate(zip(_per_leaf(self.in_specs, counts, "in_specs"), inputs)):
+            sh = SH.normalize(spec, x.shape, mesh, x.names, what="in_spec")
+            for d, axes in enumerate(sh):
+                f = SH._factor(sh, mesh, d)
+                if x.shape[d] % f:
+                    raise ValueError(f"shard_map: dim {d} of argument leaf {i} (size "
+                                     f"{x.shape[d]}) is not divisible by {f} (mesh axes "
+                                     f"[{_fmt_axes(mesh, axes)}])")
+            in_sh.append(sh)
+        local = [(SH.local_shape(x.shape, s, mesh), x.type, x.names) for x, s in zip(inputs, in_sh)]
+        with mesh_context(mesh, view="local"):
+            body = trace_fn(lambda a: self.fun(*a), local, tree=tree, parent=_context.current())
+        out_groups = [1] * len(body.outputs)
+        out_sh, templates = [], []
+        for i, (spec, o) in enumerate(zip(_per_leaf(self.out_specs, out_groups, "out_specs"),
+                                          body.outputs)):
+            sh = SH.normalize(spec, o.shape, mesh, o.names, what="out_spec")
+            out_sh.append(sh)
+            templates.append((SH.global_shape(o.shape, sh, mesh), o.type, o.names))
+        if self.check_vma:
+            for i, (v, sh) in enumerate(zip(varying_axes(body, [set(a for d in s for a in d)
+                                                                for s in in_sh]), out_sh)):
+                missing = v - {a for d in sh for a in d}
+                if missing:
+                    raise ValueError(
+                        f"shard_map: output {i} is declared replicated over mesh axes "
+                        f"[{_fmt_axes(mesh, missing)}] (its out_spec does not name them) but "
+                        f"its value varies along them; name them in out_specs, reduce over "
+                        f"them (psum, all_gather), or pass check_vma=False")
+        outs = EXPR.multi("shard_map", templates, *inputs, fns=(body,), mesh=mesh,
+                          in_specs=tuple(in_sh), out_specs=tuple(out_sh))
+        return tree_mod.unflatten(body.tree, outs)
+
+
+def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, **jit_opts) -> ShardMap:
+    """Runs ``fun`` on each device's shard. ``in_specs``: one spec per argument (or one
+    spec for all); ``out_specs``: one per output (or one for all). With ``check_vma`` (the
+    default) an output declared replicated over an axis along which its value provably
+    varies is an error."""
+    return ShardMap(fun, mesh, in_specs, out_specs, check_vma, **jit_opts)
+
+
+def _op_axes(e: Expr):
+    if e.op == "all_gather":
+        return set(e.args[1]["axes"])
+    return set(e.attrs.get("axes", ()))
+
+
+def _inner_varying(fn) -> set:
+    out = set()
+    for e in fn.nodes:
+        if e.op in VARYING_OPS:
+            out |= _op_axes(e)
+        for sub in e.fns:
+            out |= _inner_varying(sub)
+    return out
+
+
+def varying_axes(fn, param_axes, outer=None) -> list[set]:
+    """For each output of ``fn`` (a shard_map body), the mesh axes along which its value may
+    differ between devices: inputs vary along the axes that split them, ``axis_index`` and
+    the permuting collectives add their axes, ``all_gather`` / ``all_reduce`` /
+    ``collective_broadcast`` remove theirs; control flow is treated conservatively."""
+    memo = {p.data.id: set(v) for p, v in zip(fn.params, param_axes)}
+
+    def get(e):
+        if e.id in memo:
+            return memo[e.id]
+        return outer(e) if outer else set()
+
+    for e in fn.nodes:
+        if e.id in memo:
+            continue
+        u = set()
+        for d in e.tensor_args():
+            u |= get(d)
+        if e.op in VARYING_OPS:
+            u |= _op_axes(e)
+        elif e.op in INVARIANT_OPS:
+            u -= _op_axes(e)
+        elif e.fns:
+            for sub in e.fns:
+                u |= _inner_varying(sub)
+                for c in sub.captures:
+                    u |= get(c)
+        memo[e.id] = u
+    return [get(o.data) for o in fn.outputs]
+
+
+def _propagate_elem(prop, e, args):
+    """Global view: a shard_map result is laid out as its out_spec says."""
+    parent = e.args[0]
+    if isinstance(parent, Expr) and parent.op == "shard_map":
+        return parent.attrs["out_specs"][e.attrs["index"]]
+    return SH.replicated(len(e.shape))
+
+
+SH.register_sharding_rule("elem")(_propagate_elem)
