@@ -276,7 +276,13 @@ from .kernel import cond, while_loop  # noqa: E402
 __all__ += ["cond", "while_loop", "Fn", "Expr", "EXPR"]
 
 from . import sharding  # noqa: E402
-from .collectives import all_gather  # noqa: E402
+from .kernel import (all_gather, all_reduce, all_slice, all_to_all, axis_index,  # noqa: E402
+                     collective_broadcast, collective_permute, pmax, pmean, pmin, ppermute,
+                     psum, psum_scatter, reduce_scatter, shift)
 from .shard_jit import shard_jit, ShardJit  # noqa: E402
+from .shard_map import shard_map, ShardMap  # noqa: E402
 
-__all__ += ["all_gather", "shard_jit", "ShardJit", "sharding"]
+__all__ += ["shard_jit", "ShardJit", "shard_map", "ShardMap", "sharding", "all_gather",
+            "all_reduce", "psum", "pmax", "pmin", "pmean", "reduce_scatter", "psum_scatter",
+            "all_to_all", "collective_permute", "ppermute", "shift", "collective_broadcast",
+            "axis_index", "all_slice"]

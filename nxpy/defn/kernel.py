@@ -138,6 +138,10 @@ def while_loop(cond_fun, body_fun, state):
     return tree_mod.unflatten(tree, outs)
 
 
-from .collectives import all_gather  # noqa: E402  - collectives live beside control flow
+from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_index,  # noqa: E402
+                          collective_broadcast, collective_permute, pmax, pmean, pmin,
+                          ppermute, psum, psum_scatter, reduce_scatter, shift)
 
-__all__ += ["all_gather"]
+__all__ += ["all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean", "reduce_scatter",
+            "psum_scatter", "all_to_all", "collective_permute", "ppermute", "shift",
+            "collective_broadcast", "axis_index", "all_slice"]
