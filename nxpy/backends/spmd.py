@@ -32,6 +32,11 @@ def register_spmd_rule(*ops):
     return deco
 
 
+def _contiguous(arr):
+    arr = np.asarray(arr)  # (np.ascontiguousarray would turn a scalar into a 1-d array)
+    return arr if arr.flags.c_contiguous else arr.copy()
+
+
 class _Vals(dict):
     """Per-device values of one (sub-)function, chained to the enclosing one's."""
 
@@ -110,7 +115,7 @@ class Spmd:
         return t.to_numpy()
 
     def wrap(self, arr, out):
-        return self.backend.from_numpy(np.ascontiguousarray(arr), out.type, out.names)
+        return self.backend.from_numpy(_contiguous(arr), out.type, out.names)
 
     def check_groups(self, groups, active, op):
         for g in groups:
@@ -301,7 +306,7 @@ def _shard_map(ev, e, out, args, env, backend, **ctx):
     per_device = [[None] * len(args) for _ in range(mesh.size)]
     for i, (x, sh) in enumerate(zip(args, in_sh)):
         for p, part in enumerate(SH.shard_array(x.to_numpy(), sh, mesh)):
-            per_device[p][i] = backend.from_numpy(np.ascontiguousarray(part), x.type, x.names)
+            per_device[p][i] = backend.from_numpy(_contiguous(part), x.type, x.names)
     spmd = Spmd(ev, backend, mesh, env)
     outs = spmd.run(body, per_device, set(range(mesh.size)))
     result = []
