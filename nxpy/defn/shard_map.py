@@ -25,8 +25,14 @@ from .expr import EXPR, Expr, trace_fn
 __all__ = ["shard_map", "ShardMap", "spec_to_dict", "varying_axes"]
 
 
+def _partition_spec(spec):
+    """JAX's PartitionSpec (not a tuple in jax 0.10) as a plain tuple."""
+    return tuple(spec) if type(spec).__name__ in ("PartitionSpec", "P") else spec
+
+
 def spec_to_dict(spec):
     """A JAX-style per-dim spec (``("x", None, ("x", "y"))``) as an input_shardings dict."""
+    spec = _partition_spec(spec)
     if isinstance(spec, dict):
         return spec
     if spec is None:
@@ -43,6 +49,7 @@ def spec_to_dict(spec):
 
 
 def _is_single_spec(specs):
+    specs = _partition_spec(specs)
     if isinstance(specs, dict) or specs is None:
         return True
     if isinstance(specs, list):
