@@ -334,7 +334,7 @@ def test_varying_axes_check():
     (lambda m: shard_map(lambda v: collective_broadcast(v, "x", source=2), m, in_specs=("x",),
                          out_specs=("x",)), r"source must be an index in \[0, 2\)"),
     (lambda m: shard_map(lambda v: v, m, in_specs=[("x",), ("y",)], out_specs=("x",)),
-     "expected 1 in_specs \(one per argument\), got 2"),
+     r"expected 1 in_specs \(one per argument\), got 2"),
     (lambda m: shard_map(lambda v: v, m, in_specs=("y", "x"), out_specs=("x",)),
      r"dim 1 of argument leaf 0 \(size 3\) is not divisible by 2"),
     (lambda m: shard_map(lambda v: shard_map(lambda w: w, m, in_specs=(None,), out_specs=(None,))(v),
