@@ -102,7 +102,7 @@ def template(shape, type, names=None) -> Tensor:
 
 
 def _out(shape, type, names=None) -> Tensor:
-    return Tensor(None, tuple(shape), type, names)
+    return Tensor(None, tuple(shape), type, tuple(names) if names is not None else None)
 
 
 def _flat(args):
@@ -175,6 +175,29 @@ def _infer_list_type(data) -> T.Type:
                     f"lists of numbers of equal lengths")
 
 
+def _big_ints(arr, data):
+    """``data`` as an object array of Python ints when it holds integers NumPy could not
+    represent as int64 (2**63 and up), else None."""
+    if arr.dtype.kind not in "fO" or not arr.size:
+        return None
+    obj = np.array(data, dtype=object)
+    if obj.shape != arr.shape or not builtins.all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+            for v in obj.flat):
+        return None
+    try:
+        return np.array(data, dtype=np.uint64)
+    except OverflowError:
+        return obj
+
+
+def _wrap_ints(arr, t: T.Type):
+    """Integers (an object or uint64 array) wrapped into integer type ``t``."""
+    info = np.iinfo(t.dtype)
+    lo, n = int(info.min), int(info.max) - int(info.min) + 1
+    return np.array([(int(v) - lo) % n + lo for v in arr.flat], dtype=t.dtype).reshape(arr.shape)
+
+
 def tensor(data, type=None, names=None, backend=None) -> Tensor:
     """A tensor from a number, nested lists, a NumPy array or another tensor.
 
@@ -195,14 +218,22 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
         except ValueError as e:
             raise ValueError(f"cannot build a tensor from {data!r}: nested lists must have "
                              f"equal lengths") from e
+        big = _big_ints(arr, data)
+        if big is not None:  # ints beyond int64: NumPy made floats or objects of them
+            if type is None:
+                raise ValueError(f"integer {builtins.max(int(v) for v in big.flat)} does not "
+                                 f"fit in s32: pass a wider type, such as type='u64'")
+            arr = _wrap_ints(big, T.parse(type)) if T.parse(type).is_int else big.astype(np.float64)
         if arr.dtype == object:
             raise TypeError(f"cannot build a tensor from {data!r}: expected numbers or "
                             f"nested lists of numbers of equal lengths")
-        t = T.parse(type) if type is not None else _infer_list_type(data)
+        t = T.parse(type) if type is not None else _infer_list_type(arr)
         if t == T.S32 and type is None and arr.size and (arr.max() > 2**31 - 1 or arr.min() < -2**31):
             raise ValueError(f"integer {arr.max() if arr.max() > 2**31 - 1 else arr.min()} does "
-                             f"not fit in s32: pass type='s64'")
-    arr = arr.astype(t.dtype, copy=False)
+                             f"not fit in s32: pass a wider type, such as type='s64'")
+    if arr.dtype != t.dtype:
+        from .backends.numpy import convert  # XLA's conversion semantics (saturating, ...)
+        arr = convert(arr, t)
     if names is not None and len(names) != arr.ndim:
         raise ValueError(f"names {list(names)} must have one entry per dim of shape {arr.shape}")
     b = get_backend(backend) if backend is not None else default_backend()
@@ -489,7 +520,8 @@ def broadcast(x, shape, axes=None, names=None) -> Tensor:
 def transpose(x, axes=None) -> Tensor:
     """Permutes dims (default: reverses them)."""
     x = to_tensor(x, "x")
-    axes = tuple(reversed(range(x.rank))) if axes is None else S.normalize_axes(axes, x.rank, x.names)
+    axes = tuple(reversed(range(x.rank))) if axes is None else S.normalize_axes(
+        axes, x.rank, x.names, what="transpose: axes")
     if sorted(axes) != list(range(x.rank)):
         raise ValueError(f"transpose: axes {list(axes)} must be a permutation of "
                          f"{list(range(x.rank))}")
@@ -713,12 +745,16 @@ def _arg_reduce(name, x, axis, keep_axis, tie_break, type):
     _check_kind(name, "x", x.type, "real")
     if tie_break not in ("low", "high"):
         raise ValueError(f"{name}: tie_break must be 'low' or 'high', got {tie_break!r}")
-    if x.size == 0:
-        raise ValueError(f"{name}: cannot take the {name} of an empty tensor of shape {x.shape}")
     t = T.parse(type)
     if axis is None:
+        if x.size == 0:
+            raise ValueError(f"{name}: cannot take the {name} of an empty tensor of shape "
+                             f"{x.shape}")
         return _arg_reduce(name, reshape(x, (x.size,)), 0, False, tie_break, type)
     axis = S.normalize_axis(axis, x.rank, x.names)
+    if x.shape[axis] == 0:
+        raise ValueError(f"{name}: cannot take the {name} along axis {axis} of size 0 "
+                         f"(shape {x.shape})")
     if keep_axis:
         shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape))
     else:

@@ -22,9 +22,26 @@ __all__ = ["NumpyBackend", "format_array"]
 # Elementwise kernels (NumPy arrays in, NumPy arrays out; inputs already in compute type)
 # ----------------------------------------------------------------------------------------
 def _round_afz(x):
+    """Rounds half away from zero. ``x - trunc(x)`` is exact, so unlike ``floor(|x| + 0.5)``
+    this is right for 0.49999997 and for odd integers above 2**23 (f32)."""
     if x.dtype.kind in "iub":
         return x
-    return np.sign(x) * np.floor(np.abs(x) + x.dtype.type(0.5))
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= x.dtype.type(0.5), t + np.sign(x), t)
+
+
+def _sign(x):
+    """XLA's sign; for complex ``x / |x|`` computed per part (so ``inf + 0j`` → ``nan + 0j``)
+    and 0 at 0."""
+    if x.dtype.kind != "c":
+        return np.sign(x)
+    a = np.abs(x)
+    zero = a == 0
+    safe = np.where(zero, 1, a)
+    out = np.empty_like(x)
+    out.real = np.where(zero, 0, x.real / safe)
+    out.imag = np.where(zero, 0, x.imag / safe)
+    return out
 
 
 _erf_u = np.frompyfunc(math.erf, 1, 1)
@@ -32,11 +49,11 @@ _erfc_u = np.frompyfunc(math.erfc, 1, 1)
 
 
 def _erf(x):
-    return _erf_u(x.astype(np.float64)).astype(np.float64)
+    return np.asarray(_erf_u(x.astype(np.float64)), dtype=np.float64)
 
 
 def _erfc(x):
-    return _erfc_u(x.astype(np.float64)).astype(np.float64)
+    return np.asarray(_erfc_u(x.astype(np.float64)), dtype=np.float64)
 
 
 def _erf_inv(x):
@@ -86,7 +103,7 @@ def _bitwise_not(x):
 
 
 UNARY_NP = {
-    "negate": np.negative, "abs": np.abs, "sign": np.sign,
+    "negate": np.negative, "abs": np.abs, "sign": _sign,
     "floor": lambda x: x if x.dtype.kind in "iub" else np.floor(x),
     "ceil": lambda x: x if x.dtype.kind in "iub" else np.ceil(x),
     "round": _round_afz, "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
@@ -104,12 +121,12 @@ _UNARY_READS_INPUT = {"abs", "is_nan", "is_infinity", "logical_not"}
 def _int_div(a, b):
     """XLA integer division: truncates; x/0 = -1 (all ones); MIN/-1 = MIN."""
     zero = b == 0
-    safe_b = np.where(zero, 1, b)
+    safe_b = np.where(zero, 1, b).astype(a.dtype)
     if a.dtype.kind == "i":
         overflow = (a == np.iinfo(a.dtype).min) & (b == -1)
-        safe_b = np.where(overflow, 1, safe_b)
-        q = np.abs(a.astype(np.int64) if a.dtype.itemsize < 8 else a) // np.abs(safe_b)
-        q = (np.sign(a) * np.sign(safe_b) * q).astype(a.dtype)
+        safe_b = np.where(overflow, 1, safe_b).astype(a.dtype)
+        # a - fmod(a, b) is an exact multiple of b (and cannot overflow), so // truncates
+        q = (a - np.fmod(a, safe_b)) // safe_b
         q = np.where(overflow, a, q)
         return np.where(zero, a.dtype.type(-1), q).astype(a.dtype)
     return np.where(zero, np.iinfo(a.dtype).max, a // safe_b).astype(a.dtype)
@@ -193,15 +210,19 @@ def convert(arr: np.ndarray, t: T.Type) -> np.ndarray:
     if arr.dtype == dt:
         return arr
     if t.is_int and arr.dtype.kind in "fcV" or (t.is_int and arr.dtype in _HALF):
-        src = arr.real if arr.dtype.kind == "c" else arr.astype(np.float64)
+        src = (arr.real if arr.dtype.kind == "c" else arr).astype(np.float64)
         info = np.iinfo(dt)
-        src = np.where(np.isnan(src), 0, np.trunc(src))
-        return np.clip(src, info.min, info.max).astype(dt)
+        # compare in f64 before casting: float(info.max) may round up (2**63 for s64)
+        lo, hi = float(info.min), float(info.max)
+        src = np.trunc(src)
+        big, small = src >= hi, src <= lo
+        inside = np.where(big | small | np.isnan(src), 0, src).astype(dt)
+        return np.where(big, info.max, np.where(small, info.min, inside)).astype(dt)
     if t.is_pred:
         return arr != 0
-    if arr.dtype.kind == "c" and not t.is_complex:
-        return arr.real.astype(dt)
     with np.errstate(all="ignore"):
+        if arr.dtype.kind == "c" and not t.is_complex:
+            return arr.real.astype(dt)
         return arr.astype(dt)
 
 
@@ -421,7 +442,8 @@ class NumpyBackend(Backend):
     def _window(self, out, x, window_dimensions, strides, padding, window_dilations, init, f):
         a = convert(x.data, out.type)
         a = a.astype(_compute_dtype(a.dtype))
-        a = np.pad(a, padding, constant_values=init)
+        if any(lo or hi for lo, hi in padding):
+            a = np.pad(a, padding, constant_values=init)
         eff = [(w - 1) * r + 1 for w, r in zip(window_dimensions, window_dilations)]
         v = np.lib.stride_tricks.sliding_window_view(a, eff)
         n = a.ndim

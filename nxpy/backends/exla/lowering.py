@@ -184,11 +184,13 @@ def _unary_rule(op):
     name = UNARY_HLO[op]
 
     def rule(c: Ctx, e: Expr, x: Val):
-        if op == "abs":
-            return c.op(name, [x], out_of(e))
+        if op == "abs":  # stablehlo.abs takes signless ints (and floats, complex) only
+            return x if x.type.kind in ("u", "pred") else c.op(name, [x], out_of(e))
         x = c.convert(x, e.type)
         if op in _INT_IDENTITY and not e.type.is_inexact:
             return x
+        if op == "sign" and e.type.kind == "u":  # likewise stablehlo.sign
+            return c.convert(c.convert(x, I1), e.type)
         return c.op(name, [x], out_of(e))
     return rule
 
@@ -284,7 +286,29 @@ def _float_to_int(c: Ctx, e: Expr, x: Val):
 
 @register_lowering("bitcast")
 def _bitcast(c: Ctx, e: Expr, x: Val):
+    if x.type.is_complex != e.type.is_complex:  # XLA has no complex<->real bitcast
+        return _bitcast_complex(c, e, x)
     return c.op("stablehlo.bitcast_convert", [x], out_of(e))
+
+
+def _bitcast_complex(c: Ctx, e: Expr, x: Val):
+    """c64 <-> a 64-bit type, through the two 32-bit halves (real part in the low bits,
+    as in memory)."""
+    u32, u64, f32 = T.Type("u", 32), T.Type("u", 64), T.F32
+    sh = x.shape
+
+    def bits(v, t):
+        return c.op("stablehlo.bitcast_convert", [v], (sh, t))
+    if x.type.is_complex:
+        re, im = (c.convert(bits(c.op(f"stablehlo.{p}", [x], (sh, f32)), u32), u64)
+                  for p in ("real", "imag"))
+        hi = c.binop("stablehlo.shift_left", im, c.const(32, u64, sh))
+        r = c.binop("stablehlo.or", hi, re)
+        return r if e.type == u64 else bits(r, e.type)
+    u = x if x.type == u64 else bits(x, u64)
+    lo = c.convert(u, u32)
+    hi = c.convert(c.binop("stablehlo.shift_right_logical", u, c.const(32, u64, sh)), u32)
+    return c.op("stablehlo.complex", [bits(lo, f32), bits(hi, f32)], out_of(e))
 
 
 # ----------------------------------------------------------------------------------------
