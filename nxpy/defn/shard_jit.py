@@ -168,6 +168,12 @@ class ShardJit:
         outs = exe.run(leaves)
         return [tree_mod.unflatten(exe.graph.tree, o) for o in outs]
 
+    def debug_expr(self, per_device_args):
+        """The program's outputs as Expr tensors, traced at global shapes under the mesh
+        (so collectives appear); printing one shows the graph."""
+        exe = self.compile_for(per_device_args)
+        return tree_mod.unflatten(exe.graph.tree, exe.graph.outputs)
+
     def lower(self, per_device_args) -> str:
         """The module text (EXLA) for these arguments."""
         exe = self.compile_for(per_device_args)
