@@ -60,9 +60,7 @@ class Mesh:
         if needed > n:
             raise ValueError(
                 f"mesh {self.name!r} of shape {self.shape} needs {needed} devices but the "
-                f"{pjrt.platform()} client has {n}; on CPU, set NXPY_CPU_DEVICES={needed} (or "
-                f"more) in the environment before nxpy starts XLA (the default is "
-                f"{pjrt.DEFAULT_CPU_DEVICES}), or build the Mesh with devices=[...]")
+                f"{pjrt.platform()} client has {n}; {pjrt.how_to_get_devices(needed)}")
 
     def __repr__(self):
         axes = ", ".join(f"{a}={d}" for a, d in zip(self.axis_names, self.shape))

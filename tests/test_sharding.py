@@ -482,3 +482,13 @@ def test_random_programs_match_unsharded_jit(program, compiler):
     f, res, glob = _run_global(fun, mesh, [x, y], shardings, compiler)
     for g, w in zip(glob, want):
         np.testing.assert_array_equal(g.to_numpy(), w.to_numpy())
+
+
+def test_mesh_error_when_jax_started_xla_first():
+    code = ("import jax\njax.devices()\nimport nxpy as nx\n"
+            "try:\n    nx.Mesh('m', (2, 2))\nexcept ValueError as e:\n    print(e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    assert "jax created its CPU client before nxpy" in out
+    assert "--xla_force_host_platform_device_count=4" in out

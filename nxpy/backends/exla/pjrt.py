@@ -53,8 +53,9 @@ def _client():
         jax = _import()
         try:
             jax.config.update("jax_num_cpu_devices", requested_cpu_devices())
-        except RuntimeError:
-            pass  # the backend already exists (jax was used first): keep its devices
+            st["configured"] = True
+        except RuntimeError:  # jax created its CPU client before nxpy: keep its devices
+            st["configured"] = False
         from jax import core
         from jax.extend import backend as jeb
         from jax.sharding import SingleDeviceSharding
@@ -65,6 +66,16 @@ def _client():
                   devices=client.local_devices(), single={})
         st["client"] = client
         return client
+
+
+def how_to_get_devices(needed: int) -> str:
+    """Advice for a mesh larger than the client, depending on who started XLA."""
+    if _state.get("configured", True):
+        return (f"on CPU, set NXPY_CPU_DEVICES={needed} (or more) in the environment before "
+                f"nxpy starts XLA (the default is {DEFAULT_CPU_DEVICES})")
+    return (f"jax created its CPU client before nxpy could configure it, so NXPY_CPU_DEVICES "
+            f"had no effect: import nxpy and call nxpy.backends.exla.pjrt.devices() before "
+            f"using jax, or set XLA_FLAGS=--xla_force_host_platform_device_count={needed}")
 
 
 def devices() -> list:
