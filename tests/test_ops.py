@@ -259,7 +259,8 @@ def unary_expected(op, x, t_in, t_out):
 UNARY_CASES = []
 for _op in sorted(nx.UNARY):
     for _j, _t in enumerate(unary_types(_op)):
-        UNARY_CASES.append((_op, _t, (2, 3)))
+        # 68 elements: long enough for XLA:CPU's vectorized kernels
+        UNARY_CASES.append((_op, _t, (4, 17) if _t == "f32" else (2, 3)))
         if _j == 0:
             UNARY_CASES.append((_op, _t, ()))
         if _j == 1:
@@ -270,7 +271,7 @@ for _op in sorted(nx.UNARY):
                          ids=[f"{o}-{t}-{'x'.join(map(str, s)) or 'scalar'}" for o, t, s in UNARY_CASES])
 def test_unary(op, t, shape):
     x = gen(t, shape, rng_for(op, t, shape), UNARY_ORACLES[op][1])
-    if op in SPECIALS and shape == (2, 3) and is_inexact(t):
+    if op in SPECIALS and len(shape) == 2 and shape[0] and is_inexact(t):
         x = x.copy()
         x.flat[:3] = [np.nan, np.inf, -np.inf]
         if t in COMPLEX and op in ("is_nan", "is_infinity", "logical_not"):
@@ -376,7 +377,7 @@ BIN_COMBOS = [("f32", "f32"), ("s32", "s32"), ("s8", "u8"), ("f64", "s16"), ("bf
               ("c128", "c128"), ("bf16", "f16"), ("u16", "u16"), ("pred", "s8"), ("s64", "u32"),
               ("f16", "f16"), ("c64", "f64")]
 BIN_SHAPES = [((2, 3), (2, 3)), ((2, 3), (3,)), ((), (2, 1)), ((0, 3), (1, 3)),
-              ((4, 1), (1, 3)), ((), ())]
+              ((4, 1), (1, 3)), ((), ()), ((5, 16), (16,))]
 
 
 def binary_expected(op, a, b, ta, tb):
@@ -448,6 +449,22 @@ def test_binary_nan_semantics():
         check(run(getattr(nx, op), a, b), f(a, b), binary_result(op, "f32", "f32"), what=op)
 
 
+@pytest.mark.parametrize("op", ["divide", "remainder", "pow", "atan2", "add", "multiply",
+                                "subtract", "min", "max"])
+def test_binary_float_edges(op):
+    v = [0.0, -0.0, 1.0, -1.0, 2.5, -8.0, np.inf, -np.inf, np.nan, 1e30, 1e-30]
+    a = np.repeat(np.array(v), len(v))
+    b = np.tile(np.array(v), len(v))
+    f = BINARY_ORACLES[op][0]
+    with np.errstate(all="ignore"):
+        e32 = f(a.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64))
+        e64 = f(a, b)
+        e32 = e32.astype(np.float32)
+    check(run(lambda x, y, z, w: (getattr(nx, op)(x, y), getattr(nx, op)(z, w)),
+              a.astype(np.float32), b.astype(np.float32), a, b),
+          [e32, e64], ["f32", "f64"], what=op)
+
+
 def test_integer_division_by_zero_xla_semantics():
     # XLA: x / 0 is -1 (all bits set), x rem 0 is x, MIN / -1 is MIN and MIN rem -1 is 0
     a = np.array([7, -7, -128, -128, 0, 5], np.int8)
@@ -505,20 +522,92 @@ def test_integer_pow_negative_exponents():
     check(run(nx.pow, a, b), np.array([0, 243, 1], np.uint8), "u8")
 
 
+# values at and beyond the edges of each op's domain: overflow, poles, NaN results
+EXTREMES = {
+    "exp": [-200, -100, 88, 89, 100, 710], "expm1": [-200, -1e-8, 1e-8, 100, 710],
+    "log": [0, -1, 1e-30, 1e30, np.inf], "log1p": [-1, -2, 1e-9, 1e30],
+    "sqrt": [-1, 0, -0.0, 1e30, np.inf], "rsqrt": [0, -1, 1e-30, np.inf],
+    "cbrt": [-8, -1e30, 1e-30, np.inf, -np.inf], "sin": [1e4, -1e4, 0], "cos": [1e4, -1e4],
+    "tan": [1e4, 1.5707963, -1.5707963], "asin": [1, -1, 1.5, -2], "acos": [1, -1, 1.5, -2],
+    "atan": [1e30, -1e30, np.inf, -np.inf], "sinh": [-100, 100, 1000, 1e-8],
+    "cosh": [-100, 100, 1000], "tanh": [-100, 100, 1e-8, -1e-8, 20, np.inf],
+    "asinh": [1e30, -1e30, 1e-8], "acosh": [1, 0.5, 1e30, -1], "atanh": [1, -1, 1.5, 1e-8],
+    "sigmoid": [-100, 100, -1000, 1000, -20, 20, np.inf, -np.inf],
+    "erf": [-10, 10, 1e-8, np.inf], "erfc": [-10, 10, 30, 1e-8, -np.inf],
+    "erf_inv": [1, -1, 1.5, -1.5, 0.999999, -0.999999, 1e-8],
+}
+
+
+@pytest.mark.parametrize("op", sorted(EXTREMES))
+def test_unary_extremes(op):
+    vals = np.array(EXTREMES[op] + [np.nan], np.float64)
+    f = getattr(nx, op)
+    fo = UNARY_ORACLES[op][0]
+    x32 = vals.astype(np.float32)
+    with np.errstate(all="ignore"):
+        e32, e64 = fo(x32.astype(np.float64)).astype(np.float32), fo(vals)
+    check(run(lambda a, b: (f(a), f(b)), x32, vals), [e32, e64], ["f32", "f64"],
+          what=f"{op} at {EXTREMES[op]}")
+
+
+def test_integer_edges_wrap():
+    for t in ["s8", "s16", "s32", "s64"]:
+        info = np.iinfo(dt(t))
+        x = np.array([info.min, info.max, -1, 0, 1], dt(t))
+        with np.errstate(all="ignore"):
+            check(run(lambda v: (nx.negate(v), nx.abs(v), nx.sign(v), v + 1, v * 2, v - 1), x),
+                  [-x, np.abs(x), np.sign(x), x + dt(t).type(1), x * dt(t).type(2), x - dt(t).type(1)], t)
+    for t in ["u8", "u64"]:
+        info = np.iinfo(dt(t))
+        x = np.array([0, 1, info.max], dt(t))
+        with np.errstate(all="ignore"):
+            check(run(lambda v: (nx.negate(v), v + 1, v - 1, v * 3), x),
+                  [(0 - x.astype(object)) % (int(info.max) + 1), x + dt(t).type(1),
+                   x - dt(t).type(1), x * dt(t).type(3)], t)
+
+
+def test_aggregates_widen_before_summing():
+    x = np.array([100, 100, 100], np.int8)
+    check(run(lambda v: (nx.sum(v), nx.product(v), nx.sum(v, axes=[0], keep_axes=True)), x),
+          [np.int32(300), np.int32(1000000), np.array([300], np.int32)], "s32")
+    x = np.array([200, 200, 2], np.uint8)
+    check(run(lambda v: (nx.sum(v), nx.product(v)), x), [np.uint32(402), np.uint32(80000)], "u32")
+    x = np.array([True] * 300)
+    check(run(nx.sum, x), np.int32(300), "s32")
+    x = np.array([100, 100, 100], np.int8)  # windows keep the type (and wrap)
+    check(run(lambda v: nx.window_sum(v, (2,)), x), np.array([-56, -56], np.int8), "s8")
+
+
+def test_mixed_backends():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.ones(3, np.float32)
+    x, y = nx.tensor(a), nx.tensor(b, backend="exla")
+    for r in (x + y, y + x, nx.select(nx.tensor(a > 2), y, x)):
+        assert r.backend.name == "exla"
+    assert_same(nx.add(x, y).to_numpy(), a + b, "f32")
+    assert_same(nx.select(nx.tensor(a > 2), y, x).to_numpy(), np.where(a > 2, b, a), "f32")
+
+
 def test_weak_python_scalars():
     cases = [
         (lambda x: x + 1, "s8", "s8"), (lambda x: x * 0.5, "s8", "f32"),
         (lambda x: 2.0 * x, "f16", "f16"), (lambda x: x - 1, "u8", "u8"),
-        (lambda x: x + 1, "pred", "s32"), (lambda x: x * 1j, "f32", "c64"),
+        (lambda x: x * 1j, "f32", "c64"),
         (lambda x: x * 1j, "f64", "c128"), (lambda x: 1.5 + x, "bf16", "bf16"),
         (lambda x: x > 1, "u16", "pred"), (lambda x: x / 2, "s16", "f32"),
+        (lambda x: x - 3, "u8", "u8"), (lambda x: 1 - x, "u32", "u32"),
+        (lambda x: x ** 2, "s16", "s16"),
+        (lambda x: x + 1e10, "f16", "f16", lambda x: np.full(x.shape, np.inf)),  # 1e10 is inf in f16
+        (lambda x: x + 1, "pred", "s32", lambda x: x.astype(np.int32) + 1),
     ]
-    for f, t, t_out in cases:
+    for f, t, t_out, *oracle in cases:
         x = gen(t, (3,), rng_for("weak", t), "small")
-        exp = f(x.astype(np.complex128 if t_out in COMPLEX else np.float64)) if is_inexact(t_out) \
-            else f(x.astype(np.int64)).astype(dt(t_out))
-        if t == "pred" and t_out == "s32":
-            exp = x.astype(np.int32) + 1
+        if oracle:
+            exp = oracle[0](x)
+        elif is_inexact(t_out):
+            exp = f(x.astype(np.complex128 if t_out in COMPLEX else np.float64))
+        else:
+            exp = f(x.astype(np.int64)).astype(dt(t_out))
         check(run(f, x), exp, t_out, what=f"scalar op on {t}")
 
 
@@ -563,6 +652,36 @@ def test_python_operators(t):
                 e = np.floor(x)
         exps.append(np.asarray(e))
     check(run(all_ops, a, b), exps, types, what=f"operators on {t}")
+
+
+BIT_OPERATORS = [
+    ("a & b", lambda a, b: a & b), ("a | b", lambda a, b: a | b), ("a ^ b", lambda a, b: a ^ b),
+    ("~a", lambda a, b: ~a), ("a << 2", lambda a, b: a << 2), ("a >> 1", lambda a, b: a >> 1),
+    ("3 & a", lambda a, b: 3 & a), ("1 < a", lambda a, b: 1 < a), ("2 == a", lambda a, b: 2 == a),
+    ("5 > b", lambda a, b: 5 > b), ("a <= 1", lambda a, b: a <= 1), ("1 << b", lambda a, b: 1 << b),
+]
+
+
+@pytest.mark.parametrize("t", ["s32", "u8", "s16"])
+def test_bitwise_operators(t):
+    rng = rng_for("bitops", t)
+    a, b = gen(t, (2, 4), rng, "small") * 3, gen(t, (4,), rng, "small")
+    a = a.astype(dt(t))
+    fs = [f for _, f in BIT_OPERATORS]
+    exps = [np.asarray(f(a, b)) for f in fs]
+    exps = [e if e.dtype == np.bool_ else e.astype(dt(t)) for e in exps]
+    types = ["pred" if e.dtype == np.bool_ else t for e in exps]
+    check(run(lambda x, y: tuple(f(x, y) for f in fs), a, b), exps, types, what=f"bit operators {t}")
+    p, q = gen("pred", (5,), rng), gen("pred", (5,), rng)
+    check(run(lambda x, y: (x & y, x | y, x ^ y, ~x), p, q), [p & q, p | q, p ^ q, ~p], "pred")
+
+
+def test_binary_broadcast_errors():
+    for op in ["add", "less", "logical_and", "atan2"]:
+        with pytest.raises(ValueError, match=op):
+            getattr(nx, op)(nx.iota((2, 3)), nx.iota((4,)))
+    with pytest.raises(ValueError, match="select"):
+        nx.select(nx.iota((2,)), nx.iota((3,)), 0)
 
 
 def test_floor_divide_and_mod_signs():
@@ -655,6 +774,10 @@ def test_select():
         t = merge(ta, tb)
         exp = np.where(p != 0, a.astype(dt(t)), b.astype(dt(t)))
         check(run(nx.select, p, a, b), exp, t, rtol=0, atol=0, what=f"select {tp} {ta} {tb}")
+    p = np.array([np.nan, 0.0, -0.0, 2.0], np.float32)  # NaN is non-zero
+    check(run(lambda q: nx.select(q, 1, 0.5), p), np.array([1, 0.5, 0.5, 1]), "f32")
+    check(run(lambda q: nx.select(q, 7, -1), np.array([-3, 0, 0, 2], np.int8)),
+          np.array([7, -1, -1, 7]), "s32")
 
 
 def test_clip():
@@ -671,6 +794,9 @@ def test_clip():
     check(run(lambda v: nx.clip(v, -0.5, 0.5), x), np.clip(x.astype(np.float64), -0.5, 0.5), "bf16")
     x = gen("f64", (0, 2), rng)
     check(run(lambda v: nx.clip(v, 0, 1), x), x, "f64")
+    x = np.array([np.nan, -np.inf, np.inf, 0.5, -3.0], np.float32)
+    check(run(lambda v: nx.clip(v, -1.0, 1.0), x), np.minimum(np.maximum(x, -1), 1), "f32")
+    check(run(lambda v: nx.clip(v, 2, 1), x), np.minimum(np.maximum(x, 2), 1), "f32")  # min > max
     with pytest.raises(TypeError, match="clip"):
         nx.clip(nx.tensor([1j]), 0, 1)
     with pytest.raises(ValueError, match="clip"):
@@ -1270,6 +1396,21 @@ def test_constants(c, t):
           run(lambda v: nx.logical_or(v, nx.tensor(c)), x), c, t, 0, 0, f"constant {t}")
     check(run(lambda: nx.tensor(c)), c, t, 0, 0, f"constant output {t}")
     check(run(lambda: nx.tensor(c.tolist(), type=t)), c, t, 0, 0, f"constant from list {t}")
+
+
+def test_constants_keep_signed_zeros_and_nans():
+    for t in ["f32", "f64", "f16", "bf16"]:
+        c = np.array([0.0, -0.0, -0.0, 0.0]).astype(dt(t))
+        n = np.array([np.nan, np.nan, 1.0]).astype(dt(t))
+        x = np.full(4, -0.0, dt(t))
+        res = run(lambda v: (nx.divide(1.0, nx.add(v, nx.tensor(c))), nx.tensor(n)), x)
+        check(res, [np.array([np.inf, -np.inf, -np.inf, np.inf]), n], [t, t], what=f"signed zeros {t}")
+    c = np.array([complex(0.0, -0.0), complex(-0.0, 0.0), complex(np.nan, 1)], np.complex64)
+    for path, r in run(lambda: nx.tensor(c)).items():
+        a = r.to_numpy()
+        assert np.array_equal(np.signbit(a.real[:2]), [False, True]), path
+        assert np.array_equal(np.signbit(a.imag[:2]), [True, False]), path
+        assert np.isnan(a.real[2]) and a.imag[2] == 1, path
 
 
 def test_list_type_inference():

@@ -13,7 +13,7 @@ from ... import types as T
 from ...ops import BINARY, binary_compute_type
 from ...tensor import Tensor
 from ...defn.expr import Expr, Fn
-from .mlir import Builder, Val, dense, dense_i64, i64_array, tensor_type
+from .mlir import Builder, Val, dense, dense_i64, i64_array, is_splat, tensor_type
 
 __all__ = ["LOWERINGS", "register_lowering", "Ctx", "lower_module", "LoweringError"]
 
@@ -63,7 +63,7 @@ class Ctx:
     def const(self, value, t: T.Type, shape=()) -> Val:
         shape = tuple(shape)
         arr = np.asarray(value)
-        if arr.shape == () or (arr.size and (arr == arr.flat[0]).all()):
+        if arr.shape == () or is_splat(arr):
             scalar = arr.reshape(-1)[0] if arr.size else 0
             v = self.op("stablehlo.constant", [], ((), t),
                         {"value": f"{dense(scalar, t)} : {tensor_type((), t)}"})

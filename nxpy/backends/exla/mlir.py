@@ -13,7 +13,7 @@ import numpy as np
 
 from ... import types as T
 
-__all__ = ["elem_type", "tensor_type", "dense", "i64_array", "dense_i64", "Val", "Builder"]
+__all__ = ["elem_type", "tensor_type", "dense", "is_splat", "i64_array", "dense_i64", "Val", "Builder"]
 
 
 def elem_type(t: T.Type) -> str:
@@ -33,16 +33,25 @@ def tensor_type(shape, t: T.Type) -> str:
     return f"tensor<{dims}{elem_type(t)}>"
 
 
+def is_splat(arr) -> bool:
+    """All elements of ``arr`` have the same bits (so 0.0 and -0.0 differ, NaNs may match)."""
+    a = np.ascontiguousarray(arr).reshape(-1)
+    if a.size == 0:
+        return False
+    b = a.view(np.uint8).reshape(a.size, -1)
+    return bool((b == b[0]).all())
+
+
 def dense(value, t: T.Type) -> str:
     """A ``dense<...>`` literal holding ``value`` exactly (hex bytes for non-bools)."""
     arr = np.ascontiguousarray(np.asarray(value, dtype=t.dtype))
     if t.is_pred:
-        if arr.ndim == 0 or (arr.size and (arr == arr.flat[0]).all()):
+        if arr.ndim == 0 or is_splat(arr):
             return f"dense<{'true' if arr.flat[0] else 'false'}>"
         return "dense<" + np.array2string(arr, separator=", ", threshold=arr.size + 1,
                                           max_line_width=1 << 30).replace("True", "true").replace(
             "False", "false") + ">"
-    if arr.size and (arr == arr.flat[0]).all() and not (t.is_inexact and np.isnan(arr.flat[0])):
+    if is_splat(arr):
         arr = arr.reshape(-1)[:1]
     return f'dense<"0x{arr.tobytes().hex().upper()}">'
 
