@@ -28,6 +28,7 @@ class Backend:
 
     name = "backend"
     priority = 0
+    is_expr = False  # True only for the tracer's backend (values do not exist yet)
 
     def from_numpy(self, array, type, names=None) -> Tensor:  # pragma: no cover - protocol
         raise NotImplementedError

@@ -32,6 +32,12 @@ def shape_str(shape, names=None) -> str:
     return "".join(f"[{n}: {d}]" if n else f"[{d}]" for d, n in zip(shape, names))
 
 
+def _host_only(what, hint="return the tensor from the defn instead"):
+    raise RuntimeError(f"{what} is a host-only operation and cannot be called inside a "
+                       f"defn: tensors there are symbolic (their values do not exist until "
+                       f"the compiled function runs); {hint}")
+
+
 class Tensor:
     """An n-dimensional array. ``data`` belongs to ``backend``; everything else is generic.
 
@@ -63,15 +69,27 @@ class Tensor:
         return self.type.dtype
 
     def to_numpy(self) -> np.ndarray:
-        """The values as a NumPy array (a host copy for device backends)."""
-        if self.backend is None:
+        """The values as a NumPy array (a host copy for device backends). Tensors are
+        immutable: an array that shares the tensor's memory is returned read-only."""
+        b = self.backend
+        if b is None:
             raise ValueError(f"this is a template ({self.type}{shape_str(self.shape)}), "
                              f"it holds no data")
-        return self.backend.to_numpy(self)
+        if b.is_expr:
+            _host_only("to_numpy (reading a tensor's values)")
+        a = b.to_numpy(self)
+        if a is self.data and a.flags.writeable:
+            a = a.view()
+            a.flags.writeable = False
+        return a
 
     def __array__(self, dtype=None, copy=None):
+        if self.backend is not None and self.backend.is_expr:
+            _host_only("converting a tensor to a NumPy array (np.asarray(tensor))")
         a = self.to_numpy()
-        return a.astype(dtype) if dtype is not None else a
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
 
     def tolist(self):
         return self.to_numpy().tolist()
@@ -89,21 +107,35 @@ class Tensor:
     __str__ = __repr__
 
     def __bool__(self):
+        if self.backend is not None and self.backend.is_expr:
+            _host_only("bool(tensor) (a Python if, while, and, or or not on a tensor)",
+                       "use nx.cond, nx.select or nx.while_loop instead")
         if self.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous: "
                              f"use nx.all or nx.any")
         return bool(self.to_numpy().reshape(()))
 
+    def _scalar(self, what):
+        if self.backend is not None and self.backend.is_expr:
+            _host_only(f"{what}(tensor)", "keep the value as a tensor")
+        if self.size != 1:
+            raise TypeError(f"only tensors with one element can be converted to Python "
+                            f"scalars, got shape {self.shape}")
+        return self.to_numpy().reshape(())
+
     def __int__(self):
-        return int(self.to_numpy().reshape(()))
+        return int(self._scalar("int"))
 
     def __float__(self):
-        return float(self.to_numpy().reshape(()))
+        return float(self._scalar("float"))
+
+    def __complex__(self):
+        return complex(self._scalar("complex"))
 
     def __index__(self):
-        if not self.type.is_int:
+        if not (self.type.is_int or self.type.is_pred):
             raise TypeError(f"only integer tensors can be used as an index, got {self.type}")
-        return int(self)
+        return int(self._scalar("operator.index"))
 
     def __len__(self):
         if not self.shape:

@@ -79,13 +79,11 @@ class Evaluator(Compiler):
     name = "evaluator"
     options = frozenset({"backend"})
 
-    def __init__(self):
-        self._plans: dict = {}
-
     def plan(self, fn: Fn) -> Plan:
-        p = self._plans.get(id(fn))
-        if p is None or p.fn is not fn:
-            p = self._plans[id(fn)] = Plan(fn)
+        """``fn``'s Plan, computed once and kept on ``fn`` (so it dies with the graph)."""
+        p = fn.cache.get("evaluator_plan")
+        if p is None:
+            p = fn.cache["evaluator_plan"] = Plan(fn)
         return p
 
     def compile(self, graph, opts):

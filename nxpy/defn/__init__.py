@@ -71,8 +71,59 @@ def _leaf(x, what):
     try:
         return to_tensor(x, what)
     except TypeError:
-        raise TypeError(f"expected {what} to be a tensor, a NumPy array, a number or a "
-                        f"container of them, got {type(x).__name__}") from None
+        raise TypeError(f"{what}: expected a tensor, a NumPy array, a number or a container "
+                        f"(tuple, list, dict) of them, got {type(x).__name__}") from None
+
+
+def _leaf_names(fun, tree, n_args):
+    """A readable name for each leaf of ``flatten((args, tensor_kwargs))``: ``argument 0
+    (x)``, ``argument 1 (t[0]['k'])``, ``keyword argument w``."""
+    args_tree, kw_tree = tree[1]
+    names = _arg_names(fun, n_args)
+    out = []
+    for i, t in enumerate(args_tree[1]):
+        out += [f"argument {i} ({p})" for p in tree_mod.leaf_paths(t, names[i])]
+    if kw_tree is not None:
+        for k, t in zip(kw_tree[1], kw_tree[2]):
+            out += [f"keyword argument {p}" for p in tree_mod.leaf_paths(t, k)]
+    return out
+
+
+def _leaves_of(fun, args, kwargs_tensors):
+    """Flattens the arguments; every leaf becomes a tensor (errors name the argument)."""
+    leaves, tree = tree_mod.flatten((args, kwargs_tensors))
+    for i, x in enumerate(leaves):
+        if not isinstance(x, Tensor):
+            try:
+                leaves[i] = to_tensor(x)
+            except (TypeError, ValueError) as e:
+                what = _leaf_names(fun, tree, len(args))[i]
+                if isinstance(e, ValueError):
+                    raise ValueError(f"{what}: {e}") from None
+                raise TypeError(f"{what}: expected a tensor, a NumPy array, a number or a "
+                                f"container (tuple, list, dict) of them, got "
+                                f"{type(x).__name__}") from None
+    return leaves, tree
+
+
+def _static_key(v, what):
+    """A hashable cache key for a static option; ``1``, ``1.0`` and ``True`` differ (they
+    trace differently), and lists, tuples and dicts are compared by content."""
+    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+        return (type(v), tuple(_static_key(x, what) for x in v))
+    if isinstance(v, dict):
+        return (dict, tuple((k, _static_key(x, what)) for k, x in v.items()))
+    if isinstance(v, (Tensor, np.ndarray)):
+        raise TypeError(f"{what} holds a tensor inside a container: keyword arguments are "
+                        f"static options; pass tensors positionally or as top-level keyword "
+                        f"arguments")
+    try:
+        hash(v)
+    except TypeError:
+        raise TypeError(f"{what} is static (it is not a tensor) and must be hashable, as it "
+                        f"is part of the cache key; got an unhashable "
+                        f"{type(v).__name__}") from None
+    return (type(v), v)
 
 
 def _template_str(t):
@@ -85,10 +136,11 @@ def trace(fun, args, kwargs=None, templates=None) -> Fn:
     kwargs = kwargs or {}
     static = {k: v for k, v in kwargs.items() if not isinstance(v, (Tensor, np.ndarray))}
     tensor_kw = {k: v for k, v in kwargs.items() if k not in static}
-    leaves, tree = tree_mod.flatten((tuple(args), tensor_kw))
     if templates is None:
-        templates = [(t.shape, t.type, t.names) for t in
-                     (_leaf(x, f"argument leaf {i}") for i, x in enumerate(leaves))]
+        leaves, tree = _leaves_of(fun, tuple(args), tensor_kw)
+        templates = [(t.shape, t.type, t.names) for t in leaves]
+    else:
+        tree = tree_mod.flatten((tuple(args), tensor_kw))[1]
 
     def call(*params):
         a, kw = tree_mod.unflatten(tree, params)
@@ -123,7 +175,8 @@ class Jit:
         # hot path: positional Tensor arguments whose templates were seen before
         if not kwargs:
             try:
-                hit = self._fast.get((_VERSION[0],) + tuple([(a.shape, a.type) for a in args]))
+                hit = self._fast.get((_VERSION[0],) + tuple([(a.shape, a.type, a.names)
+                                                             for a in args]))
             except AttributeError:
                 hit = None
             if hit is not None:
@@ -132,21 +185,15 @@ class Jit:
                 return outs[0] if out_tree is tree_mod.LEAF else tree_mod.unflatten(out_tree, outs)
         comp, opts = _resolve(self.compiler, self.opts)
         if kwargs:
-            static = tuple(sorted((k, v) for k, v in kwargs.items()
+            static = tuple(sorted((k, _static_key(v, f"{self.__name__}: keyword argument {k}"))
+                                  for k, v in kwargs.items()
                                   if not isinstance(v, (Tensor, np.ndarray))))
             tkw = {k: v for k, v in kwargs.items() if isinstance(v, (Tensor, np.ndarray))}
-            try:
-                hash(static)
-            except TypeError:
-                raise TypeError(f"{self.__name__}: keyword arguments that are not tensors are "
-                                f"static and must be hashable, got {static!r}") from None
         else:
             static, tkw = (), {}
-        leaves, tree = tree_mod.flatten((args, tkw))
-        leaves = [x if isinstance(x, Tensor) else _leaf(x, f"argument leaf {i}")
-                  for i, x in enumerate(leaves)]
+        leaves, tree = _leaves_of(self.fun, args, tkw)
         key = (comp, tuple(sorted(opts.items())), tree, static,
-               tuple((t.shape, t.type) for t in leaves))
+               tuple([(t.shape, t.type, t.names) for t in leaves]))
         exe = self.cache.get(key)
         if exe is None:
             self._check_arity(args, kwargs)
@@ -154,7 +201,7 @@ class Jit:
             self.trace_count += 1
             exe = self.cache[key] = (comp.compile(graph, opts), graph.tree)
         if not kwargs and all(isinstance(a, Tensor) for a in args):
-            self._fast[(_VERSION[0],) + tuple([(a.shape, a.type) for a in args])] = exe
+            self._fast[(_VERSION[0],) + tuple([(a.shape, a.type, a.names) for a in args])] = exe
         run, out_tree = exe
         return tree_mod.unflatten(out_tree, run(leaves))
 
@@ -189,52 +236,65 @@ def defn(fun=None, **opts):
 
 
 class Compiled:
-    """An ahead-of-time compiled function for fixed argument templates."""
+    """An ahead-of-time compiled function for fixed argument templates. Calling it inside
+    a defn inlines it (after the same argument checks)."""
 
     def __init__(self, fun, templates, compiler, opts):
         self.fun = fun
-        leaves, self.tree = tree_mod.flatten(tuple(templates))
-        self.templates = [_leaf(t, f"template {i}") if not isinstance(t, Tensor) else t
+        self.__name__ = getattr(fun, "__name__", "function")
+        leaves, tree = tree_mod.flatten((tuple(templates), {}))
+        self.tree = tree
+        self._n = len(templates)
+        self._names = _leaf_names(fun, tree, self._n)
+        self.templates = [t if isinstance(t, Tensor) else _leaf(t, f"template {self._names[i]}")
                           for i, t in enumerate(leaves)]
-        self._arg_names = _arg_names(fun, len(templates))
+        try:
+            sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            sig = None
+        if sig is not None:
+            try:
+                sig.bind(*templates)
+            except TypeError as e:
+                raise TypeError(f"compile: {self.__name__} cannot be called with the "
+                                f"{len(templates)} templates given: {e}") from None
         comp, opts = _resolve(compiler, opts)
-        graph = trace(fun, tree_mod.unflatten(self.tree, self.templates), None,
+        graph = trace(fun, tree_mod.unflatten(tree, self.templates)[0], None,
                       [(t.shape, t.type, t.names) for t in self.templates])
         self.graph = graph
         self._run = comp.compile(graph, opts)
 
     def __call__(self, *args):
-        if len(args) != len(self._arg_names):
-            raise TypeError(f"{getattr(self.fun, '__name__', 'function')}: expected "
-                            f"{len(self._arg_names)} arguments, got {len(args)}")
-        leaves, tree = tree_mod.flatten(tuple(args))
+        if len(args) != self._n:
+            raise TypeError(f"{self.__name__}: expected {self._n} argument"
+                            f"{'' if self._n == 1 else 's'} (as compiled), got {len(args)}")
+        leaves, tree = _leaves_of(self.fun, args, {})
         if tree != self.tree:
-            raise TypeError(f"arguments have structure {tree}, compiled for {self.tree}")
-        leaves = [_leaf(x, f"argument leaf {i}") for i, x in enumerate(leaves)]
+            raise TypeError(f"{self.__name__}: compiled for arguments structured as "
+                            f"{tree_mod.tree_str(self.tree[1][0])}, got "
+                            f"{tree_mod.tree_str(tree[1][0])}")
         for i, (x, t) in enumerate(zip(leaves, self.templates)):
             if x.shape != t.shape or x.type != t.type:
-                raise ValueError(f"argument {self._leaf_name(i)}: expected "
-                                 f"{_template_str(t)}, got {_template_str(x)} (compiled "
-                                 f"ahead of time for fixed shapes and types)")
+                raise ValueError(f"{self._names[i]}: expected {_template_str(t)}, got "
+                                 f"{_template_str(x)} (compiled ahead of time for fixed "
+                                 f"shapes and types)")
+        if _context.stack():  # inside a defn: inline
+            return self.fun(*args)
         return tree_mod.unflatten(self.graph.tree, self._run(leaves))
-
-    def _leaf_name(self, i):
-        count = 0
-        for j, a in enumerate(tree_mod.unflatten(self.tree, list(range(len(self.templates))))):
-            n = len(tree_mod.flatten(a)[0])
-            if i < count + n:
-                suffix = "" if n == 1 and not isinstance(a, (list, tuple, dict)) else f" (leaf {i - count})"
-                return f"{j} ({self._arg_names[j]}){suffix}"
-            count += n
-        return str(i)
 
 
 def _arg_names(fun, n):
     try:
-        params = list(inspect.signature(fun).parameters)
+        params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
         params = []
-    return [params[i] if i < len(params) else f"arg{i}" for i in range(n)]
+    out = []
+    for i in range(n):
+        if i < len(params) and params[i].kind == inspect.Parameter.VAR_POSITIONAL:
+            out += [f"{params[i].name}[{j}]" for j in range(n - i)]
+            break
+        out.append(params[i].name if i < len(params) else f"arg{i}")
+    return out
 
 
 def compile(fun, *templates, compiler=None, **opts) -> Compiled:  # noqa: A001

@@ -93,13 +93,14 @@ class Fn:
     """A traced function: parameter tensors, flat output tensors with their container
     ``tree``, and the outer nodes it captures."""
 
-    __slots__ = ("params", "outputs", "tree", "scope", "captures", "_nodes")
+    __slots__ = ("params", "outputs", "tree", "scope", "captures", "_nodes", "cache")
 
     def __init__(self, params, outputs, tree, scope):
         self.params = params
         self.outputs = outputs
         self.tree = tree
         self.scope = scope
+        self.cache = {}  # per-compiler derived data (the Evaluator's Plan, ...)
         self.finalize()
 
     def finalize(self):
@@ -119,6 +120,8 @@ class Fn:
         nodes.sort(key=lambda e: e.id)
         self._nodes = nodes
         self.captures = [caps[k] for k in sorted(caps)]
+        if getattr(self, "cache", None):
+            self.cache.clear()
 
     @property
     def nodes(self):
@@ -281,6 +284,10 @@ def format_graph(outputs, indent="") -> str:
     names = {}
     lines = []
     _format_into(_node_nodes(outputs), names, lines, indent)
+    for t in outputs:  # an output that is a constant has no line of its own
+        e = t.data if isinstance(t, Tensor) else t
+        if e.op == "constant":
+            lines.append((f"{indent}{_ref(e, names)}", f"{e.type}{shape_str(e.shape, e.names)}"))
     width = max((len(l) for l, _ in lines), default=0) + 3
     return "\n".join(l.ljust(width) + r if r else l for l, r in lines)
 

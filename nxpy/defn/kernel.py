@@ -73,12 +73,16 @@ def cond(pred, on_true, on_false):
             with fn.scope:
                 fn.outputs = [_coerce(o, s, t) for o, (s, t, _) in zip(fn.outputs, templates)]
             fn.finalize()
-    outs = EXPR.multi("cond", templates, ops.not_equal(pred, 0), fns=(t_fn, f_fn))
+    outs = EXPR.multi("cond", templates, _as_pred(pred), fns=(t_fn, f_fn))
     return tree_mod.unflatten(t_fn.tree, outs)
 
 
 def _tree_str(t):
-    return "a tensor" if t == tree_mod.LEAF else str(t)
+    return tree_mod.tree_str(t)
+
+
+def _as_pred(p):
+    return p if p.type.is_pred else ops.not_equal(p, 0)
 
 
 def while_loop(cond_fun, body_fun, state):
@@ -97,9 +101,7 @@ def while_loop(cond_fun, body_fun, state):
     """
     leaves, tree = tree_mod.flatten(state)
     if not _context.tracing():
-        while bool(cond_fun(state)):
-            state = body_fun(state)
-        return state
+        return _eager_while(cond_fun, body_fun, state, leaves, tree)
     init = [EXPR.lift(x, f"state leaf {i}") for i, x in enumerate(leaves)]
     templates = [(t.shape, t.type, t.names) for t in init]
     parent = _context.current()
@@ -108,7 +110,7 @@ def while_loop(cond_fun, body_fun, state):
         p = ops.to_tensor(p, "the while_loop condition")
         if p.shape != ():
             raise ValueError(f"while_loop: the condition must return a scalar, got shape {p.shape}")
-        return ops.not_equal(p, 0)
+        return _as_pred(p)
 
     c_fn = trace_fn(cond_fun, templates, tree=tree, parent=parent, wrap_output=check_pred)
 
@@ -145,3 +147,39 @@ from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_in
 __all__ += ["all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean", "reduce_scatter",
             "psum_scatter", "all_to_all", "collective_permute", "ppermute", "shift",
             "collective_broadcast", "axis_index", "all_slice"]
+
+
+def _eager_while(cond_fun, body_fun, state, leaves, tree):
+    """``while_loop`` outside a defn: Python control flow, with the checks the traced
+    version makes (same structure; tensor leaves keep their shapes and types)."""
+    templates = [(x.shape, x.type) if isinstance(x, Tensor) else None for x in leaves]
+    while True:
+        p = cond_fun(state)
+        if isinstance(p, Tensor) and p.shape != ():
+            raise ValueError(f"while_loop: the condition must return a scalar, got shape {p.shape}")
+        if not bool(p):
+            return state
+        state = body_fun(state)
+        out_leaves, out_tree = tree_mod.flatten(state)
+        if out_tree != tree:
+            raise ValueError(f"while_loop: the body must return the state's structure "
+                             f"{_tree_str(tree)}, got {_tree_str(out_tree)}")
+        fixed = False
+        for i, (o, tmpl) in enumerate(zip(out_leaves, templates)):
+            if tmpl is None:
+                continue
+            s, t = tmpl
+            o = ops.to_tensor(o, f"body output {i}") if not isinstance(o, (int, float)) \
+                else ops.full((), o, type=t)
+            if o.shape != s:
+                raise ValueError(f"while_loop: state leaf {i} has shape {s} but the body "
+                                 f"returned shape {o.shape}")
+            if o.type != t:
+                if T.merge(o.type, t) != t:
+                    raise TypeError(f"while_loop: state leaf {i} has type {t} but the body "
+                                    f"returned {o.type}; convert it with nx.as_type")
+                o = ops.as_type(o, t)
+            if o is not out_leaves[i]:
+                out_leaves[i], fixed = o, True
+        if fixed:
+            state = tree_mod.unflatten(tree, out_leaves)

@@ -18,7 +18,7 @@ def _key(a):
         return ("T", a.shape, a.type, a.device_id)
     if isinstance(a, (list, tuple)):
         return tuple(_key(x) for x in a)
-    return a
+    return (type(a), a)  # 1, 1.0 and True build different programs
 
 
 def _tensors(a, out):
@@ -85,14 +85,20 @@ class ExlaBackend(Backend):
     def _run(self, op, out, args, attrs):
         tensors = _tensors(args, [])
         dev = tensors[0].device_id if tensors else 0
-        key = (op, out.shape, out.type, out.names, _key(args), tuple(sorted(attrs.items())), dev)
+        # names do not change the program: they are not part of the key
+        key = (op, out.shape, out.type, _key(args),
+               tuple(sorted((k, _key(v)) for k, v in attrs.items())), dev)
         run = self._programs.get(key)
         if run is None:
             from .compiler import ExlaCompiler
-            templates = [(t.shape, t.type, t.names) for t in tensors]
+            templates = [(t.shape, t.type, None) for t in tensors]
+            plain = Tensor(None, out.shape, out.type)
 
             def one_op(*params):
-                return EXPR.node(op, out, *_replace(list(args), iter(params)), **attrs)
+                return EXPR.node(op, plain, *_replace(list(args), iter(params)), **attrs)
             graph = trace_fn(one_op, templates)
             run = self._programs[key] = ExlaCompiler().compile(graph, {"device_id": dev})
-        return run(tensors)[0]
+        r = run(tensors)[0]
+        if out.names != r.names:
+            r.names = out.names
+        return r

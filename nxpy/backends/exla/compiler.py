@@ -25,6 +25,17 @@ class ExlaCompiler(Compiler):
     name = "exla"
     options = frozenset({"device_id"})
 
+    #: executables by (module text, device): the same program is compiled once per process,
+    #: whichever Jit, ``compile`` or eager op asks for it
+    _executables: dict = {}
+
+    def executable(self, text: str, dev: int):
+        key = (text, dev)
+        exe = self._executables.get(key)
+        if exe is None:
+            exe = self._executables[key] = pjrt.compile(text, [dev])
+        return exe
+
     def lower(self, graph, opts) -> str:
         return lower_module(graph)
 
@@ -37,7 +48,7 @@ class ExlaCompiler(Compiler):
                 raise ValueError(f"one program can use one mesh, got {meshes}")
             return compile_replicated(graph, meshes[0], opts)
         text = self.lower(graph, opts)
-        exe = pjrt.compile(text, [dev])
+        exe = self.executable(text, dev)
         backend = get_backend("exla")
         templates = [(t.shape, t.type, t.names) for t in graph.outputs]
         execute = pjrt.execute
