@@ -80,6 +80,14 @@ _KIND_TEXT = {"num": "a numeric (non-pred) type", "real": "a real (non-complex) 
               "int": "an integer or pred type", "intonly": "an integer type"}
 
 
+def _axes_of(op, f, *args, **kw):
+    """``S.normalize_axis``/``normalize_axes`` with the op named in their errors."""
+    try:
+        return f(*args, **kw)
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{op}: {e}") from None
+
+
 def _check_kind(op, arg, t: T.Type, kinds: str):
     if not _kind_ok(t, kinds):
         raise TypeError(f"{op}: expected {arg} to have {_KIND_TEXT[kinds]}, got {t}")
@@ -279,7 +287,7 @@ def iota(shape, axis=None, type="s32", names=None, backend=None) -> Tensor:
     if axis is None:
         flat = dispatch("iota", _out((S.size(shape),), t), backend=backend, axis=0)
         return reshape(flat, shape, names=names)
-    axis = S.normalize_axis(axis, len(shape), names)
+    axis = _axes_of("iota", S.normalize_axis, axis, len(shape), names)
     return dispatch("iota", _out(shape, t, names), backend=backend, axis=axis)
 
 
@@ -471,7 +479,7 @@ def squeeze(x, axes=None) -> Tensor:
     if axes is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
-        axes = S.normalize_axes(axes, x.rank, x.names)
+        axes = _axes_of("squeeze", S.normalize_axes, axes, x.rank, x.names)
         bad = [a for a in axes if x.shape[a] != 1]
         if bad:
             raise ValueError(f"squeeze: cannot squeeze dims {bad} of shape {x.shape}: "
@@ -483,7 +491,7 @@ def squeeze(x, axes=None) -> Tensor:
 def new_axis(x, axis, name=None) -> Tensor:
     """Inserts a size-1 dim at ``axis`` (negative counts from the end of the new shape)."""
     x = to_tensor(x, "x")
-    axis = S.normalize_axis(axis, x.rank + 1)
+    axis = _axes_of("new_axis", S.normalize_axis, axis, x.rank + 1)
     shape = x.shape[:axis] + (1,) + x.shape[axis:]
     names = x.names[:axis] + (name,) + x.names[axis:]
     return dispatch("reshape", _out(shape, x.type, names), x)
@@ -500,7 +508,7 @@ def broadcast(x, shape, axes=None, names=None) -> Tensor:
                              f"lower rank shape {shape}")
         axes = tuple(range(len(shape) - x.rank, len(shape)))
     else:
-        axes = tuple(S.normalize_axis(a, len(shape)) for a in axes)
+        axes = tuple(_axes_of("broadcast", S.normalize_axis, a, len(shape)) for a in axes)
         if len(axes) != x.rank or list(axes) != sorted(set(axes)):
             raise ValueError(f"broadcast: axes {list(axes)} must be {x.rank} increasing "
                              f"dims of the target shape {shape}")
@@ -520,8 +528,8 @@ def broadcast(x, shape, axes=None, names=None) -> Tensor:
 def transpose(x, axes=None) -> Tensor:
     """Permutes dims (default: reverses them)."""
     x = to_tensor(x, "x")
-    axes = tuple(reversed(range(x.rank))) if axes is None else S.normalize_axes(
-        axes, x.rank, x.names, what="transpose: axes")
+    axes = tuple(reversed(range(x.rank))) if axes is None else _axes_of(
+        "transpose", S.normalize_axes, axes, x.rank, x.names)
     if sorted(axes) != list(range(x.rank)):
         raise ValueError(f"transpose: axes {list(axes)} must be a permutation of "
                          f"{list(range(x.rank))}")
@@ -554,7 +562,7 @@ def pad(x, pad_value, padding_config) -> Tensor:
 def reverse(x, axes=None) -> Tensor:
     """Reverses the order of elements along ``axes`` (default: all)."""
     x = to_tensor(x, "x")
-    axes = S.normalize_axes(axes, x.rank, x.names)
+    axes = _axes_of("reverse", S.normalize_axes, axes, x.rank, x.names)
     if not axes:
         return x
     return dispatch("reverse", _out(x.shape, x.type, x.names), x, axes=axes)
@@ -628,7 +636,7 @@ def concatenate(tensors, axis=0) -> Tensor:
     if not tensors:
         raise ValueError("concatenate: expected a non-empty list of tensors")
     first = tensors[0]
-    axis = S.normalize_axis(axis, first.rank, first.names) if first.rank else S.normalize_axis(axis, 0)
+    axis = _axes_of("concatenate", S.normalize_axis, axis, first.rank, first.names)
     t = first.type
     for i, x in enumerate(tensors[1:], 1):
         if x.rank != first.rank or builtins.any(
@@ -652,7 +660,7 @@ def stack(tensors, axis=0, name=None) -> Tensor:
         if x.shape != tensors[0].shape:
             raise ValueError(f"stack: tensors[{i}] has shape {x.shape}, expected "
                              f"{tensors[0].shape}")
-    axis = S.normalize_axis(axis, tensors[0].rank + 1)
+    axis = _axes_of("stack", S.normalize_axis, axis, tensors[0].rank + 1)
     return concatenate([new_axis(x, axis, name) for x in tensors], axis=axis)
 
 
@@ -712,7 +720,7 @@ def _reduce(name, x, axes=None, keep_axes=False):
     x = to_tensor(x, "x")
     if name in ("reduce_max", "reduce_min"):
         _check_kind(name, "x", x.type, "real")
-    axes = S.normalize_axes(axes, x.rank, x.names)
+    axes = _axes_of(name, S.normalize_axes, axes, x.rank, x.names)
     rule = REDUCTIONS[name]
     t = {"aggregate": T.to_aggregate(x.type), "same": x.type, "pred": T.PRED}[rule]
     if keep_axes:
@@ -751,7 +759,7 @@ def _arg_reduce(name, x, axis, keep_axis, tie_break, type):
             raise ValueError(f"{name}: cannot take the {name} of an empty tensor of shape "
                              f"{x.shape}")
         return _arg_reduce(name, reshape(x, (x.size,)), 0, False, tie_break, type)
-    axis = S.normalize_axis(axis, x.rank, x.names)
+    axis = _axes_of(name, S.normalize_axis, axis, x.rank, x.names)
     if x.shape[axis] == 0:
         raise ValueError(f"{name}: cannot take the {name} along axis {axis} of size 0 "
                          f"(shape {x.shape})")
@@ -778,7 +786,7 @@ def argmin(x, axis=None, keep_axis=False, tie_break="low", type="s32") -> Tensor
 def mean(x, axes=None, keep_axes=False) -> Tensor:
     """Mean over ``axes`` (a float result)."""
     x = to_tensor(x, "x")
-    ax = S.normalize_axes(axes, x.rank, x.names)
+    ax = _axes_of("mean", S.normalize_axes, axes, x.rank, x.names)
     n = S.size([x.shape[a] for a in ax])
     return divide(sum(as_type(x, T.to_floating(x.type)), axes, keep_axes), n)  # noqa: F821
 
@@ -811,10 +819,10 @@ def dot(a, *args) -> Tensor:
                         f"dot(a, contract_a, batch_a, b, contract_b, batch_b), got {len(args) + 1} "
                         f"arguments")
     a, b = to_tensor(a, "a"), to_tensor(b, "b")
-    ca = S.normalize_axes(ca, a.rank, a.names, what="contract_a")
-    cb = S.normalize_axes(cb, b.rank, b.names, what="contract_b")
-    ba = S.normalize_axes(ba, a.rank, a.names, what="batch_a")
-    bb = S.normalize_axes(bb, b.rank, b.names, what="batch_b")
+    ca = _axes_of("dot", S.normalize_axes, ca, a.rank, a.names, what="contract_a")
+    cb = _axes_of("dot", S.normalize_axes, cb, b.rank, b.names, what="contract_b")
+    ba = _axes_of("dot", S.normalize_axes, ba, a.rank, a.names, what="batch_a")
+    bb = _axes_of("dot", S.normalize_axes, bb, b.rank, b.names, what="batch_b")
     if len(ca) != len(cb) or len(ba) != len(bb):
         raise ValueError(f"dot: expected as many contract and batch axes on both sides, got "
                          f"contract {list(ca)} / {list(cb)} and batch {list(ba)} / {list(bb)}")

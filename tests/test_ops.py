@@ -282,8 +282,14 @@ def test_unary(op, t, shape):
 
 
 @pytest.mark.parametrize("op", sorted(nx.UNARY))
-def test_unary_rejects_kinds(op):
-    bad = [t for t in ALL_TYPES if t not in KIND_TYPES[nx.UNARY[op][1]]]
+def test_unary_kinds(op):
+    """Accepted kinds run and give the table's result type (eagerly, on NumPy); the others
+    raise TypeError naming the op, eagerly and while tracing."""
+    ok = KIND_TYPES[nx.UNARY[op][1]]
+    for t in ok:
+        r = getattr(nx, op)(nx.tensor(gen(t, (2,), rng_for(op, t), UNARY_ORACLES[op][1])))
+        assert str(r.type) == UNARY_RESULT[nx.UNARY[op][0]](t), (op, t)
+    bad = [t for t in ALL_TYPES if t not in ok]
     for t in bad:
         x = nx.tensor(np.zeros((2,), dt(t)))
         with pytest.raises(TypeError, match=op):
@@ -423,10 +429,12 @@ def test_binary(op, ta, tb, shapes):
 
 
 @pytest.mark.parametrize("op", sorted(nx.BINARY))
-def test_binary_rejects_kinds(op):
+def test_binary_kinds(op):
     ok = KIND_TYPES[nx.BINARY[op][1]]
     for t in ALL_TYPES:
         if t in ok:
+            r = getattr(nx, op)(nx.tensor(np.ones(2, dt(t))), nx.tensor(np.ones(2, dt(t))))
+            assert str(r.type) == binary_result(op, t, t), (op, t)
             continue
         x = nx.tensor(np.zeros((2,), dt(t)))
         y = nx.tensor(np.zeros((2,), dt(ok[0])))
@@ -586,6 +594,33 @@ def test_mixed_backends():
         assert r.backend.name == "exla"
     assert_same(nx.add(x, y).to_numpy(), a + b, "f32")
     assert_same(nx.select(nx.tensor(a > 2), y, x).to_numpy(), np.where(a > 2, b, a), "f32")
+
+
+def test_numpy_scalars_are_strong():
+    x = np.array([1, 2], np.int8)
+    check(run(lambda v: (v + np.float32(2), np.float32(2) + v, np.int16(3) * v, v - np.int8(1)), x),
+          [x + np.float32(2), np.float32(2) + x, np.int16(3) * x, x - np.int8(1)],
+          ["f32", "f32", "s16", "s8"])
+
+
+def test_axis_errors_name_the_op():
+    x = nx.iota((2, 3))
+    for op, f in [("sum", lambda: nx.sum(x, axes=[0, 0])), ("reduce_max", lambda: nx.reduce_max(x, axes=[2])),
+                  ("argmin", lambda: nx.argmin(x, axis=-3)), ("reverse", lambda: nx.reverse(x, axes=[5])),
+                  ("squeeze", lambda: nx.squeeze(x, axes=[9])), ("new_axis", lambda: nx.new_axis(x, 3)),
+                  ("concatenate", lambda: nx.concatenate([x, x], axis=2)),
+                  ("stack", lambda: nx.stack([x, x], axis=4)), ("iota", lambda: nx.iota((2,), axis=1)),
+                  ("dot", lambda: nx.dot(x, [2], x, [0])), ("transpose", lambda: nx.transpose(x, [0, 2])),
+                  ("broadcast", lambda: nx.broadcast(x, (2, 3), axes=[0, 5]))]:
+        with pytest.raises(ValueError, match=op):
+            f()
+
+
+def test_half_precision_aggregates_accumulate_in_f32():
+    for t in ["f16", "bf16"]:
+        x = np.ones(1000, dt(t))
+        check(run(lambda v: (nx.sum(v), nx.window_sum(v, (1000,)), nx.dot(v, v)), x),
+              [np.array(1000.0), np.array([1000.0]), np.array(1000.0)], t, rtol=0, atol=0)
 
 
 def test_weak_python_scalars():
