@@ -866,3 +866,20 @@ def test_control_flow_errors(compiler):
     with pytest.raises(ValueError, match=r"add: cannot broadcast"):
         run(lambda x: nx.cond(nx.sum(x) > 0, lambda: x + nx.iota((3,)), lambda: x), x)
     assert not D._context.stack()
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_control_flow_results_have_the_nodes_names(compiler):
+    # the result's names are decided by the graph, not by which branch ran or how many
+    # iterations the loop made, so both compilers agree
+    f = jit(lambda p, x, y: nx.cond(p, lambda: x, lambda: y), compiler=compiler)
+    x, y = nx.tensor([1, 2], names=["i"]), nx.tensor([3, 4], names=["j"])
+    assert f(nx.tensor(1), x, y).names == (None,)
+    assert f(nx.tensor(0), x, y).names == (None,)
+    assert f(nx.tensor(0), x, nx.tensor([3, 4])).names == ("i",)
+    g = jit(lambda x: nx.while_loop(lambda s: s[0] < 2,
+                                    lambda s: (s[0] + 1, nx.reshape(s[1] + 5, (2,), names=["k"])),
+                                    (0, x)), compiler=compiler)
+    r = g(nx.tensor([1, 2], names=["i"]))
+    assert r[1].names == ("i",)
+    same(r[1], [11, 12])

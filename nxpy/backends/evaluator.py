@@ -169,7 +169,10 @@ def _tensor(ev, e, out, args, env, backend, **ctx):
 
 @register_eval_rule("elem")
 def _elem(ev, e, out, args, env, backend, **ctx):
-    return args[0][e.attrs["index"]]
+    v = args[0][e.attrs["index"]]
+    if v.names != out.names:  # a branch's or the body's value: the node's names win
+        v = Tensor(v.data, v.shape, v.type, out.names, v.backend, v.device_id)
+    return v
 
 
 @register_eval_rule("cond")

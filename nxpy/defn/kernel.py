@@ -36,7 +36,11 @@ def _unify(leaves_a, leaves_b, what):
         except ValueError:
             raise ValueError(f"{what}: output {i} has shape {a.shape} in one branch and "
                              f"{b.shape} in the other") from None
-        out.append((shape, T.merge(a.type, b.type), None))
+        try:  # names merge as in a binary op; conflicting names are dropped
+            names = S.broadcast_names(shape, a, b)
+        except ValueError:
+            names = None
+        out.append((shape, T.merge(a.type, b.type), names))
     return out
 
 
