@@ -883,3 +883,37 @@ def test_control_flow_results_have_the_nodes_names(compiler):
     r = g(nx.tensor([1, 2], names=["i"]))
     assert r[1].names == ("i",)
     same(r[1], [11, 12])
+
+
+def test_compiler_plugins_register_by_name():
+    graphs = []
+
+    class Recording(D.Compiler):
+        """A plugin compiler: records the graphs it is given, runs them with the Evaluator."""
+        name = "recording"
+        options = frozenset({"tag"})
+
+        def compile(self, graph, opts):
+            graphs.append((graph, opts))
+            return Evaluator().compile(graph, {})
+
+    D.register_compiler_factory("recording", Recording)
+    try:
+        f = jit(lambda x: x * 2, compiler="recording", tag="t1")
+        same(f(nx.tensor([1, 2])), [2, 4], "s32")
+        f(nx.tensor([3, 4]))
+        assert len(graphs) == 1 and graphs[0][1] == {"tag": "t1"}
+        graph = graphs[0][0]
+        assert [e.op for e in graph.nodes] == ["parameter", "constant", "multiply"] or \
+            [e.op for e in graph.nodes] == ["constant", "parameter", "multiply"]
+        assert [(p.shape, str(p.type)) for p in graph.params] == [((2,), "s32")]
+        with pytest.raises(ValueError, match="unknown option 'foo' for compiler 'recording': "
+                                             r"expected one of \['tag'\]"):
+            jit(lambda x: x, compiler="recording", foo=1)
+        default_options(compiler="recording")
+        same(jit(lambda x: x + 1)(nx.tensor(1)), 2)
+        assert len(graphs) == 2
+    finally:
+        default_options(compiler="evaluator")
+        D.compiler._FACTORIES.pop("recording", None)
+        D.compiler._INSTANCES.pop("recording", None)
