@@ -218,7 +218,7 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
     if isinstance(data, Tensor):
         return data if type is None else as_type(data, type)
     if isinstance(data, (np.ndarray, np.generic)):
-        arr = np.asarray(data)
+        arr = np.array(data)  # a copy: tensors are values, later writes to `data` must not show
         t = T.parse(type) if type is not None else T.from_dtype(arr.dtype)
     else:
         try:

@@ -113,6 +113,9 @@ def window_out_shape(shape, window, strides, padding, dilations=None):
         eff = (w - 1) * r + 1
         span = d + lo + hi - eff
         if span < 0:
+            if d == 0:  # an empty dim stays empty (as in XLA)
+                out.append(0)
+                continue
             raise ValueError(f"window {tuple(window)} does not fit in padded shape of {tuple(shape)}")
         out.append(span // s + 1)
     return tuple(out)

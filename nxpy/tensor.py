@@ -164,7 +164,7 @@ class Tensor:
     __floordiv__, __rfloordiv__ = _op("floor_divide"), _op("floor_divide", True)
     __mod__, __rmod__ = _op("mod"), _op("mod", True)
     __pow__, __rpow__ = _op("pow"), _op("pow", True)
-    __matmul__, __rmatmul__ = _op("dot"), _op("dot", True)
+    __matmul__, __rmatmul__ = _op("matmul"), _op("matmul", True)
     __and__, __rand__ = _op("bitwise_and"), _op("bitwise_and", True)
     __or__, __ror__ = _op("bitwise_or"), _op("bitwise_or", True)
     __xor__, __rxor__ = _op("bitwise_xor"), _op("bitwise_xor", True)

@@ -98,7 +98,7 @@ def merge(a: Type, b: Type) -> Type:
     if a.is_complex or b.is_complex:
         other = b if a.is_complex else a
         c = a if a.is_complex else b
-        need = 128 if (other.kind == "f" and other.bits == 64) or c.bits == 128 else 64
+        need = 128 if (other.kind == "f" and other.bits == 64) or a.bits == 128 or b.bits == 128 else 64
         return Type("c", need)
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:

@@ -317,8 +317,7 @@ def test_indexing(backend):
     ("u64", "s64", "s64"), ("s32", "f16", "f16"), ("u8", "bf16", "bf16"), ("s64", "f32", "f32"),
     ("f16", "f32", "f32"), ("bf16", "f16", "f32"), ("bf16", "f64", "f64"), ("f32", "f64", "f64"),
     ("f32", "c64", "c64"), ("f64", "c64", "c128"), ("s8", "c64", "c64"), ("c128", "c128", "c128"),
-    pytest.param("c64", "c128", "c128", marks=pytest.mark.xfail(
-        strict=True, reason="nxpy/types.py merge: c64 with c128 gives c64 (reported)")),
+    ("c64", "c128", "c128"),
     ("pred", "s8", "s8"), ("pred", "f16", "f16"), ("pred", "pred", "u8"),
 ])
 def test_binary_type_promotion(a, b, want):

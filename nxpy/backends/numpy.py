@@ -440,6 +440,8 @@ class NumpyBackend(Backend):
         return self._wrap(out, r)
 
     def _window(self, out, x, window_dimensions, strides, padding, window_dilations, init, f):
+        if 0 in out.shape:
+            return self._wrap(out, np.zeros(out.shape, out.type.dtype))
         a = convert(x.data, out.type)
         a = a.astype(_compute_dtype(a.dtype))
         if any(lo or hi for lo, hi in padding):
