@@ -13,6 +13,8 @@ from .ops import (UNARY, BINARY, REDUCTIONS, template, tensor, from_numpy, iota,
                   broadcast, to_tensor)
 from .tensor import Tensor
 from .types import Type
+from . import plugins
+from .plugins import PluginError, register_backend, register_compiler
 
 
 def _numpy_backend():

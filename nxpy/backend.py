@@ -15,7 +15,7 @@ from __future__ import annotations
 from . import _context
 from .tensor import Tensor
 
-__all__ = ["Backend", "default_backend", "get_backend", "backend_transfer", "backend_copy",
+__all__ = ["Backend", "default_backend", "get_backend", "backend_transfer", "backend_copy", "op_method",
            "register_backend_factory", "pick"]
 
 
@@ -48,28 +48,22 @@ class Backend:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
-_FACTORIES: dict[str, object] = {}
-_INSTANCES: dict[str, Backend] = {}
 _DEFAULT: list[Backend] = []
 
 
 def register_backend_factory(name: str, factory) -> None:
-    """Makes ``name`` usable in ``default_backend(name)``; ``factory()`` builds the backend."""
-    _FACTORIES[name] = factory
-    _INSTANCES.pop(name, None)
+    """Registers a built-in backend (plugins use :func:`nxpy.register_backend`)."""
+    from .plugins import BACKENDS
+    BACKENDS.register(name, factory, origin="built into nxpy", replace=True)
 
 
 def get_backend(backend) -> Backend:
-    """A backend by name or instance."""
+    """A backend by name (built-in, registered or an installed entry point) or instance."""
     if isinstance(backend, Backend):
         return backend
     if isinstance(backend, str):
-        if backend not in _INSTANCES:
-            if backend not in _FACTORIES:
-                raise ValueError(f"unknown backend {backend!r}: expected one of "
-                                 f"{sorted(_FACTORIES)} or a Backend instance")
-            _INSTANCES[backend] = _FACTORIES[backend]()
-        return _INSTANCES[backend]
+        from .plugins import BACKENDS
+        return BACKENDS.get(backend)
     raise TypeError(f"backend must be a name or a Backend instance, got {backend!r}")
 
 
@@ -99,6 +93,21 @@ def backend_copy(t: Tensor, backend=None) -> Tensor:
     _context.forbid_inside_defn("nx.backend_copy")
     b = get_backend(backend) if backend is not None else default_backend()
     return b.from_numpy(t.to_numpy().copy(), t.type, t.names)
+
+
+def op_method(backend: Backend, op: str, needed_by: str = ""):
+    """``backend``'s kernel for ``op`` (a callable ``(out, *args, **options)``): its own
+    method, else the op's portable implementation (``nxpy.extend.register_op(...,
+    evaluate=...)``); a NotImplementedError naming both when there is neither."""
+    fn = getattr(backend, op, None)
+    if fn is not None:
+        return fn
+    from .extend import fallback
+    fb = fallback(op)
+    if fb is None:
+        raise NotImplementedError(f"backend {backend.name!r} does not implement the op {op!r}"
+                                  f"{needed_by}")
+    return lambda out, *args, **options: fb(backend, out, *args, **options)
 
 
 def pick(tensors) -> Backend:

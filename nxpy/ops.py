@@ -22,7 +22,7 @@ import numbers
 import numpy as np
 
 from . import _context, shape as S, types as T
-from .backend import default_backend, get_backend, pick
+from .backend import default_backend, get_backend, op_method, pick
 from .tensor import Tensor
 
 _Number = (numbers.Number, np.generic)
@@ -144,9 +144,7 @@ def dispatch(name: str, out: Tensor, *args, backend=None, **attrs) -> Tensor:
     b = pick(tensors) if tensors else _creation_backend(backend)
     if tensors and builtins.any(t.backend is not b for t in tensors):
         args = _to_backend(args, b)
-    fn = getattr(b, name, None)
-    if fn is None:
-        raise NotImplementedError(f"backend {b.name!r} does not implement the op {name!r}")
+    fn = getattr(b, name, None) or op_method(b, name)
     return fn(out, *args, **attrs)
 
 

@@ -897,7 +897,7 @@ def test_compiler_plugins_register_by_name():
             graphs.append((graph, opts))
             return Evaluator().compile(graph, {})
 
-    D.register_compiler_factory("recording", Recording)
+    nx.register_compiler("recording", Recording)
     try:
         f = jit(lambda x: x * 2, compiler="recording", tag="t1")
         same(f(nx.tensor([1, 2])), [2, 4], "s32")
@@ -915,5 +915,4 @@ def test_compiler_plugins_register_by_name():
         assert len(graphs) == 2
     finally:
         default_options(compiler="evaluator")
-        D.compiler._FACTORIES.pop("recording", None)
-        D.compiler._INSTANCES.pop("recording", None)
+        nx.plugins.COMPILERS.unregister("recording")

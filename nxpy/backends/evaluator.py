@@ -11,7 +11,7 @@ that are not plain backend calls (control flow, and plugins' own ops).
 """
 from __future__ import annotations
 
-from ..backend import default_backend, get_backend
+from ..backend import default_backend, get_backend, op_method
 from ..defn.compiler import Compiler
 from ..defn.expr import Expr, Fn
 from ..tensor import Tensor
@@ -140,11 +140,7 @@ class Evaluator(Compiler):
         rule = EVAL_RULES.get(e.op)
         if rule is not None:
             return rule(self, e, out, args, env, backend, **ctx)
-        fn = getattr(backend, e.op, None)
-        if fn is None:
-            raise NotImplementedError(f"backend {backend.name!r} does not implement the op "
-                                      f"{e.op!r} needed by the Evaluator")
-        return fn(out, *args, **e.attrs)
+        return op_method(backend, e.op, " needed by the Evaluator")(out, *args, **e.attrs)
 
 
 def _arg(a, env):

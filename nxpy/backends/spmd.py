@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import extend
+from ..backend import op_method
 from ..defn import sharding as SH
 from ..defn.expr import Expr
 from ..tensor import Tensor
-from .evaluator import EVAL_RULES, Env, register_eval_rule
+from .evaluator import EVAL_RULES, Env
 
 __all__ = ["Spmd", "SPMD_RULES", "register_spmd_rule"]
 
@@ -104,10 +106,7 @@ class Spmd:
             return [v if p in active else None for p in range(n)]
         if e.op == "elem":
             return [per[p][0][e.attrs["index"]] if p in active else None for p in range(n)]
-        fn = getattr(self.backend, e.op, None)
-        if fn is None:
-            raise NotImplementedError(f"backend {self.backend.name!r} does not implement the "
-                                      f"op {e.op!r} needed by the Evaluator")
+        fn = op_method(self.backend, e.op, " needed by the Evaluator")
         return [fn(out, *per[p], **e.attrs) if p in active else None for p in range(n)]
 
     # --- helpers for collective rules ----------------------------------------------------
@@ -162,7 +161,7 @@ def _while(s: Spmd, e, out, per, active, env):
 # ----------------------------------------------------------------------------------------
 # Collectives (local view)
 # ----------------------------------------------------------------------------------------
-@register_spmd_rule("all_gather")
+@extend.register_spmd_rule("all_gather")
 def _all_gather(s: Spmd, e, out, per, active, env):
     o = e.args[1]
     groups, d = o["replica_groups"], o["all_gather_dim"]
@@ -191,7 +190,7 @@ def _reduce_group(s, parts, op, t):
     return acc
 
 
-@register_spmd_rule("all_reduce")
+@extend.register_spmd_rule("all_reduce")
 def _all_reduce(s: Spmd, e, out, per, active, env):
     groups = e.attrs["groups"]
     s.check_groups(groups, active, "all_reduce")
@@ -205,7 +204,7 @@ def _all_reduce(s: Spmd, e, out, per, active, env):
     return res
 
 
-@register_spmd_rule("reduce_scatter")
+@extend.register_spmd_rule("reduce_scatter")
 def _reduce_scatter(s: Spmd, e, out, per, active, env):
     a = e.attrs
     s.check_groups(a["groups"], active, "reduce_scatter")
@@ -220,7 +219,7 @@ def _reduce_scatter(s: Spmd, e, out, per, active, env):
     return res
 
 
-@register_spmd_rule("all_to_all")
+@extend.register_spmd_rule("all_to_all")
 def _all_to_all(s: Spmd, e, out, per, active, env):
     a = e.attrs
     s.check_groups(a["groups"], active, "all_to_all")
@@ -240,7 +239,7 @@ def _all_to_all(s: Spmd, e, out, per, active, env):
     return res
 
 
-@register_spmd_rule("collective_permute")
+@extend.register_spmd_rule("collective_permute")
 def _collective_permute(s: Spmd, e, out, per, active, env):
     pairs = e.attrs["pairs"]
     for src, dst in pairs:
@@ -256,7 +255,7 @@ def _collective_permute(s: Spmd, e, out, per, active, env):
     return res
 
 
-@register_spmd_rule("collective_broadcast")
+@extend.register_spmd_rule("collective_broadcast")
 def _collective_broadcast(s: Spmd, e, out, per, active, env):
     groups = e.attrs["groups"]
     s.check_groups(groups, active, "collective_broadcast")
@@ -276,13 +275,13 @@ def _axis_index(mesh, axes, p):
     return idx
 
 
-@register_spmd_rule("axis_index")
+@extend.register_spmd_rule("axis_index")
 def _axis_index_rule(s: Spmd, e, out, per, active, env):
     return [s.wrap(np.array(_axis_index(s.mesh, e.attrs["axes"], p)), out) if p in active else None
             for p in range(s.n)]
 
 
-@register_spmd_rule("all_slice")
+@extend.register_spmd_rule("all_slice")
 def _all_slice(s: Spmd, e, out, per, active, env):
     a = e.attrs
     n = 1
@@ -298,7 +297,7 @@ def _all_slice(s: Spmd, e, out, per, active, env):
 # ----------------------------------------------------------------------------------------
 # The shard_map node, in the Evaluator
 # ----------------------------------------------------------------------------------------
-@register_eval_rule("shard_map")
+@extend.register_eval_rule("shard_map")
 def _shard_map(ev, e, out, args, env, backend, **ctx):
     mesh = e.attrs["mesh"]
     (body,) = e.fns

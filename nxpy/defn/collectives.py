@@ -445,7 +445,7 @@ def _eval_all_gather(ev, e, out, args, env, backend, **ctx):
 
 
 def _register():
-    from ..backends.evaluator import register_eval_rule
+    from ..extend import register_eval_rule  # the public mechanism, as any plugin would
     register_eval_rule("all_gather")(_eval_all_gather)
 
 

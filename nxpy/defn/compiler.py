@@ -27,25 +27,19 @@ class Compiler:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
-_FACTORIES: dict[str, object] = {}
-_INSTANCES: dict[str, Compiler] = {}
-
-
 def register_compiler_factory(name, factory):
-    _FACTORIES[name] = factory
-    _INSTANCES.pop(name, None)
+    """Registers a built-in compiler (plugins use :func:`nxpy.register_compiler`)."""
+    from ..plugins import COMPILERS
+    COMPILERS.register(name, factory, origin="built into nxpy", replace=True)
 
 
 def get_compiler(compiler) -> Compiler:
+    """A compiler by name (built-in, registered or an installed entry point) or instance."""
     if isinstance(compiler, Compiler):
         return compiler
     if isinstance(compiler, str):
-        if compiler not in _INSTANCES:
-            if compiler not in _FACTORIES:
-                raise ValueError(f"unknown compiler {compiler!r}: expected one of "
-                                 f"{sorted(_FACTORIES)} or a Compiler instance")
-            _INSTANCES[compiler] = _FACTORIES[compiler]()
-        return _INSTANCES[compiler]
+        from ..plugins import COMPILERS
+        return COMPILERS.get(compiler)
     raise TypeError(f"compiler must be a name or a Compiler instance, got {compiler!r}")
 
 

@@ -204,4 +204,9 @@ def _propagate_elem(prop, e, args):
     return SH.replicated(len(e.shape))
 
 
-SH.register_sharding_rule("elem")(_propagate_elem)
+def _register():
+    from ..extend import register_sharding_rule  # the public mechanism, as any plugin would
+    register_sharding_rule("elem")(_propagate_elem)
+
+
+_register()

@@ -73,7 +73,8 @@ class ExlaBackend(Backend):
         return self.from_numpy(arr, out.type, out.names)
 
     def __getattr__(self, op):
-        if op.startswith("_"):
+        from .lowering import LOWERINGS
+        if op.startswith("_") or op not in LOWERINGS:  # no lowering: no eager kernel either
             raise AttributeError(op)
 
         def method(out, *args, **attrs):

@@ -114,6 +114,17 @@ class Ctx:
     def is_nan(self, v: Val) -> Val:
         return self.compare(v, v, "NE")
 
+    def custom_call(self, target: str, operands, results, *, backend_config: str = "",
+                    api_version: int = 4, has_side_effect: bool = False):
+        """``stablehlo.custom_call @target(operands)``: the hook for kernels XLA does not
+        have (the target must be registered with XLA in this process to run)."""
+        attrs = {"call_target_name": f'"{target}"', "api_version": f"{api_version} : i32",
+                 "backend_config": f'"{backend_config}"' if api_version < 4 else
+                 f"{{{backend_config}}}" if backend_config else "{}"}
+        if has_side_effect:
+            attrs["has_side_effect"] = "true"
+        return self.op("stablehlo.custom_call", operands, results, attrs)
+
     # --- regions -----------------------------------------------------------------------
     def scalar_region(self, t: T.Type, n_inputs: int, body) -> str:
         """A reducer region over ``n_inputs`` scalar pairs: ``body(ctx, lhs, rhs)``."""

@@ -1,0 +1,144 @@
+"""Extending nxpy: new ops, per-backend implementations, and per-compiler rules.
+
+An op is described once (its shape/type rule) and implemented per backend or compiler:
+
+* :func:`register_op` adds an op: the front-end function with its shape/type rule, and
+  optionally ``evaluate``, a portable implementation on NumPy arrays used by any backend
+  (and the Evaluator) that has no kernel of its own.
+* :func:`implement` gives one backend its own kernel for an op.
+* :func:`register_lowering` (EXLA: emit StableHLO, or a ``stablehlo.custom_call`` via
+  ``ctx.custom_call``), :func:`register_eval_rule` (the Evaluator, for ops that are not
+  one backend call), :func:`register_spmd_rule` (the Evaluator inside ``shard_map``),
+  :func:`register_sharding_rule` (sharding propagation in ``shard_jit``) add or override
+  how a compiler treats an op. nxpy's own collectives are registered with these same
+  functions.
+
+>>> import numpy as np, nxpy as nx
+>>> from nxpy.extend import register_op, register_lowering
+>>> softplus = register_op("doc_softplus", lambda x: (x.shape, nx.types.to_floating(x.type)),
+...                        evaluate=lambda out, x: np.log1p(np.exp(x.to_numpy())))
+>>> @register_lowering("doc_softplus")
+... def _(ctx, e, x):
+...     x = ctx.convert(x, e.type)
+...     one_plus = ctx.op("stablehlo.exponential", [x], (e.shape, e.type))
+...     return ctx.op("stablehlo.log_plus_one", [one_plus], (e.shape, e.type))
+>>> [round(v, 4) for v in softplus(nx.tensor([0.0, 1.0])).tolist()]
+[0.6931, 1.3133]
+>>> [round(v, 4) for v in nx.defn.jit(softplus, compiler="exla")(nx.tensor([0.0, 1.0])).tolist()]
+[0.6931, 1.3133]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import ops as O
+from . import types as T
+from .backend import get_backend
+from .tensor import Tensor
+
+__all__ = ["OpSpec", "OPS", "register_op", "implement", "fallback", "register_lowering",
+           "register_eval_rule", "register_spmd_rule", "register_sharding_rule", "template_of"]
+
+
+@dataclass
+class OpSpec:
+    name: str
+    infer: object
+    evaluate: object = None
+    doc: str = ""
+
+
+OPS: dict[str, OpSpec] = {}
+
+
+def template_of(result) -> Tensor:
+    """An ``infer`` result — ``(shape, type)``, ``(shape, type, names)`` or a Tensor — as an
+    output template."""
+    if isinstance(result, Tensor):
+        return Tensor(None, tuple(result.shape), result.type, result.names)
+    if isinstance(result, tuple) and len(result) in (2, 3):
+        shape, type_ = result[0], T.parse(result[1])
+        names = tuple(result[2]) if len(result) == 3 and result[2] is not None else None
+        return Tensor(None, tuple(int(d) for d in shape), type_, names)
+    raise TypeError(f"an op's infer function must return (shape, type), (shape, type, names) "
+                    f"or a template tensor, got {result!r}")
+
+
+def register_op(name, infer, *, evaluate=None, replace=False):
+    """Adds op ``name`` and returns its front-end function ``f(*tensors, **options)``.
+
+    ``infer(*tensors, **options)`` validates and returns the output template. Positional
+    arguments are tensors (arrays and numbers are converted); keyword arguments are static
+    options, stored on the Expr node. ``evaluate(out, *tensors, **options)`` (optional)
+    computes the result as a NumPy array (or a Tensor) from tensors of any backend.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"an op name must be an identifier, got {name!r}")
+    builtin = name in O.__all__ or name in ("dynamic_slice", "cond", "while", "elem", "parameter")
+    if (builtin or name in OPS) and not replace:
+        raise ValueError(f"op {name!r} already exists"
+                         f"{' (a built-in op)' if builtin else ''}; pick another name or pass "
+                         f"replace=True")
+    OPS[name] = OpSpec(name, infer, evaluate, getattr(infer, "__doc__", "") or "")
+
+    def front(*args, **options):
+        tensors = [O.to_tensor(a, f"argument {i} of {name}") for i, a in enumerate(args)]
+        out = template_of(infer(*tensors, **options))
+        return O.dispatch(name, out, *tensors, **options)
+
+    front.__name__ = front.__qualname__ = name
+    front.__doc__ = f"The {name!r} op (registered with nxpy.extend.register_op)."
+    return front
+
+
+def fallback(name):
+    """The portable implementation of a registered op, bound as a backend method
+    ``(backend, out, *args, **options) -> Tensor``, or None."""
+    spec = OPS.get(name)
+    if spec is None or spec.evaluate is None:
+        return None
+
+    def run(backend, out, *args, **options):
+        r = spec.evaluate(out, *args, **options)
+        if isinstance(r, Tensor):
+            return r if r.backend is backend else backend.from_tensor(r)
+        arr = np.asarray(r)
+        if arr.shape != out.shape:
+            raise ValueError(f"op {name!r}: evaluate returned shape {arr.shape}, its infer "
+                             f"rule said {out.shape}")
+        from .backends.numpy import convert
+        return backend.from_numpy(convert(arr, out.type), out.type, out.names)
+    return run
+
+
+def implement(backend, op, fn):
+    """Gives ``backend`` (a name, instance or Backend subclass) its own kernel for ``op``:
+    ``fn(backend, out, *args, **options) -> Tensor``."""
+    target = backend if isinstance(backend, type) else type(get_backend(backend))
+    setattr(target, op, fn)
+
+
+def register_lowering(*ops):
+    """EXLA: ``@register_lowering("op")`` registers (or overrides) ``rule(ctx, expr, *args)``."""
+    from .backends.exla.lowering import register_lowering as r
+    return r(*ops)
+
+
+def register_eval_rule(*ops):
+    """The Evaluator: ``rule(ev, expr, out, args, env, backend) -> value``."""
+    from .backends.evaluator import register_eval_rule as r
+    return r(*ops)
+
+
+def register_spmd_rule(*ops):
+    """The Evaluator inside shard_map: ``rule(spmd, expr, out, per_device, active, env)``."""
+    from .backends.spmd import register_spmd_rule as r
+    return r(*ops)
+
+
+def register_sharding_rule(*ops):
+    """shard_jit propagation: ``rule(prop, expr, arg_shardings) -> sharding``."""
+    from .defn.sharding import register_sharding_rule as r
+    return r(*ops)
