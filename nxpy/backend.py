@@ -20,10 +20,46 @@ __all__ = ["Backend", "default_backend", "get_backend", "backend_transfer", "bac
 
 
 class Backend:
-    """Base class of eager backends. Subclasses implement ``from_numpy``, ``to_numpy``,
-    ``constant`` and one method per op (``add(out, a, b)``, ``sum(out, x, axes=...,
-    keep_axes=...)``, ...). ``priority`` decides which backend an op with operands on
-    several backends runs on (the highest wins, the others' operands are transferred).
+    """The eager backend protocol (as Nx's ``Nx.Backend``). Register a backend with
+    :func:`nxpy.register_backend` or the ``nxpy.backends`` entry point group.
+
+    Required (checked when the plugin is registered or first instantiated):
+
+    ``from_numpy(array, type, names=None) -> Tensor``
+        A tensor of this backend holding ``array`` (already of ``type``'s dtype).
+    ``to_numpy(t) -> np.ndarray``
+        The values, on the host (treat the result as read-only).
+    ``constant(out, value) -> Tensor``
+        A tensor shaped like the template ``out`` filled with the Python scalar ``value``.
+
+    Ops: one method per op of the op set (``nxpy.testing.OP_SET``), each receiving the
+    output template ``out`` first — a Tensor with the inferred shape, type and names and
+    no data — then the operands (tensors already on this backend), then static options as
+    keyword arguments. The front end has validated everything; a kernel only computes and
+    returns a Tensor shaped like ``out``. Signatures, by family:
+
+    * unary ``op(out, x)`` for ``nxpy.UNARY``; binary ``op(out, a, b)`` for ``nxpy.BINARY``
+      (operands broadcast to ``out.shape``; comparisons compute in the merged type and
+      return pred; see ``nxpy.ops.binary_compute_type``)
+    * ``select(out, pred, on_true, on_false)``, ``clip(out, x, lo, hi)``,
+      ``as_type(out, x)``, ``bitcast(out, x)``
+    * ``reshape(out, x)``, ``broadcast(out, x, axes)``, ``transpose(out, x, axes)``,
+      ``reverse(out, x, axes)``, ``pad(out, x, value, config)``,
+      ``slice(out, x, start_indices, lengths, strides)``,
+      ``dynamic_slice(out, x, starts, lengths, strides)``, ``put_slice(out, x, starts, update)``,
+      ``concatenate(out, tensors, axis)``
+    * reductions ``op(out, x, axes, keep_axes)`` for ``nxpy.REDUCTIONS``;
+      ``argmax``/``argmin(out, x, axis, keep_axis, tie_break)``
+    * ``dot(out, a, b, contract_a, batch_a, contract_b, batch_b)``;
+      ``window_sum``/``window_max(out, x, window_dimensions, strides, padding, window_dilations)``
+    * ``iota(out, axis)``, ``eye(out)``
+
+    A missing op raises NotImplementedError naming the backend and the op when it is
+    first used (unless the op has a portable implementation, see :mod:`nxpy.extend`);
+    the conformance kit reports every missing op. Optional: ``name``, ``priority``
+    (which backend an op with operands on several backends runs on: the highest wins and
+    the other operands are transferred), ``from_tensor(t)`` (a faster transfer in),
+    ``inspect(t)`` (the values part of ``repr``).
     """
 
     name = "backend"

@@ -434,7 +434,7 @@ def test_unknown_options_and_compilers():
     with pytest.raises(ValueError, match=r"^unknown options 'a', 'b' for compiler 'evaluator'"):
         defn(compiler="evaluator", a=1, b=2)(lambda x: x)
     with pytest.raises(ValueError, match=r"^unknown compiler 'nope': expected one of "
-                                         r"\['evaluator', 'exla'\] or a Compiler instance$"):
+                                         r"\[(.*, )?'evaluator', 'exla'(, .*)?\] or a Compiler instance$"):
         jit(lambda x: x, compiler="nope")
     with pytest.raises(TypeError, match="compiler must be a name or a Compiler instance"):
         jit(lambda x: x, compiler=3)

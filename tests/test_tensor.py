@@ -405,7 +405,7 @@ def test_default_backend_read_and_set():
     # a Backend instance is accepted too; unknown names are rejected
     assert nx.default_backend(nx.get_backend("numpy")) is b
     with pytest.raises(ValueError, match=r"unknown backend 'nope': expected one of "
-                                         r"\['exla', 'numpy'\]"):
+                                         r"\[(.*, )?'exla', (.*, )?'numpy'(, .*)?\]"):
         nx.default_backend("nope")
     with pytest.raises(TypeError, match="backend must be a name or a Backend instance"):
         nx.default_backend(3)

@@ -96,6 +96,9 @@ class Evaluator(Compiler):
             return self.run_fn(graph, args, None, b)
         return run
 
+    def result_backend(self, opts):
+        return get_backend(opts["backend"]) if opts.get("backend") is not None else default_backend()
+
     def compile_sharded(self, graph, mesh, in_shardings, out_shardings, propagator, opts):
         """The sharded entry point: simulates the mesh on the host. Shards are assembled into
         global values (replicated copies must agree unless ``check_replicas=False``), the

@@ -11,10 +11,31 @@ __all__ = ["Compiler", "get_compiler", "register_compiler_factory", "check_optio
 
 
 class Compiler:
-    """Base class of compilers.
+    """The compiler protocol (as Nx's ``Nx.Defn.Compiler``). Subclass it, or write any
+    class with these members, and register it with :func:`nxpy.register_compiler` or the
+    ``nxpy.compilers`` entry point group.
 
-    ``options`` lists the option names the compiler accepts (besides ``compiler``).
-    ``compile(graph, opts)`` returns ``run(args: list[Tensor]) -> list[Tensor]``.
+    ``name``
+        The name users pass as ``compiler=``.
+    ``options``
+        The option names the compiler accepts (a set of str). Any other option given to
+        ``jit``/``defn``/``compile`` is an error raised before compiling. By convention
+        ``device_id`` selects one of several devices (EXLA: the XLA device index).
+    ``compile(graph, opts) -> run``  (required)
+        Trace-and-run and ahead-of-time compilation both come here: ``defn`` traces the
+        function once per argument templates and hands over the graph (an
+        :class:`~nxpy.defn.expr.Fn`: ``graph.params`` are the parameter templates,
+        ``graph.nodes`` the Expr nodes in topological order, ``graph.outputs`` the results)
+        and caches what ``compile`` returns. ``run(args: list[Tensor]) -> list[Tensor]``
+        gets tensors of the parameters' shapes and types (of any backend: move them where
+        needed) and returns one tensor per output.
+    ``result_backend(opts) -> Backend``  (optional)
+        The backend the results live on (default: the default backend).
+    ``compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts)``  (optional)
+        The sharded entry point used by ``shard_jit``: returns ``(run, module_or_None)``
+        where ``run(per_device_args) -> per_device_results`` (lists indexed by partition).
+        Shardings are tuples of mesh-axis tuples, one per dim. Without it, ``shard_jit``
+        refuses the compiler with a clear error.
     """
 
     name = "compiler"
@@ -22,6 +43,10 @@ class Compiler:
 
     def compile(self, graph, opts):  # pragma: no cover - protocol
         raise NotImplementedError
+
+    def result_backend(self, opts):
+        from ..backend import default_backend
+        return default_backend()
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r}>"

@@ -36,6 +36,9 @@ class ExlaCompiler(Compiler):
             exe = self._executables[key] = pjrt.compile(text, [dev])
         return exe
 
+    def result_backend(self, opts):
+        return get_backend("exla")
+
     def lower(self, graph, opts) -> str:
         return lower_module(graph)
 
