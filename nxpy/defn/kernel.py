@@ -119,25 +119,7 @@ def while_loop(cond_fun, body_fun, state):
     c_fn = trace_fn(cond_fun, templates, tree=tree, parent=parent, wrap_output=check_pred)
 
     def check_body(out):
-        out_leaves, out_tree = tree_mod.flatten(out)
-        if out_tree != tree:
-            raise ValueError(f"while_loop: the body must return the state's structure "
-                             f"{_tree_str(tree)}, got {_tree_str(out_tree)}")
-        fixed = []
-        for i, (o, (s, t, _)) in enumerate(zip(out_leaves, templates)):
-            o = ops.to_tensor(o, f"body output {i}") if not isinstance(o, (int, float)) else o
-            if isinstance(o, (int, float)):
-                o = ops.full((), o, type=t)
-            if o.shape != s:
-                raise ValueError(f"while_loop: state leaf {i} has shape {s} but the body "
-                                 f"returned shape {o.shape}")
-            if o.type != t:
-                if T.merge(o.type, t) != t:
-                    raise TypeError(f"while_loop: state leaf {i} has type {t} but the body "
-                                    f"returned {o.type}; convert it with nx.as_type")
-                o = ops.as_type(o, t)
-            fixed.append(o)
-        return tree_mod.unflatten(tree, fixed)
+        return _check_body_output(out, tree, templates)
 
     b_fn = trace_fn(body_fun, templates, tree=tree, parent=parent, wrap_output=check_body)
     outs = EXPR.multi("while", templates, init, fns=(c_fn, b_fn))
@@ -153,6 +135,34 @@ __all__ += ["all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean", "reduce
             "collective_broadcast", "axis_index", "all_slice"]
 
 
+def _check_body_output(out, tree, templates):
+    """The body's result, checked against the state: the same structure, and each leaf
+    with a template keeps its shape and (after safe promotion) its type."""
+    out_leaves, out_tree = tree_mod.flatten(out)
+    if out_tree != tree:
+        raise ValueError(f"while_loop: the body must return the state's structure "
+                         f"{_tree_str(tree)}, got {_tree_str(out_tree)}")
+    fixed = list(out_leaves)
+    for i, (o, tmpl) in enumerate(zip(out_leaves, templates)):
+        if tmpl is None:  # an eager Python number in the state: anything goes
+            continue
+        s, t = tmpl[0], tmpl[1]
+        o = ops.full((), o, type=t) if isinstance(o, (int, float)) else \
+            ops.to_tensor(o, f"body output {i}")
+        if o.shape != s:
+            raise ValueError(f"while_loop: state leaf {i} has shape {s} but the body "
+                             f"returned shape {o.shape}")
+        if o.type != t:
+            if T.merge(o.type, t) != t:
+                raise TypeError(f"while_loop: state leaf {i} has type {t} but the body "
+                                f"returned {o.type}; convert it with nx.as_type")
+            o = ops.as_type(o, t)
+        fixed[i] = o
+    if all(a is b for a, b in zip(fixed, out_leaves)):
+        return out
+    return tree_mod.unflatten(tree, fixed)
+
+
 def _eager_while(cond_fun, body_fun, state, leaves, tree):
     """``while_loop`` outside a defn: Python control flow, with the checks the traced
     version makes (same structure; tensor leaves keep their shapes and types)."""
@@ -164,26 +174,4 @@ def _eager_while(cond_fun, body_fun, state, leaves, tree):
         if not bool(p):
             return state
         state = body_fun(state)
-        out_leaves, out_tree = tree_mod.flatten(state)
-        if out_tree != tree:
-            raise ValueError(f"while_loop: the body must return the state's structure "
-                             f"{_tree_str(tree)}, got {_tree_str(out_tree)}")
-        fixed = False
-        for i, (o, tmpl) in enumerate(zip(out_leaves, templates)):
-            if tmpl is None:
-                continue
-            s, t = tmpl
-            o = ops.to_tensor(o, f"body output {i}") if not isinstance(o, (int, float)) \
-                else ops.full((), o, type=t)
-            if o.shape != s:
-                raise ValueError(f"while_loop: state leaf {i} has shape {s} but the body "
-                                 f"returned shape {o.shape}")
-            if o.type != t:
-                if T.merge(o.type, t) != t:
-                    raise TypeError(f"while_loop: state leaf {i} has type {t} but the body "
-                                    f"returned {o.type}; convert it with nx.as_type")
-                o = ops.as_type(o, t)
-            if o is not out_leaves[i]:
-                out_leaves[i], fixed = o, True
-        if fixed:
-            state = tree_mod.unflatten(tree, out_leaves)
+        state = _check_body_output(state, tree, templates)
