@@ -5,6 +5,7 @@ import argparse
 import os
 import platform
 import sys
+import textwrap
 import time
 
 from . import core
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
     if args.list:
         for c in registry.values():
             aim = f"aim <= {c.aim:g}x" if c.aim is not None else "informational"
-            print(f"{c.name:20} {c.title}  ({aim})")
+            print(f"{c.name:26} {c.title}  ({aim})")
         return 0
     cfg = core.Config.make(args.quick)
     if args.profile:
@@ -69,7 +70,16 @@ def main(argv=None) -> int:
           f"{len(devices)} devices shared by both")
     print(f"mode: {'quick' if cfg.quick else 'full'} — per side {cfg.rounds} rounds of "
           f"~{cfg.round_seconds * 1e3:g} ms after warm-up, rounds interleaved, GC off "
-          f"inside rounds; times are the median per call\n")
+          f"inside rounds; times are the median per call")
+    own = {}
+    for n in names:
+        ccfg = cfg.for_case(registry[n])
+        if ccfg is not cfg:
+            own.setdefault((ccfg.rounds, ccfg.round_seconds), []).append(n)
+    for (rounds, secs), cases in own.items():
+        print(textwrap.fill(f"{rounds} rounds of ~{secs * 1e3:g} ms instead for "
+                            f"{', '.join(cases)}", 92, subsequent_indent="  "))
+    print()
     t0 = time.perf_counter()
     results = core.run_cases([registry[n] for n in names], cfg, len(devices),
                              progress=lambda c: print(f"  running {c.name} ...",

@@ -45,6 +45,15 @@ class Config:
             return cls(quick=True, rounds=3, round_seconds=0.02, warmup_seconds=0.01)
         return cls()
 
+    def for_case(self, c: "Case") -> "Config":
+        """The configuration case ``c`` is measured with: its own rounds and round length
+        if it sets them, in a full run (a quick run is short for every case)."""
+        if self.quick or (c.rounds is None and c.round_seconds is None):
+            return self
+        return Config(quick=False, rounds=c.rounds or self.rounds,
+                      round_seconds=c.round_seconds or self.round_seconds,
+                      warmup_seconds=min(self.warmup_seconds, c.round_seconds or 1.0))
+
 
 @dataclass
 class Pair:
@@ -67,17 +76,22 @@ class Case:
     setup: Callable[[Config], Pair]
     aim: float | None = None  # the largest acceptable nxpy/JAX ratio; None: informational
     devices: int = 1  # devices the case needs (checked before setup)
+    rounds: int | None = None  # full runs: this case's own rounds per side ...
+    round_seconds: float | None = None  # ... and round length (None: the run's)
 
 
 REGISTRY: dict[str, Case] = {}
 
 
-def case(name: str, title: str, *, aim: float | None = None, devices: int = 1):
-    """Decorator registering ``setup(cfg) -> Pair`` as benchmark ``name``."""
+def case(name: str, title: str, *, aim: float | None = None, devices: int = 1,
+         rounds: int | None = None, round_seconds: float | None = None):
+    """Decorator registering ``setup(cfg) -> Pair`` as benchmark ``name``. ``rounds`` and
+    ``round_seconds`` override the run's in a full run (e.g. more, shorter rounds, so the
+    two sides alternate more finely when the machine's speed drifts)."""
     def deco(setup):
         if name in REGISTRY:
             raise ValueError(f"benchmark {name!r} is registered twice")
-        REGISTRY[name] = Case(name, title, setup, aim, devices)
+        REGISTRY[name] = Case(name, title, setup, aim, devices, rounds, round_seconds)
         return setup
     return deco
 
@@ -172,13 +186,15 @@ def run_cases(cases, cfg: Config, device_count: int, progress=None) -> list[Resu
         if c.devices > device_count:
             r.skipped = f"needs {c.devices} devices, have {device_count}"
         else:
+            ccfg = cfg.for_case(c)
             try:
-                pair = c.setup(cfg)
+                pair = c.setup(ccfg)
             except Skip as e:
                 r.skipped = str(e)
             else:
                 r.info = pair.info
-                r.nxpy, r.jax = measure_pair(pair, cfg)
+                r.nxpy, r.jax = measure_pair(pair, ccfg)
+                del pair  # free the case's arrays before the next one
         results.append(r)
     return results
 

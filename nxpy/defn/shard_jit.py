@@ -21,12 +21,24 @@ from __future__ import annotations
 from .. import _context
 from ..mesh import Mesh
 from ..ops import template, to_tensor
-from ..tensor import shape_str
+from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import mesh_context
 
 __all__ = ["shard_jit", "ShardJit", "ShardedExecutable"]
+
+
+_SEQ = (list, tuple)
+_FLAT_TREES: dict = {}
+
+
+def _flat_tree(n):
+    """The tree ``tree.flatten`` gives a tuple of ``n`` tensors."""
+    t = _FLAT_TREES.get(n)
+    if t is None:
+        t = _FLAT_TREES[n] = ("tuple", (tree_mod.LEAF,) * n)
+    return t
 
 
 class ShardedExecutable:
@@ -39,6 +51,7 @@ class ShardedExecutable:
         self.out_shardings = out_shardings        # normalised, one per output leaf
         self.run = run
         self.module = module
+        self.single_output = graph.tree == tree_mod.LEAF  # the output is one tensor
 
     @property
     def output_shardings(self):
@@ -113,6 +126,35 @@ class ShardJit:
         return [SH.normalize(spec, t.shape, self.mesh, t.names)
                 for spec, t in zip(per_leaf, templates)]
 
+    def _fast_prepare(self, per_device_args):
+        """The common case, checked quickly: every device gets a flat list (or tuple) of
+        plain tensors, all devices the same shapes and types, and the program for them is
+        already compiled. Returns ``(exe, per_device_leaves)``, or None for anything else
+        (then ``_prepare`` validates in full and raises its errors). Accepts exactly the
+        arguments ``_prepare`` accepts without compiling, with the same result."""
+        if type(per_device_args) not in _SEQ or len(per_device_args) != self.mesh.size:
+            return None
+        args0 = per_device_args[0]
+        if type(args0) not in _SEQ:
+            return None
+        sig = []
+        for x in args0:
+            if type(x) is not Tensor:
+                return None
+            sig.append((x.shape, x.type))
+        n = len(sig)
+        for args in per_device_args:
+            if type(args) not in _SEQ or len(args) != n:
+                return None
+            for x, (shape, type_) in zip(args, sig):
+                if type(x) is not Tensor or x.shape != shape or x.type != type_:
+                    return None
+        exe = self.cache.get((_flat_tree(n), tuple(sig)))
+        if exe is None or _context.tracing():
+            return None
+        self.last = exe
+        return exe, per_device_args
+
     # --- compile and run ------------------------------------------------------------------
     def _prepare(self, per_device_args):
         _context.forbid_inside_defn("shard_jit(...)(args)")
@@ -164,8 +206,11 @@ class ShardJit:
         return ShardedExecutable(graph, mesh, in_sh, out_sh, run, module)
 
     def __call__(self, per_device_args):
-        exe, leaves = self._prepare(per_device_args)
+        prepared = self._fast_prepare(per_device_args)
+        exe, leaves = prepared if prepared is not None else self._prepare(per_device_args)
         outs = exe.run(leaves)
+        if exe.single_output:
+            return [o[0] for o in outs]
         return [tree_mod.unflatten(exe.graph.tree, o) for o in outs]
 
     def debug_expr(self, per_device_args):

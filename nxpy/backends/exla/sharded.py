@@ -278,26 +278,34 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
     check = opts.get("check_replicas", False)
     devices = mesh.devices
     n = mesh.size
-    arg_specs = [(p.shape, p.type.dtype, SH.partition_spec(s, mesh), s)
+    # per argument: its sharding and a function wrapping its per-partition buffers into
+    # one global array (abstract value and sharding built here, once)
+    arg_specs = [(s, pjrt.assembler(p.shape, p.type.dtype, devices, mesh.shape,
+                                    mesh.axis_names, SH.partition_spec(s, mesh)))
                  for p, s in zip(graph.params, in_shardings)]
     out_t = [(SH.local_shape(o.shape, s, mesh), o.type, o.names)
              for o, s in zip(graph.outputs, out_shardings)]
-    assemble, execute, move = pjrt.assemble, pjrt.execute_sharded, backend.buffer_on
+    execute, move = pjrt.execute_sharded, backend.buffer_on
+    parts = range(n)
+    one_output = len(out_t) == 1
 
     def run(per_device):
         arrays = []
-        for i, (gshape, dtype, spec, sh) in enumerate(arg_specs):
+        for i, (sh, assemble) in enumerate(arg_specs):
             if check:
-                SH.unshard_arrays([per_device[p][i].to_numpy() for p in range(n)], sh, mesh,
+                SH.unshard_arrays([per_device[p][i].to_numpy() for p in parts], sh, mesh,
                                   what=f"argument leaf {i}")
             bufs = []
-            for p in range(n):
-                a = per_device[p][i]
-                bufs.append(a.data if a.backend is backend and a.device_id == devices[p]
-                            else move(a, devices[p]))
-            arrays.append(assemble(gshape, dtype, bufs, devices, mesh.shape, mesh.axis_names, spec))
+            for args, d in zip(per_device, devices):
+                a = args[i]
+                bufs.append(a.data if a.backend is backend and a.device_id == d
+                            else move(a, d))
+            arrays.append(assemble(bufs))
         outs = execute(exe, arrays)
+        if one_output:
+            (s, t, nm), = out_t
+            return [[Tensor(b, s, t, nm, backend, d)] for b, d in zip(outs[0], devices)]
         return [[Tensor(outs[o][p], s, t, nm, backend, devices[p])
-                 for o, (s, t, nm) in enumerate(out_t)] for p in range(n)]
+                 for o, (s, t, nm) in enumerate(out_t)] for p in parts]
 
     return run, text
