@@ -136,7 +136,7 @@ def to_device(array: np.ndarray, device_index: int = 0):
     """A single-device buffer holding ``array`` (64-bit types kept as they are)."""
     _client()
     st = _state
-    array = np.ascontiguousarray(array)
+    array = np.ascontiguousarray(array).reshape(np.shape(array))  # keeps 0-d arrays 0-d
     aval = st["core"].ShapedArray(array.shape, array.dtype)
     return st["J"].batched_device_put(aval, _single(device_index), [array],
                                       [st["devices"][device_index]], True, False,

@@ -13,7 +13,8 @@ from ...backend import get_backend
 from ...defn import sharding as SH
 from ...tensor import Tensor
 from . import pjrt
-from .lowering import Ctx, lower_module, register_lowering
+from ...extend import register_lowering  # the public mechanism, as any plugin would
+from .lowering import Ctx, lower_module
 from ... import types as T
 from .mlir import Val, dense_i64, i64_array
 
