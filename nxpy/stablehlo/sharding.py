@@ -1,0 +1,369 @@
+"""Sharded modules: ``sdy.mesh``, ``#sdy.sharding``, ``sdy.manual_computation`` and the
+collectives, loaded as nxpy's ``shard_jit`` / ``shard_map`` and collectives.
+
+* The module's meshes become ``nx.Mesh`` objects (same name, axes and sizes; the
+  ``device_ids`` if given, else the first devices).
+* The entry function's ``sdy.sharding`` argument and result attributes become
+  ``shard_jit``'s ``input_shardings`` and ``output_shardings``
+  (:meth:`Program.shard_jit <nxpy.stablehlo.loader.Program.shard_jit>`).
+* ``sdy.manual_computation`` over all mesh axes becomes ``shard_map`` with its in and out
+  shardings as specs — except that, inside ``shard_jit``, one that only all-gathers a dim
+  (what nxpy emits for the global-view ``all_gather``) becomes the global-view
+  ``all_gather``.
+* Inside it, ``stablehlo.all_gather`` / ``all_reduce`` / ``reduce_scatter`` /
+  ``all_to_all`` / ``collective_permute`` / ``collective_broadcast`` become nxpy's
+  collectives over the mesh axes whose groups are the op's replica groups (and
+  ``axis_index_groups`` when the groups split those further); ``partition_id`` becomes
+  ``axis_index`` over all axes.
+"""
+from __future__ import annotations
+
+import itertools
+
+from .. import ops as nx
+from ..defn import collectives as C
+from .loader import LoadError, _fail, binary_body, constant, register_op, rtype
+from .syntax import Mesh as MeshSyntax, Sharding
+
+__all__ = ["program_mesh", "is_sharded", "shard_jit_program", "debug_expr_sharded",
+           "axes_for_groups", "axes_for_pairs"]
+
+
+# ----------------------------------------------------------------------------------------
+# Meshes and shardings of the entry function
+# ----------------------------------------------------------------------------------------
+def _nx_mesh(m: MeshSyntax, name=None):
+    from ..mesh import Mesh
+    return Mesh(name or m.name or "mesh", m.shape, axis_names=m.axis_names,
+                devices=m.device_ids or None)
+
+
+def program_mesh(program, name=None):
+    """The ``nx.Mesh`` of the module's mesh ``name`` (default: the only one)."""
+    meshes = program.module.meshes
+    if name is None:
+        if len(meshes) != 1:
+            raise LoadError(f"the module has {len(meshes)} sdy.mesh definitions: name one")
+        name = meshes[0].name
+    if name not in program._meshes:
+        try:
+            m = program.module.mesh(name)
+        except KeyError as e:
+            raise LoadError(str(e.args[0])) from None
+        program._meshes[name] = _nx_mesh(m)
+    return program._meshes[name]
+
+
+def _mesh_of(program, sh: Sharding):
+    if isinstance(sh.mesh, MeshSyntax):
+        key = "#inline" + str(sh.mesh)
+        if key not in program._meshes:
+            program._meshes[key] = _nx_mesh(sh.mesh, "mesh")
+        return program._meshes[key]
+    return program_mesh(program, sh.mesh)
+
+
+def _entry_shardings(program):
+    f = program.func
+    shardings = [a.sharding for a in f.args] + [r.sharding for r in f.results]
+    named = [s for s in shardings if isinstance(s, Sharding)]
+    mesh = _mesh_of(program, named[0]) if named else (
+        program_mesh(program) if program.module.meshes else None)
+    ins = [a.sharding.spec if isinstance(a.sharding, Sharding) else {} for a in f.args]
+    outs = [r.sharding.spec if isinstance(r.sharding, Sharding) else {} for r in f.results]
+    if not any(isinstance(r.sharding, Sharding) for r in f.results):
+        outs = None  # the module leaves them to propagation: so does nxpy
+    return mesh, ins, outs
+
+
+def is_sharded(program) -> bool:
+    """Whether the entry function has a sharded argument or result (so it runs under
+    ``shard_jit``, at global shapes)."""
+    _, ins, outs = _entry_shardings(program)
+    return any(ins) or any(outs or ())
+
+
+def shard_jit_program(program, compiler=None, mesh=None, **opts):
+    from ..defn import shard_jit
+    from .loader import Program
+    m, ins, outs = _entry_shardings(program)
+    if m is None:
+        raise LoadError("the module has no sdy.mesh: it is not a sharded program "
+                        "(call it with jit instead)")
+    if mesh is not None:
+        if (mesh.shape, mesh.axis_names) != (m.shape, m.axis_names):
+            raise ValueError(f"mesh {mesh!r} does not match the module's mesh {m!r}")
+        program = Program(program.module, program.func.name, {**program._meshes, m.name: mesh})
+        m = mesh
+    return shard_jit(program, m, input_shardings=ins, output_shardings=outs, compiler=compiler,
+                     **opts)
+
+
+def debug_expr_sharded(program):
+    """The Expr graph of a sharded program, traced as ``shard_jit`` traces it."""
+    from ..defn import sharding as SH
+    from ..defn import trace
+    from ..defn import tree as tree_mod
+    m, ins, _ = _entry_shardings(program)
+    templates = program.templates
+    in_sh = [SH.normalize(s, t.shape, m) for s, t in zip(ins, templates)]
+    with C.mesh_context(m, SH.Propagator(m, in_sh)):
+        graph = trace(program, templates)
+    return tree_mod.unflatten(graph.tree, graph.outputs)
+
+
+# ----------------------------------------------------------------------------------------
+# Replica groups → mesh axes
+# ----------------------------------------------------------------------------------------
+def _candidates(mesh):
+    n = len(mesh.shape)
+    for k in range(1, n + 1):
+        yield from itertools.permutations(range(n), k)
+
+
+def axes_for_groups(mesh, groups):
+    """The mesh axes (indices, in order) whose collective groups are ``groups`` — and the
+    ``axis_index_groups`` when ``groups`` split those groups further; None if no axes do.
+
+    >>> from nxpy import Mesh
+    >>> m = Mesh("m", (2, 2))
+    >>> axes_for_groups(m, [[0, 2], [1, 3]]), axes_for_groups(m, [[0, 1, 2, 3]])
+    (((0,), None), ((0, 1), None))
+    >>> axes_for_groups(m, [[0], [1], [2], [3]])
+    ((), None)
+    """
+    groups = [[int(p) for p in g] for g in groups]
+    want = sorted(tuple(g) for g in groups)
+    if all(len(g) == 1 for g in groups) and sorted(p for g in groups for p in g) == \
+            list(range(mesh.size)):
+        return (), None
+    for axes in _candidates(mesh):
+        if sorted(tuple(g) for g in mesh.groups(axes)) == want:
+            return tuple(axes), None
+    for axes in _candidates(mesh):  # a refinement: axis_index_groups
+        big = mesh.groups(axes)
+        aig = None
+        ok = True
+        for h in big:
+            inside = [g for g in groups if set(g) <= set(h)]
+            idx = sorted([h.index(p) for p in g] for g in inside)
+            if aig is None:
+                aig = idx
+            ok = ok and idx == aig and sum(map(len, inside)) == len(h)
+        if ok and aig and len(aig) > 1:
+            return tuple(axes), aig
+    return None
+
+
+def axes_for_pairs(mesh, pairs):
+    """``(axes, perm)`` such that nxpy's ``collective_permute(x, axes, perm)`` sends exactly
+    along the source-target ``pairs`` (partition ids); None if no mesh axes do."""
+    pairs = sorted((int(s), int(d)) for s, d in pairs)
+    for axes in _candidates(mesh):
+        groups = mesh.groups(axes)
+        where = {p: (gi, g.index(p)) for gi, g in enumerate(groups) for p in g}
+        perm = set()
+        ok = True
+        for s, d in pairs:
+            (gs, ps), (gd, pd) = where[s], where[d]
+            ok = ok and gs == gd
+            perm.add((ps, pd))
+        if not ok:
+            continue
+        perm = sorted(perm)
+        if sorted((g[s], g[d]) for g in groups for s, d in perm) == pairs:
+            return tuple(axes), perm
+    return None
+
+
+# ----------------------------------------------------------------------------------------
+# Ops
+# ----------------------------------------------------------------------------------------
+def _local_mesh(scope, op):
+    ctx = C.current_mesh()
+    if ctx is None or ctx.view != "local":
+        _fail(op, scope, "a collective outside sdy.manual_computation: nxpy runs collectives "
+                         "inside shard_map (a manual computation over all mesh axes)",
+              unsupported=True)
+    return ctx.mesh
+
+
+def _groups_axes(scope, op, mesh, key="replica_groups"):
+    groups = op.attributes[key].tolist()
+    found = axes_for_groups(mesh, groups)
+    if found is None:
+        _fail(op, scope, f"replica groups {groups} are not the groups of any mesh axes of "
+                         f"{mesh!r}", unsupported=True)
+    return found
+
+
+_COLLECTIVE_REDUCERS = {"stablehlo.add": "sum", "stablehlo.maximum": "max",
+                        "stablehlo.minimum": "min"}
+_PRED_COLLECTIVE_REDUCERS = {"stablehlo.or": "max", "stablehlo.and": "min",
+                             "stablehlo.maximum": "max", "stablehlo.minimum": "min"}
+
+
+def _reducer(scope, op, t):
+    kind = binary_body(op.regions[0])
+    table = _PRED_COLLECTIVE_REDUCERS if t.is_pred else _COLLECTIVE_REDUCERS
+    if kind not in table:
+        _fail(op, scope, "a collective whose reducer is not a single add, maximum or minimum",
+              unsupported=True)
+    return table[kind]
+
+
+@register_op("stablehlo.all_gather")
+def _all_gather(scope, op, *xs):
+    if len(xs) != 1:
+        _fail(op, scope, f"an all_gather of {len(xs)} operands", unsupported=True)
+    (x,) = xs
+    mesh = _local_mesh(scope, op)
+    axes, aig = _groups_axes(scope, op, mesh)
+    if not axes:
+        return x
+    return C.all_gather(x, all_gather_dim=int(op.attributes["all_gather_dim"]), axes=axes,
+                        axis_index_groups=aig)
+
+
+@register_op("stablehlo.all_reduce")
+def _all_reduce(scope, op, *xs):
+    if len(xs) != 1:
+        _fail(op, scope, f"an all_reduce of {len(xs)} operands", unsupported=True)
+    (x,) = xs
+    mesh = _local_mesh(scope, op)
+    how = _reducer(scope, op, x.type)
+    axes, aig = _groups_axes(scope, op, mesh)
+    if not axes:
+        return x
+    return C.all_reduce(x, axes, how, axis_index_groups=aig)
+
+
+@register_op("stablehlo.reduce_scatter")
+def _reduce_scatter(scope, op, x):
+    mesh = _local_mesh(scope, op)
+    if _reducer(scope, op, x.type) != "sum":
+        _fail(op, scope, "a reduce_scatter that does not add", unsupported=True)
+    axes, aig = _groups_axes(scope, op, mesh)
+    if not axes:
+        return x
+    return C.reduce_scatter(x, axes, int(op.attributes["scatter_dimension"]), tiled=True,
+                            axis_index_groups=aig)
+
+
+@register_op("stablehlo.all_to_all")
+def _all_to_all(scope, op, *xs):
+    if len(xs) != 1:
+        _fail(op, scope, f"an all_to_all of {len(xs)} operands", unsupported=True)
+    (x,) = xs
+    mesh = _local_mesh(scope, op)
+    a = op.attributes
+    axes, aig = _groups_axes(scope, op, mesh)
+    if not axes:
+        return x
+    return C.all_to_all(x, axes, int(a["split_dimension"]), int(a["concat_dimension"]),
+                        tiled=True, axis_index_groups=aig)
+
+
+@register_op("stablehlo.collective_permute")
+def _collective_permute(scope, op, x):
+    mesh = _local_mesh(scope, op)
+    pairs = op.attributes["source_target_pairs"].tolist()
+    if not pairs:
+        shape, t = rtype(op)
+        return constant(scope, 0, t, shape)
+    found = axes_for_pairs(mesh, pairs)
+    if found is None:
+        _fail(op, scope, f"source-target pairs {pairs} do not permute along any mesh axes of "
+                         f"{mesh!r}", unsupported=True)
+    axes, perm = found
+    return C.collective_permute(x, axes, perm)
+
+
+@register_op("stablehlo.collective_broadcast")
+def _collective_broadcast(scope, op, x):
+    mesh = _local_mesh(scope, op)
+    axes, aig = _groups_axes(scope, op, mesh)
+    if aig is not None:
+        _fail(op, scope, "a collective_broadcast over part of a mesh axis group",
+              unsupported=True)
+    if not axes:
+        return x
+    return C.collective_broadcast(x, axes, 0)
+
+
+@register_op("stablehlo.partition_id")
+def _partition_id(scope, op):
+    mesh = _local_mesh(scope, op)
+    _, t = rtype(op)
+    return nx.as_type(C.axis_index(tuple(range(len(mesh.shape)))), t)
+
+
+@register_op("stablehlo.replica_id")
+def _replica_id(scope, op):
+    shape, t = rtype(op)
+    return constant(scope, 0, t, shape)
+
+
+@register_op("sdy.sharding_constraint", "sdy.reshard")
+def _sharding_constraint(scope, op, x):
+    return x  # a layout hint: the global values do not change
+
+
+@register_op("sdy.manual_computation")
+def _manual_computation(scope, op, *operands):
+    from ..defn.shard_map import shard_map
+    a = op.attributes
+    ins, outs = a["in_shardings"], a["out_shardings"]
+    program = scope.program
+    meshes = {id(_mesh_of(program, s)): _mesh_of(program, s) for s in ins + outs}
+    if len(meshes) != 1:
+        _fail(op, scope, "shardings over several meshes", unsupported=True)
+    (mesh,) = meshes.values()
+    if set(a["manual_axes"]) != set(mesh.axis_names):
+        _fail(op, scope, f"a manual computation over axes {list(a['manual_axes'])} of "
+                         f"{mesh!r}: nxpy's shard_map is manual over all mesh axes",
+              unsupported=True)
+    region = op.regions[0]
+    ctx = C.current_mesh()
+    if ctx is not None and ctx.view == "global":
+        r = _global_all_gather(scope, op, operands, mesh, ins, outs)
+        if r is not None:
+            return r
+    if ctx is not None and ctx.view == "local":
+        _fail(op, scope, "a manual computation nested in another", unsupported=True)
+
+    def body(*local):
+        return tuple(scope.run_region(region, list(local)))
+
+    sm = shard_map(body, mesh, in_specs=[s.spec for s in ins], out_specs=[s.spec for s in outs],
+                   check_vma=False)
+    return list(sm(*operands))
+
+
+def _global_all_gather(scope, op, operands, mesh, ins, outs):
+    """nxpy's global-view all_gather (a manual computation that only all-gathers one dim
+    over the minor-most axes sharding it), or None."""
+    region = op.regions[0]
+    body = region.ops
+    if len(operands) != 1 or len(body) != 2 or body[0].name != "stablehlo.all_gather" or \
+            body[1].name != "sdy.return":
+        return None
+    ag, ret = body
+    if [str(u) for u in ag.operands] != [region.args[0].name] or \
+            [str(u) for u in ret.operands] != ag.results:
+        return None
+    found = axes_for_groups(mesh, ag.attributes["replica_groups"].tolist())
+    if found is None or found[1] is not None or not found[0]:
+        return None
+    names = tuple(mesh.axis_names[i] for i in found[0])
+    d = int(ag.attributes["all_gather_dim"])
+    before, after = ins[0].axes, outs[0].axes
+    k = len(names)
+    if tuple(before[d][-k:]) != names or tuple(after[d]) != tuple(before[d][:-k]) or any(
+            b != a for i, (b, a) in enumerate(zip(before, after)) if i != d):
+        return None
+    try:
+        return [C.all_gather(operands[0], all_gather_dim=d, axes=list(names))]
+    except ValueError:
+        return None  # nxpy's propagated sharding differs: fall back to shard_map
+
