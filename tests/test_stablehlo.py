@@ -14,7 +14,7 @@ from nxpy.defn import (all_gather, all_slice, all_to_all, axis_index, collective
                        debug_expr, jit, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                        reduce_scatter, shard_jit, shard_map, shift)
 from nxpy.defn import sharding as SH
-from nxpy.stablehlo import (LoadError, StableHLOSyntaxError, UnsupportedOpError, load, parse)
+from nxpy.stablehlo import StableHLOSyntaxError, UnsupportedOpError, load, parse
 from nxpy.stablehlo import roundtrip
 from nxpy.stablehlo.__main__ import main as cli_main
 from nxpy.stablehlo.syntax import (CallSiteLoc, DenseElements, EnumAttr, FileLoc, FusedLoc,
@@ -315,6 +315,23 @@ def test_syntax_errors(text, line, col, fragment):
     assert fragment in str(e.value)
     assert str(e.value).startswith(f"line {line}, column {col}: ")
     assert str(e.value).splitlines()[-1].strip() == "^"
+
+
+def test_other_custom_forms_are_kept_as_text():
+    conv = ("%0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->"
+            "[b, f, 0, 1], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} "
+            "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+            "(tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x5x5xf32>")
+    text = fn(conv + "\nreturn %0 : tensor<1x1x5x5xf32>",
+              "%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x2x2xf32>", "tensor<1x1x5x5xf32>")
+    op = parse(text).find("stablehlo.convolution")[0]
+    assert [str(u) for u in op.operands] == ["%x", "%w"]
+    assert op.attrs["custom_assembly"].startswith("(%x, %w) dim_numbers = [b, f, 0, 1] x")
+    with pytest.raises(UnsupportedOpError, match="nxpy has no equivalent of stablehlo.convolution"):
+        load(text).debug_expr()
+    odd = fn("%0 = chlo.sinh(%x, k = 2) : tensor<2xf32> -> tensor<2xf32>\nreturn %0 : tensor<2xf32>")
+    with pytest.raises(UnsupportedOpError, match=r"its custom form `\(%x, k = 2\)` is not one nxpy"):
+        load(odd).debug_expr()
 
 
 def test_syntax_error_lists_what_was_expected():

@@ -461,9 +461,29 @@ def register_form(*names):
     return deco
 
 
+#: StableHLO ops whose custom form is just operands (and ``name = value`` attributes): a
+#: form of theirs that does not read that way is an error. Other ops' unknown forms are
+#: kept as text (see :func:`default_form`).
+SIMPLE_FORMS = set("""
+abs add and atan2 bitcast_convert cbrt ceil clamp complex convert cosine count_leading_zeros
+divide dynamic_update_slice exponential exponential_minus_one floor imag is_finite log
+log_plus_one logistic maximum minimum multiply negate not optimization_barrier or popcnt
+power real remainder replica_id reshape round_nearest_afz round_nearest_even rsqrt
+shift_left shift_right_arithmetic shift_right_logical sign sine sqrt subtract tan tanh
+tuple xor""".split())
+
+
+def _strict(form) -> bool:
+    dialect, _, op = form.name.partition(".")
+    return (dialect == "stablehlo" and op in SIMPLE_FORMS) or form.name == "func.return"
+
+
 def default_form(form: Form) -> dict:
     """Operands are the single-value entries; ``key = value`` entries and a trailing
-    ``{...}`` are attributes; a lone word is an attribute named after itself."""
+    ``{...}`` are attributes; a lone word is an attribute named after itself. A form that
+    does not read this way is an error for the simple StableHLO and CHLO ops; for other
+    ops (``stablehlo.convolution``, other dialects) the values in it are the operands and
+    the whole form is kept as text in the ``custom_assembly`` attribute."""
     operands, attrs = [], {}
     for e in form.entries:
         segs = e.segments(EQ)
@@ -475,11 +495,27 @@ def default_form(form: Form) -> dict:
             attrs.update(attr_of(e[0]))
         elif len(e) == 1 and isinstance(e[0], Word):
             attrs[str(e[0])] = UNIT
-        else:
+        elif _strict(form):
             raise FormError(f"{form.name}: cannot read `{render(e)}` (expected values separated "
                             f"by commas, and `name = value` attributes)")
+        else:
+            return _opaque_form(form)
     ot, rt = form.types(len(operands))
     return dict(operands=operands, attributes=attrs, operand_types=ot, result_types=rt)
+
+
+def _opaque_form(form: Form) -> dict:
+    operands = []
+    for e in form.entries:
+        for a in e:
+            if isinstance(a, Use):
+                operands.append(a)
+            elif isinstance(a, Group) and a.kind == "(":
+                operands += [x[0] for x in a.entries if len(x) == 1 and isinstance(x[0], Use)]
+    text = ", ".join(render(e) for e in form.entries)
+    ot, rt = form.types(len(operands))
+    return dict(operands=operands, attributes={"custom_assembly": text}, operand_types=ot,
+                result_types=rt)
 
 
 def custom_form(form: Form) -> dict:

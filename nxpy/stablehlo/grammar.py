@@ -1,17 +1,35 @@
-"""The lark grammar of MLIR modules as nxpy and JAX print them.
+r"""The lark grammar of MLIR modules as nxpy and JAX print them.
 
 It covers MLIR's generic syntax: modules, ``func.func``, ``sdy.mesh``, ops in the
 generic form (``"stablehlo.add"(%a, %b) <{...}> ({regions}) : (...) -> ...``), regions
 and blocks, types, attributes and ``loc(...)`` information. An op in a custom (pretty)
 form (``stablehlo.broadcast_in_dim %x, dims = [0] : (...) -> ...``) is read as its name,
-a comma-separated list of *entries* (sequences of atoms such as values, numbers, words,
-bracketed groups, regions), an optional type signature and labelled trailing regions
-(``cond {...} do {...}``); :mod:`nxpy.stablehlo.assembly` decodes the entries of each op
-into the canonical form. The bodies of dialect attributes (``#stablehlo.dot<...>``,
+a comma-separated list of *entries* (runs of atoms: values, numbers, words, bracketed
+groups, regions, split by ``=``), an optional type signature and labelled trailing
+regions (``cond {...} do {...}``); :mod:`nxpy.stablehlo.assembly` decodes the entries of
+each op into the canonical form. The bodies of dialect attributes (``#stablehlo.dot<...>``,
 ``#sdy.sharding<...>``) are entries too.
 
+>>> from lark import Lark
+>>> tree = Lark(GRAMMAR, parser="lalr").parse(
+...     "func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+...     "  %0 = stablehlo.reverse %x, dims = [0] : tensor<2xf32>\n"
+...     "  return %0 : tensor<2xf32>\n}")
+>>> print(next(tree.find_data("custom_args")).pretty())  # doctest: +NORMALIZE_WHITESPACE
+custom_args
+  top_entry %x
+  top_entry
+    dims
+    eq
+    bracket
+      entry 0
+
 The grammar is LALR(1) with lark's contextual lexer (so ``0x`` in ``tensor<0xf32>`` is a
-dimension, not a hex number).
+dimension, not a hex number). Its one ambiguity is MLIR's own: nothing but a newline ends
+a custom op that has no ``:`` type signature, so the next op's tokens could be read as
+more of its operands. The parser resolves it by reading on (lark's shift preference) and
+the tree builder then rejects an op whose operands continue on a later line, which MLIR
+printers never produce.
 """
 
 GRAMMAR = r"""
@@ -60,13 +78,13 @@ entry: _atom+ ((eq | colon) _atom+)*
 eq: "="
 colon: ":"
 _atom: VALUE_ID | SYMBOL | BARE_ID | OP_NAME | INT | FLOAT | HEX | STRING | TRUE | FALSE
-     | dense | array | dialect_attr | _type_atom | group | brace | region
+     | ARROW | dense | array | dialect_attr | _type_atom | group | brace | region
 group: "(" [entry ("," entry)*] ")"                     -> paren
      | "[" [entry ("," entry)*] "]"                     -> bracket
      | "<" [entry ("," entry)*] ">"                     -> angle
 brace: "{" [brace_item ("," brace_item)*] "}"
-brace_item: (BARE_ID | STRING | QMARK) [eq _atom+]
-          | OP_NAME eq _atom+
+brace_item: (BARE_ID | STRING | QMARK) [eq _atom+ ((eq | colon) _atom+)*]
+          | OP_NAME eq _atom+ ((eq | colon) _atom+)*
 
 // ---- attributes ------------------------------------------------------------------------
 attr_dict: "{" [attr_entry ("," attr_entry)*] "}"
@@ -121,6 +139,7 @@ FALSE: "false"
 RETURN: "return"
 CALL: "call"
 TO: "to"
+ARROW: "->"
 QMARK: "?"
 VISIBILITY: "public" | "private" | "nested"
 COMMENT: /\/\/[^\n]*/

@@ -42,7 +42,7 @@ from .. import types as T
 from ..defn.expr import EXPR
 from ..tensor import Tensor, shape_str
 from .parser import StableHLOError, parse
-from .syntax import DenseElements, Module, Op, Region, TensorType, TupleType, Use
+from .syntax import DenseElements, Module, Op, Region, TensorType, Use
 
 __all__ = ["load", "Program", "LoadError", "UnsupportedOpError", "OPS", "register_op",
            "UNARY", "BINARY", "COMPARISONS", "REDUCTIONS"]
@@ -156,6 +156,9 @@ class Scope:
         handler = OPS.get(op.name)
         if handler is None:
             _fail(op, self, f"nxpy has no equivalent of {op.name}", unsupported=True)
+        if "custom_assembly" in op.attributes:
+            _fail(op, self, f"its custom form `{op.attributes['custom_assembly']}` is not one "
+                            f"nxpy reads", unsupported=True)
         args = [self.get(u, op) for u in op.operands]
         try:
             out = handler(self, op, *args)
@@ -189,11 +192,6 @@ def rtype(op, i=0):
     t = op.result_types[i]
     if not isinstance(t, TensorType):
         raise LoadError(f"{op.name} at {op.where()}: expected a tensor result, got {t}")
-    return tuple(t.shape), t.nx_type
-
-
-def otype(op, i=0):
-    t = op.operand_types[i]
     return tuple(t.shape), t.nx_type
 
 
@@ -245,7 +243,7 @@ BINARY = {
     "stablehlo.remainder": "remainder", "stablehlo.power": "pow", "stablehlo.atan2": "atan2",
     "stablehlo.maximum": "max", "stablehlo.minimum": "min", "stablehlo.and": "bitwise_and",
     "stablehlo.or": "bitwise_or", "stablehlo.xor": "bitwise_xor",
-    "stablehlo.shift_left": "left_shift", "chlo.next_after": None,
+    "stablehlo.shift_left": "left_shift",
 }
 #: on i1 (pred) operands, arithmetic is logic
 _PRED_BINARY = {"stablehlo.add": "bitwise_or", "stablehlo.multiply": "bitwise_and",
@@ -269,8 +267,6 @@ def _binary(hlo):
             name = _PRED_BINARY.get(hlo, name if name.startswith("bitwise") else None)
             if name is None:
                 _fail(op, scope, f"{hlo} on i1 values", unsupported=True)
-        if name is None:
-            _fail(op, scope, "no nxpy equivalent", unsupported=True)
         return getattr(nx, name)(a, b)
     return handler
 
@@ -286,11 +282,19 @@ def _divide(scope, op, a, b):
     return nx.divide(a, b) if a.type.is_inexact else nx.quotient(a, b)
 
 
+def bitcast(x, t):
+    """``nx.bitcast``, also for 0-d tensors (nxpy's NumPy backend fails to bitcast them, so
+    they go through shape ``(1,)``)."""
+    if x.shape:
+        return nx.bitcast(x, t)
+    return nx.reshape(nx.bitcast(nx.reshape(x, (1,)), t), ())
+
+
 def _as_kind(x, kind):
     """``x`` bitcast to the signed (``"s"``) or unsigned (``"u"``) type of its width."""
     if x.type.kind == kind or not x.type.is_int:
         return x
-    return nx.bitcast(x, T.Type(kind, x.type.bits))
+    return bitcast(x, T.Type(kind, x.type.bits))
 
 
 @register_op("stablehlo.shift_right_arithmetic", "stablehlo.shift_right_logical")
@@ -317,7 +321,7 @@ def _total_order_key(x):
     """A signed integer that orders floats as IEEE totalOrder does (-NaN < -inf < ... <
     -0 < +0 < ... < +inf < +NaN)."""
     s = T.Type("s", x.type.bits)
-    bits = nx.bitcast(x, s)
+    bits = bitcast(x, s)
     flipped = nx.bitwise_xor(bits, np.iinfo(s.dtype).max)
     return nx.select(nx.less(bits, 0), flipped, bits)
 
@@ -357,13 +361,10 @@ def _real(scope, op, x):
 
 def _halves_c64(z):
     """The real and imaginary parts of a c64 tensor, exactly, through its bits."""
-    shape = z.shape
-    if not shape:  # (nxpy's NumPy backend cannot bitcast 0-d tensors)
-        z = nx.reshape(z, (1,))
-    u = nx.bitcast(z, "u64")
-    lo = nx.bitcast(nx.as_type(u, "u32"), "f32")
-    hi = nx.bitcast(nx.as_type(nx.right_shift(u, 32), "u32"), "f32")
-    return nx.reshape(lo, shape), nx.reshape(hi, shape)
+    u = bitcast(z, "u64")
+    lo = bitcast(nx.as_type(u, "u32"), "f32")
+    hi = bitcast(nx.as_type(nx.right_shift(u, 32), "u32"), "f32")
+    return lo, hi
 
 
 @register_op("stablehlo.imag")
@@ -384,11 +385,8 @@ def _imag(scope, op, z):
 def _complex(scope, op, re, im):
     _, t = rtype(op)
     if t.bits == 64:
-        shape = re.shape
-        flat = (lambda v: nx.reshape(v, (1,))) if not shape else (lambda v: v)  # noqa: E731
-        bits = lambda v: nx.as_type(nx.bitcast(flat(v), "u32"), "u64")  # noqa: E731
-        u = nx.bitwise_or(nx.left_shift(bits(im), 32), bits(re))
-        return nx.reshape(nx.bitcast(u, "c64"), shape)
+        bits = lambda v: nx.as_type(bitcast(v, "u32"), "u64")  # noqa: E731
+        return bitcast(nx.bitwise_or(nx.left_shift(bits(im), 32), bits(re)), "c64")
     return nx.add(nx.as_type(re, t), nx.multiply(nx.as_type(im, t), 1j))
 
 
@@ -403,7 +401,7 @@ def _bitcast_convert(scope, op, x):
     if shape != x.shape:
         _fail(op, scope, "a bitcast_convert that changes the shape (element width)",
               unsupported=True)
-    return nx.bitcast(x, t)
+    return bitcast(x, t)
 
 
 @register_op("stablehlo.select")
@@ -459,6 +457,8 @@ def _broadcast_in_dim(scope, op, x):
     fact = scope.fact(op.operands[0])
     if fact is not None and fact[0] == "constant" and shape == ():
         scope.known[op.results[0]] = fact
+    elif fact is not None and fact[0] == "iota" and x.shape[fact[1]] == shape[dims[fact[1]]]:
+        scope.known[op.results[0]] = ("iota", dims[fact[1]])  # a broadcast iota counts along its dim
     return nx.broadcast(x, shape, axes=dims)
 
 

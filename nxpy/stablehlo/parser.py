@@ -42,7 +42,7 @@ from .grammar import GRAMMAR
 from .syntax import (UNIT, Block, BlockArg, CallSiteLoc, ComplexType, FileLoc, Float, Func,
                      FuncArg, FuncResult, FunctionType, FusedLoc, Integer, LocRef, Location,
                      Mesh, Module, NameLoc, OpaqueType, Op, Region, ScalarType, SymbolRef,
-                     TensorType, TupleType, Type, UnknownLoc, Use, Word, DenseArray)
+                     TensorType, TupleType, UnknownLoc, Use, Word, DenseArray)
 
 __all__ = ["parse", "StableHLOError", "StableHLOSyntaxError", "parser"]
 
