@@ -207,6 +207,7 @@ DENSE = [  # (literal, type, values)
     ("dense<(1.0, -2.0)>", "tensor<complex<f32>>", 1 - 2j),
     ("dense<[(1.0, 2.0), (3.0, 4.0)]>", "tensor<2xcomplex<f64>>", [1 + 2j, 3 + 4j]),
     ('dense<"0x000000000000F03F0000000000000040">', "tensor<complex<f64>>", 1 + 2j),
+    ("dense<(0x3F800000, 0x7F800000)>", "tensor<complex<f32>>", complex(1, np.inf)),
     ("dense<> : tensor<0x2xi64>", None, []),
     ('dense<"0x003C">', "tensor<f16>", 1.0),               # raw data is little-endian
     ('dense<"0x803F">', "tensor<bf16>", 1.0),
@@ -858,6 +859,19 @@ def test_cli_reports_errors_with_locations(tmp_path, capsys):
     assert cli_main([str(sort)]) == 1
     assert "stablehlo.popcnt at line 2, column 1: nxpy has no equivalent" in capsys.readouterr().err
     assert cli_main([str(tmp_path / "missing.mlir")]) == 1
+
+
+def test_cli_sharded_module(tmp_path, capsys):
+    mesh = nx.Mesh("mesh", (2, 2))
+    spec = {0: [0], 1: [1]}
+    path = tmp_path / "sharded.mlir"
+    path.write_text(to_mlir(lambda x: all_gather(x * 10, all_gather_dim=0),
+                            [[s] for s in SH.shard(nx.iota((4, 2)), mesh, spec)], mesh=mesh,
+                            input_shardings=[spec]))
+    assert cli_main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "parameter a:0" in out and "s32[4][2]" in out  # traced at global shapes
+    assert "all_gather" in out and "axes: [0]" in out and "replica_groups: [[0, 2], [1, 3]]" in out
 
 
 def test_cli_entry_point(tmp_path):

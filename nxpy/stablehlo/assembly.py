@@ -120,17 +120,22 @@ class Hex(int):
 # Dense elements
 # ----------------------------------------------------------------------------------------
 def _bits_to(value: int, dtype: np.dtype):
+    """The element of ``dtype`` whose bits are ``value``."""
     width = dtype.itemsize * 8
     return np.array(value & ((1 << width) - 1), dtype=f"u{dtype.itemsize}").view(dtype)[()]
 
 
 def _element(v, dtype: np.dtype):
-    if isinstance(v, tuple):
-        return complex(_element(v[0], np.dtype(np.float64)), _element(v[1], np.dtype(np.float64)))
-    if isinstance(v, Hex) and dtype.kind in "fcV":
-        if dtype.kind == "c":
-            raw = _bits_to(int(v), np.dtype(f"u{dtype.itemsize}"))
-            return np.frombuffer(np.array(raw).tobytes(), dtype=dtype)[0]
+    """One element of a ``dense<...>`` literal as a value of ``dtype``."""
+    if dtype.kind == "c":
+        half = np.dtype(f"f{dtype.itemsize // 2}")
+        if isinstance(v, tuple):
+            return complex(_element(v[0], half), _element(v[1], half))
+        if isinstance(v, Hex):  # the raw bits: real part in the low half
+            bits = dtype.itemsize * 4
+            return complex(_bits_to(int(v) & ((1 << bits) - 1), half), _bits_to(int(v) >> bits, half))
+        return v
+    if isinstance(v, Hex) and dtype.kind in "fV":
         return _bits_to(int(v), dtype)
     if dtype.kind in "iu" and isinstance(v, int) and not isinstance(v, bool):
         info = np.iinfo(dtype)
