@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench clean
+.PHONY: test roundtrip demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# the whole suite again, every EXLA program also emitted -> parsed -> loaded -> rerun
+roundtrip: $(STAMP)
+	$(PY) -m pytest -q -p nxpy.stablehlo.roundtrip
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

@@ -524,6 +524,24 @@ def test_integer_pow_negative_exponents():
     check(run(nx.pow, a, b), np.array([0, 243, 1], np.uint8), "u8")
 
 
+@pytest.mark.parametrize("t", INTS)
+def test_integer_pow_large_exponents(t):
+    # every exponent bit counts (XLA:CPU's stablehlo.power honours only the low ones);
+    # oracle: Python's modular pow, wrapped to the type's width
+    info, bits = np.iinfo(dt(t)), np.dtype(dt(t)).itemsize * 8
+    rng = rng_for("pow_large", t)
+    bases = [3, 5, 7, 2, 1, 0] + ([-3, -1, -2] if info.min < 0 else [])
+    exps = [info.max, info.max - 1, bits - 1, bits, bits + 1, 2 * bits + 1, 63, 64, 65, 128, 0]
+    exps += [int(v) for v in rng.integers(0, info.max, 8, dtype=dt(t), endpoint=True)]
+    pairs = [(x, e) for x in bases for e in exps if e <= info.max]
+    a = np.array([x for x, _ in pairs], dt(t))
+    b = np.array([e for _, e in pairs], dt(t))
+    wrap = [pow(x, e, 2 ** bits) for x, e in pairs]
+    expected = np.array([v - 2 ** bits if info.min < 0 and v > info.max else v for v in wrap],
+                        dtype=object).astype(dt(t))
+    check(run(nx.pow, a, b), expected, t)
+
+
 # values at and beyond the edges of each op's domain: overflow, poles, NaN results
 EXTREMES = {
     "exp": [-200, -100, 88, 89, 100, 710], "expm1": [-200, -1e-8, 1e-8, 100, 710],
@@ -905,6 +923,14 @@ def test_bitcast(src, dst):
     else:
         x = gen(src, (2, 3), rng)
     check(run(lambda v: nx.bitcast(v, dst), x), x.view(dt(dst)), dst, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("src,dst", [("f32", "s32"), ("u64", "f64"), ("c64", "s64")])
+def test_bitcast_scalars_and_transposed(src, dst):
+    x = gen(src, (2, 3), rng_for("bitcast0", src, dst))
+    check(run(lambda v: nx.bitcast(v, dst), x[0, 0]), x[:1, 0].view(dt(dst))[0], dst, rtol=0, atol=0)
+    check(run(lambda v: nx.bitcast(nx.transpose(v), dst), x),
+          np.ascontiguousarray(x.T).view(dt(dst)), dst, rtol=0, atol=0)
 
 
 def test_bitcast_rejects():

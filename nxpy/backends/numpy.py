@@ -320,7 +320,9 @@ class NumpyBackend(Backend):
         return self._wrap(out, convert(x.data, out.type))
 
     def bitcast(self, out, x):
-        return self._wrap(out, np.ascontiguousarray(x.data).view(out.type.dtype))
+        # not np.ascontiguousarray: it turns 0-d arrays into 1-d ones
+        data = x.data if x.data.flags.c_contiguous else x.data.copy(order="C")
+        return self._wrap(out, data.view(out.type.dtype))
 
     # --- shapes -------------------------------------------------------------------------
     def reshape(self, out, x):

@@ -282,19 +282,11 @@ def _divide(scope, op, a, b):
     return nx.divide(a, b) if a.type.is_inexact else nx.quotient(a, b)
 
 
-def bitcast(x, t):
-    """``nx.bitcast``, also for 0-d tensors (nxpy's NumPy backend fails to bitcast them, so
-    they go through shape ``(1,)``)."""
-    if x.shape:
-        return nx.bitcast(x, t)
-    return nx.reshape(nx.bitcast(nx.reshape(x, (1,)), t), ())
-
-
 def _as_kind(x, kind):
     """``x`` bitcast to the signed (``"s"``) or unsigned (``"u"``) type of its width."""
     if x.type.kind == kind or not x.type.is_int:
         return x
-    return bitcast(x, T.Type(kind, x.type.bits))
+    return nx.bitcast(x, T.Type(kind, x.type.bits))
 
 
 @register_op("stablehlo.shift_right_arithmetic", "stablehlo.shift_right_logical")
@@ -321,7 +313,7 @@ def _total_order_key(x):
     """A signed integer that orders floats as IEEE totalOrder does (-NaN < -inf < ... <
     -0 < +0 < ... < +inf < +NaN)."""
     s = T.Type("s", x.type.bits)
-    bits = bitcast(x, s)
+    bits = nx.bitcast(x, s)
     flipped = nx.bitwise_xor(bits, np.iinfo(s.dtype).max)
     return nx.select(nx.less(bits, 0), flipped, bits)
 
@@ -361,9 +353,9 @@ def _real(scope, op, x):
 
 def _halves_c64(z):
     """The real and imaginary parts of a c64 tensor, exactly, through its bits."""
-    u = bitcast(z, "u64")
-    lo = bitcast(nx.as_type(u, "u32"), "f32")
-    hi = bitcast(nx.as_type(nx.right_shift(u, 32), "u32"), "f32")
+    u = nx.bitcast(z, "u64")
+    lo = nx.bitcast(nx.as_type(u, "u32"), "f32")
+    hi = nx.bitcast(nx.as_type(nx.right_shift(u, 32), "u32"), "f32")
     return lo, hi
 
 
@@ -385,8 +377,8 @@ def _imag(scope, op, z):
 def _complex(scope, op, re, im):
     _, t = rtype(op)
     if t.bits == 64:
-        bits = lambda v: nx.as_type(bitcast(v, "u32"), "u64")  # noqa: E731
-        return bitcast(nx.bitwise_or(nx.left_shift(bits(im), 32), bits(re)), "c64")
+        bits = lambda v: nx.as_type(nx.bitcast(v, "u32"), "u64")  # noqa: E731
+        return nx.bitcast(nx.bitwise_or(nx.left_shift(bits(im), 32), bits(re)), "c64")
     return nx.add(nx.as_type(re, t), nx.multiply(nx.as_type(im, t), 1j))
 
 
@@ -401,7 +393,7 @@ def _bitcast_convert(scope, op, x):
     if shape != x.shape:
         _fail(op, scope, "a bitcast_convert that changes the shape (element width)",
               unsupported=True)
-    return bitcast(x, t)
+    return nx.bitcast(x, t)
 
 
 @register_op("stablehlo.select")

@@ -253,8 +253,34 @@ def _binary_rule(op):
         if op == "right_shift":
             name = "stablehlo.shift_right_arithmetic" if t.kind == "s" else "stablehlo.shift_right_logical"
             return c.binop(name, a, b)
+        if op == "pow" and t.is_int:
+            return _int_pow(c, a, b)
         return c.binop(BINARY_HLO[op], a, b)
     return rule
+
+
+def _int_pow(c: Ctx, a: Val, b: Val) -> Val:
+    """Wrapping integer power by squaring over every exponent bit: XLA:CPU's
+    ``stablehlo.power`` only honours the low bits of an integer exponent. Negative
+    exponents give 0 unless ``|a| == 1`` (the NumPy backend's rule)."""
+    t, shape = a.type, a.shape
+    k = lambda v: c.const(v, t, shape)  # noqa: E731
+    has_bit = lambda v, bit: c.compare(c.binop("stablehlo.and", v, k(bit)), k(0), "NE")  # noqa: E731
+    signed = t.kind == "s"
+    neg = c.compare(b, k(0), "LT") if signed else None
+    e = c.select(neg, k(0), b) if signed else b
+    out, base = k(1), a
+    nbits = t.bits - 1 if signed else t.bits  # the sign bit of a clamped exponent is 0
+    for i in range(nbits):
+        out = c.select(has_bit(e, 1 << i), c.binop("stablehlo.multiply", out, base), out)
+        if i + 1 < nbits:
+            base = c.binop("stablehlo.multiply", base, base)
+    if not signed:
+        return out
+    minus_one_pow = c.select(has_bit(b, 1), k(-1), k(1))
+    on_neg = c.select(c.compare(a, k(1), "EQ"), k(1),
+                      c.select(c.compare(a, k(-1), "EQ"), minus_one_pow, k(0)))
+    return c.select(neg, on_neg, out)
 
 
 for _op in BINARY:
