@@ -1,0 +1,51 @@
+"""Structural checks of emitted MLIR, through nxpy's own StableHLO parser (not substrings)."""
+import re
+
+from nxpy.stablehlo import parse
+
+GROUP_ATTRS = ("replica_groups", "source_target_pairs")
+
+
+def groups(text_or_module) -> list:
+    """``(op name, attribute, value)`` for every op carrying replica groups or
+    source/target pairs, in module order; values as nested lists."""
+    m = parse(text_or_module) if isinstance(text_or_module, str) else text_or_module
+    return [(op.name, k, op.attrs[k]) for op in m.walk() for k in GROUP_ATTRS
+            if k in op.attributes]
+
+
+def fragment(frag: str) -> tuple:
+    """``"replica_groups = dense<[[0, 2], [1, 3]]>"`` → ``("replica_groups", [[0, 2], [1, 3]])``."""
+    name, value = re.fullmatch(r"(\w+) = dense<(.*)>", frag).groups()
+    return name, eval(value, {})  # a nested list of ints
+
+
+def only(module, name: str):
+    """The single op named ``name`` in ``module``."""
+    ops = module.find(name)
+    assert len(ops) == 1, f"expected one {name}, found {len(ops)}"
+    return ops[0]
+
+
+def types(module) -> set:
+    """Every tensor type printed for an argument, result or op of ``module``."""
+    out = {str(a.type) for f in module.funcs for a in f.args + f.results}
+    for op in module.walk():
+        out.update(str(t) for t in op.operand_types + op.result_types)
+    return out
+
+
+def assert_contains(module, frag: str):
+    """The structural reading of a conformance ``mlir_must_contain`` entry: an op name, a
+    ``replica_groups = dense<...>`` attribute, ``sdy.mesh``/``sdy.sharding``, or a type."""
+    if frag == "sdy.mesh":
+        assert module.meshes, "no sdy.mesh in the module"
+    elif frag == "sdy.sharding":
+        assert any(a.sharding is not None for a in module.main.args + module.main.results)
+    elif frag.startswith("tensor<"):
+        assert frag in types(module), f"no value of type {frag}"
+    elif " = dense<" in frag:
+        assert fragment(frag) in [(k, v) for _, k, v in groups(module)], frag
+    else:
+        assert re.fullmatch(r"\w+\.\w+", frag), f"cannot read {frag!r} structurally"
+        assert module.find(frag), f"no {frag} op"
