@@ -3,6 +3,7 @@ uses jax as an oracle, so both share one client with enough devices."""
 import numpy as np
 import pytest
 
+import nxpy as nx
 from nxpy.backends.exla import pjrt
 
 pjrt.devices()
@@ -11,3 +12,26 @@ pjrt.devices()
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def _numpy_default():
+    """Every test starts (and leaves) with the NumPy backend as the default."""
+    old = nx.default_backend("numpy")
+    try:
+        yield
+    finally:
+        nx.default_backend(old)
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """The MLIR texts ``pjrt.compile`` is called with during the test."""
+    calls = []
+    real = pjrt.compile
+
+    def counting(text, *a, **k):
+        calls.append(text)
+        return real(text, *a, **k)
+    monkeypatch.setattr(pjrt, "compile", counting)
+    return calls

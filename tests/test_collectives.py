@@ -16,7 +16,7 @@ import jax  # after nxpy started XLA (conftest), so both share the 8 host device
 from jax.sharding import Mesh as JMesh, PartitionSpec as P
 from nxpy.stablehlo import parse
 
-from mlir_checks import fragment, groups
+from helpers import fragment, groups
 
 CASES = json.loads((Path(__file__).resolve().parents[2] / "shared/conformance/collectives_2x2.json")
                    .read_text())["cases"]

@@ -5,7 +5,6 @@ Results are checked against plain NumPy / Python computations of the same functi
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import weakref
 
@@ -17,8 +16,10 @@ import nxpy.defn as D
 from nxpy.backends.evaluator import Evaluator
 from nxpy.backends.exla import pjrt, to_mlir
 from nxpy.backends.numpy import NumpyBackend
-from nxpy.stablehlo import parse
 from nxpy.defn import compile, debug_expr, default_options, defn, jit
+from nxpy.stablehlo import parse
+
+from helpers import default_backend
 
 COMPILERS = ["evaluator", "exla"]
 
@@ -34,15 +35,6 @@ def _clean_defaults():
         default_options(**old_o)
 
 
-@contextlib.contextmanager
-def default_backend(name):
-    old = nx.default_backend(name)
-    try:
-        yield
-    finally:
-        nx.default_backend(old)
-
-
 def same(t, want, type=None, names=None):
     """``t`` is a tensor equal to ``want`` (a NumPy oracle) with ``type`` if given."""
     assert isinstance(t, nx.Tensor), t
@@ -54,17 +46,6 @@ def same(t, want, type=None, names=None):
         assert t.names == tuple(names)
     np.testing.assert_allclose(np.asarray(t.to_numpy(), np.float64), want.astype(np.float64),
                                rtol=1e-6)
-
-
-def _count_compiles(monkeypatch):
-    calls = []
-    real = pjrt.compile
-
-    def counting(text, *a, **k):
-        calls.append(text)
-        return real(text, *a, **k)
-    monkeypatch.setattr(pjrt, "compile", counting)
-    return calls
 
 
 # ----------------------------------------------------------------------------------------
@@ -646,8 +627,7 @@ def test_exla_results_stay_on_device_until_read(monkeypatch):
     same(r2, np.full((4, 4), 9.0))
 
 
-def test_exla_executables_are_cached(monkeypatch):
-    compiles = _count_compiles(monkeypatch)
+def test_exla_executables_are_cached(compiles):
 
     def fun(x, y):
         return x * 2 + y

@@ -8,7 +8,6 @@ generated from ``nx.UNARY`` / ``nx.BINARY``, so a new table entry needs an oracl
 """
 from __future__ import annotations
 
-import contextlib
 import decimal
 import math
 import zlib
@@ -23,6 +22,8 @@ from jax import lax
 
 import nxpy as nx
 from nxpy.defn import jit
+
+from helpers import default_backend
 
 PATHS = ("numpy", "evaluator", "exla", "exla_eager")
 ALL_TYPES = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
@@ -61,22 +62,6 @@ def is_inexact(t):
 # ----------------------------------------------------------------------------------------
 # Harness
 # ----------------------------------------------------------------------------------------
-@pytest.fixture(autouse=True)
-def _numpy_default():
-    old = nx.default_backend("numpy")
-    try:
-        yield
-    finally:
-        nx.default_backend(old)
-
-
-@contextlib.contextmanager
-def default_backend(name):
-    old = nx.default_backend(name)
-    try:
-        yield
-    finally:
-        nx.default_backend(old)
 
 
 def x64():

@@ -17,7 +17,7 @@ from nxpy.defn.collectives import all_gather
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import parse
 
-from mlir_checks import assert_contains, only
+from helpers import assert_contains, only
 
 CASES = json.loads((Path(__file__).resolve().parents[2] / "shared/conformance/nx_sharding_cases.json")
                    .read_text())

@@ -6,7 +6,6 @@ documented rules), never nxpy itself.
 """
 from __future__ import annotations
 
-import contextlib
 import operator
 
 import ml_dtypes
@@ -14,7 +13,8 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from nxpy.backends.exla import pjrt
+
+from helpers import default_backend
 
 ALL_TYPES = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
              "c64", "c128", "pred"]
@@ -22,24 +22,6 @@ DTYPES = {"s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64, "u8"
           "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f16": np.float16,
           "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
           "c64": np.complex64, "c128": np.complex128, "pred": np.bool_}
-
-
-@pytest.fixture(autouse=True)
-def _numpy_default():
-    old = nx.default_backend("numpy")
-    try:
-        yield
-    finally:
-        nx.default_backend(old)
-
-
-@contextlib.contextmanager
-def default_backend(name):
-    old = nx.default_backend(name)
-    try:
-        yield
-    finally:
-        nx.default_backend(old)
 
 
 def check(t, values, type, shape=None, names=None):
@@ -444,19 +426,7 @@ def test_mixed_backend_ops_run_on_the_device_backend():
         check(r, [11, 22], "s32")
 
 
-def _count_compiles(monkeypatch):
-    calls = []
-    real = pjrt.compile
-
-    def counting(text, *a, **k):
-        calls.append(text)
-        return real(text, *a, **k)
-    monkeypatch.setattr(pjrt, "compile", counting)
-    return calls
-
-
-def test_exla_eager_backend_and_its_program_cache(monkeypatch):
-    compiles = _count_compiles(monkeypatch)
+def test_exla_eager_backend_and_its_program_cache(compiles):
     with default_backend("exla"):
         a = nx.tensor(np.arange(21, dtype=np.float32).reshape(3, 7))
         b = nx.iota((3, 7), type="f32", names=["r", "c"])

@@ -1,7 +1,21 @@
-"""Structural checks of emitted MLIR, through nxpy's own StableHLO parser (not substrings)."""
+"""Helpers shared by the tests: switching the default backend, and structural checks of
+emitted MLIR through nxpy's own StableHLO parser (not substrings)."""
+import contextlib
 import re
 
+import nxpy as nx
 from nxpy.stablehlo import parse
+
+
+@contextlib.contextmanager
+def default_backend(name):
+    """``nx.default_backend(name)`` for the duration of a ``with`` block."""
+    old = nx.default_backend(name)
+    try:
+        yield
+    finally:
+        nx.default_backend(old)
+
 
 GROUP_ATTRS = ("replica_groups", "source_target_pairs")
 
