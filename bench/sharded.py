@@ -96,11 +96,11 @@ def _check(nx_outs, jax_out, what):
 def _pair(nf, nargs, jf, jargs, what, info):
     """Checks both sides once, then returns the timed callables (each waits for every
     device's result)."""
-    from jaxlib.xla_client import batched_block_until_ready
+    import nxpy as nx
     _check(nf(nargs), jf(*jargs), what)
 
-    def nxpy_side():  # one wait for the four per-device buffers, as JAX waits for its one array
-        batched_block_until_ready([o.data for o in nf(nargs)])
+    def nxpy_side():  # one wait for all the per-device results, as JAX waits for its array
+        nx.block_until_ready(nf(nargs))
 
     def jax_side():
         jf(*jargs).block_until_ready()

@@ -6,8 +6,8 @@
 [[7, 10], [15, 22]]
 """
 from . import types
-from .backend import (Backend, backend_copy, backend_transfer, default_backend, get_backend,
-                      register_backend_factory)
+from .backend import (Backend, backend_copy, backend_transfer, block_until_ready,
+                      default_backend, get_backend, register_backend_factory)
 from .ops import *  # noqa: F401,F403 - the op set is the public API
 from .ops import (UNARY, BINARY, REDUCTIONS, template, tensor, from_numpy, iota, eye, full,
                   broadcast, to_tensor)

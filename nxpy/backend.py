@@ -15,8 +15,8 @@ from __future__ import annotations
 from . import _context
 from .tensor import Tensor
 
-__all__ = ["Backend", "default_backend", "get_backend", "backend_transfer", "backend_copy", "op_method",
-           "register_backend_factory", "pick"]
+__all__ = ["Backend", "default_backend", "get_backend", "backend_transfer", "backend_copy",
+           "block_until_ready", "op_method", "register_backend_factory", "pick"]
 
 
 class Backend:
@@ -59,7 +59,9 @@ class Backend:
     the conformance kit reports every missing op. Optional: ``name``, ``priority``
     (which backend an op with operands on several backends runs on: the highest wins and
     the other operands are transferred), ``from_tensor(t)`` (a faster transfer in),
-    ``inspect(t)`` (the values part of ``repr``).
+    ``inspect(t)`` (the values part of ``repr``), ``block_until_ready(tensors)`` (waits
+    until asynchronously computed tensors of this backend are ready; the default returns
+    at once).
     """
 
     name = "backend"
@@ -79,6 +81,9 @@ class Backend:
     def from_tensor(self, t: Tensor) -> Tensor:
         """Takes a tensor of another backend onto this one (host round trip by default)."""
         return self.from_numpy(t.to_numpy(), t.type, t.names)
+
+    def block_until_ready(self, tensors) -> None:
+        """Waits until every tensor of ``tensors`` (all of this backend) is computed."""
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r}>"
@@ -129,6 +134,32 @@ def backend_copy(t: Tensor, backend=None) -> Tensor:
     _context.forbid_inside_defn("nx.backend_copy")
     b = get_backend(backend) if backend is not None else default_backend()
     return b.from_numpy(t.to_numpy().copy(), t.type, t.names)
+
+
+def block_until_ready(tree):
+    """Waits until every tensor in ``tree`` (a tensor, or a tuple/list/dict of them, such
+    as the per-device results of a sharded program) is computed, and returns ``tree``.
+    Compiled programs on device backends return before their results are computed; time
+    them with this (as ``jax.block_until_ready``).
+
+    >>> import nxpy as nx
+    >>> nx.block_until_ready([nx.tensor([1, 2]), {"b": nx.tensor(3.0)}])[1]["b"].item()
+    3.0
+    """
+    by_backend: dict = {}
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tensor):
+            if x.backend is not None:
+                by_backend.setdefault(x.backend, []).append(x)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+    for b, ts in by_backend.items():
+        b.block_until_ready(ts)
+    return tree
 
 
 def op_method(backend: Backend, op: str, needed_by: str = ""):

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import types as T
 
-__all__ = ["Tensor", "shape_str"]
+__all__ = ["Deferred", "Tensor", "shape_str"]
 
 
 def shape_str(shape, names=None) -> str:
@@ -38,22 +38,48 @@ def _host_only(what, hint="return the tensor from the defn instead"):
                        f"the compiled function runs); {hint}")
 
 
+class Deferred:
+    """Tensor data a backend produces on first use: a tensor built with a ``Deferred`` as
+    its data calls :meth:`resolve` once, when ``t.data`` is first read, and keeps the
+    result. EXLA uses it for the per-device results of sharded programs, which are
+    pieces of one global array and are only split off when a piece is used on its own."""
+
+    __slots__ = ()
+
+    def resolve(self):
+        raise NotImplementedError
+
+
 class Tensor:
     """An n-dimensional array. ``data`` belongs to ``backend``; everything else is generic.
 
     ``device_id`` is set on the per-device results of sharded programs.
     """
 
-    __slots__ = ("data", "shape", "type", "names", "backend", "device_id", "__weakref__")
+    __slots__ = ("_data", "shape", "type", "names", "backend", "device_id", "__weakref__")
     __array_priority__ = 1000  # numpy defers binary operators to us
 
     def __init__(self, data, shape, type, names=None, backend=None, device_id=None):
-        self.data = data
+        self._data = data
         self.shape = shape
         self.type = type
         self.names = names if names is not None else (None,) * len(shape)
         self.backend = backend
         self.device_id = device_id
+
+    @property
+    def data(self):
+        """The backend's data (a :class:`Deferred` is resolved here, once)."""
+        d = self._data
+        if isinstance(d, Deferred):
+            d = self._data = d.resolve()
+        return d
+
+    @property
+    def raw_data(self):
+        """The data as the backend stored it: possibly a :class:`Deferred` not yet
+        resolved (for backends that can use it as it is)."""
+        return self._data
 
     # --- inspection -----------------------------------------------------------------
     @property

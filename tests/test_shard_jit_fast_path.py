@@ -1,5 +1,6 @@
-"""shard_jit's per-call fast path (a compiled program, flat per-device tensor lists) and
-EXLA's reuse of assembled global arrays: same results and same errors as the full path."""
+"""shard_jit's per-call fast path (a compiled program, flat per-device tensor lists),
+EXLA's reuse of assembled global arrays (same results and same errors as the full path),
+and per-device results that stay pieces of one global array until used on their own."""
 import gc
 
 import numpy as np
@@ -8,7 +9,9 @@ import pytest
 import nxpy as nx
 from nxpy.backend import get_backend
 from nxpy.backends.exla import pjrt
+from nxpy.backends.exla.backend import Piece
 from nxpy.defn import jit, shard_jit, sharding as SH
+from nxpy.tensor import Deferred, Tensor
 
 SPEC = {0: [0], 1: [1]}
 
@@ -106,3 +109,92 @@ def test_assembler_reuses_the_global_array_only_while_its_shards_live():
     # plain assemble keeps nothing
     assert pjrt.assemble((4, 4), np.float32, other, mesh.devices, mesh.shape,
                          mesh.axis_names, ("axis_0", "axis_1")).shape == (4, 4)
+
+
+# ----------------------------------------------------------------------------------------
+# Per-device results are pieces of one global array until used on their own
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("devices", [None, [3, 1, 2, 0], [4, 5, 6, 7]])
+def test_results_flow_into_the_next_program_as_the_global_array(devices):
+    mesh = nx.Mesh("mesh", (2, 2), devices=devices)
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    xs, ys = _on_devices(a, mesh), _on_devices(a * 10, mesh)
+    f = shard_jit(lambda x, y: x * 2 + y, mesh, input_shardings=[SPEC, SPEC], compiler="exla")
+    g = shard_jit(lambda x: x - 1, mesh, input_shardings=[SPEC], compiler="exla")
+    r = f([[x, y] for x, y in zip(xs, ys)])
+    assert all(type(t.raw_data) is Piece for t in r)
+    r2 = g([[t] for t in r])
+    assert all(type(t.raw_data) is Piece for t in r), "the results were split, not reused"
+    for p, t in enumerate(r2):
+        assert t.device_id == mesh.devices[p] == pjrt.device_index_of(t.data)
+    np.testing.assert_array_equal(SH.assemble(r2, mesh, SPEC).to_numpy(), a * 12 - 1)
+    np.testing.assert_array_equal(SH.assemble(r, mesh, SPEC).to_numpy(), a * 12)
+    for p, t in enumerate(r):  # each piece, read on its own, is its partition's shard
+        assert pjrt.device_index_of(t.data) == mesh.devices[p]
+        np.testing.assert_array_equal(t.to_numpy(), SH.shard_array(a * 12, SH.normalize(
+            SPEC, a.shape, mesh), mesh)[p])
+
+
+def test_pieces_out_of_place_are_not_taken_for_the_global_array():
+    mesh = _mesh()
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    shards = lambda v: SH.shard_array(v, SH.normalize(SPEC, v.shape, mesh), mesh)  # noqa: E731
+    f = shard_jit(lambda x: x * 2, mesh, input_shardings=[SPEC], compiler="exla")
+    g = shard_jit(lambda x: x + 1, mesh, input_shardings=[SPEC], compiler="exla")
+    fresh = lambda: f([[x] for x in _on_devices(a, mesh)])  # noqa: E731
+    want = shards(a * 2)
+    # partitions 0 and 1 swapped: each device gets the other's piece (moved over)
+    r = fresh()
+    out = g([[r[1]], [r[0]], [r[2]], [r[3]]])
+    for p, q in enumerate([1, 0, 2, 3]):
+        np.testing.assert_array_equal(out[p].to_numpy(), want[q] + 1)
+        assert pjrt.device_index_of(out[p].data) == p
+    # one piece already read on its own: the others are still used correctly
+    r = fresh()
+    r[2].to_numpy()
+    assert type(r[2].raw_data) is not Piece and type(r[0].raw_data) is Piece
+    np.testing.assert_array_equal(SH.assemble(g([[t] for t in r]), mesh, SPEC).to_numpy(),
+                                  a * 2 + 1)
+    # pieces of two different results
+    r, s = fresh(), fresh()
+    out = g([[r[0]], [s[1]], [r[2]], [s[3]]])
+    np.testing.assert_array_equal(SH.assemble(out, mesh, SPEC).to_numpy(), a * 2 + 1)
+    # the same pieces where another sharding is expected are per-device shards of it
+    h = shard_jit(lambda x: x + 0, mesh, input_shardings=[{0: [0, 1]}], compiler="exla")
+    r = fresh()
+    out = h([[t] for t in r])
+    np.testing.assert_array_equal(SH.assemble(out, mesh, h.output_shardings).to_numpy(),
+                                  np.concatenate(want))
+    # a piece as an argument of a single-device program and of an eager op
+    r = fresh()
+    np.testing.assert_array_equal(jit(lambda x: x * 3, compiler="exla")(r[3]).to_numpy(),
+                                  want[3] * 3)
+    np.testing.assert_array_equal((r[1] + 1).to_numpy(), want[1] + 1)
+
+
+def test_block_until_ready_waits_without_splitting():
+    mesh = _mesh()
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    f = shard_jit(lambda x: (x * 2, {"s": nx.sum(x)}), mesh, input_shardings=[SPEC],
+                  compiler="exla")
+    r = f([[x] for x in _on_devices(a, mesh)])
+    tree = [r, nx.tensor([1, 2])]
+    assert nx.block_until_ready(tree) is tree
+    assert all(type(t[0].raw_data) is Piece and type(t[1]["s"].raw_data) is Piece for t in r)
+    assert [t[1]["s"].item() for t in r] == [a.sum()] * 4
+    one = jit(lambda x: x + 1, compiler="exla")(nx.tensor([1.0], backend="exla"))
+    assert nx.block_until_ready(one) is one and one.tolist() == [2.0]
+
+
+def test_deferred_data_resolves_once():
+    calls = []
+
+    class Later(Deferred):
+        def resolve(self):
+            calls.append(1)
+            return np.array([1, 2], np.int32)
+
+    t = Tensor(Later(), (2,), nx.types.parse("s32"), backend=get_backend("numpy"))
+    assert isinstance(t.raw_data, Later)
+    assert t.tolist() == [1, 2] and (t + 1).tolist() == [2, 3]
+    assert calls == [1] and isinstance(t.raw_data, np.ndarray)

@@ -6,11 +6,43 @@ import numpy as np
 
 from ...backend import Backend
 from ...defn.expr import EXPR, trace_fn
-from ...tensor import Tensor
+from ...tensor import Deferred, Tensor
 from ..numpy import convert, format_array
 from . import pjrt
 
-__all__ = ["ExlaBackend"]
+__all__ = ["ExlaBackend", "GlobalResult", "Piece"]
+
+
+class GlobalResult:
+    """One result of a sharded program: a global array over the mesh (``sharding`` is its
+    cached sharding object). Its per-partition buffers are split off once, when a
+    :class:`Piece` of it is first used on its own."""
+
+    __slots__ = ("array", "sharding", "_pieces")
+
+    def __init__(self, array, sharding):
+        self.array, self.sharding, self._pieces = array, sharding, None
+
+    def pieces(self) -> list:
+        if self._pieces is None:
+            self._pieces = pjrt.shards_of(self.array)
+        return self._pieces
+
+
+class Piece(Deferred):
+    """Partition ``p``'s data of a :class:`GlobalResult`: what a per-device result tensor
+    holds until read. Passed back whole (every partition's piece, in order, where the
+    same sharding is expected) it goes into the next program as the global array it is,
+    with no splitting and no reassembly. Until resolved, a piece keeps the whole global
+    array (every partition's buffer) alive."""
+
+    __slots__ = ("whole", "p")
+
+    def __init__(self, whole: GlobalResult, p: int):
+        self.whole, self.p = whole, p
+
+    def resolve(self):
+        return self.whole.pieces()[self.p]
 
 
 def _key(a):
@@ -64,6 +96,14 @@ class ExlaBackend(Backend):
 
     def to_numpy(self, t: Tensor) -> np.ndarray:
         return pjrt.to_host(t.data)
+
+    def block_until_ready(self, tensors) -> None:
+        bufs = {}
+        for t in tensors:
+            d = t.raw_data
+            d = d.whole.array if type(d) is Piece else d
+            bufs[id(d)] = d
+        pjrt.block_until_ready(list(bufs.values()))
 
     def inspect(self, t: Tensor) -> str:
         return format_array(self.to_numpy(t))

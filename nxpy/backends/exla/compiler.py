@@ -54,13 +54,13 @@ class ExlaCompiler(Compiler):
         exe = self.executable(text, dev)
         backend = get_backend("exla")
         templates = [(t.shape, t.type, t.names) for t in graph.outputs]
-        execute = pjrt.execute
+        execute = pjrt.executor(exe, [(t.shape, t.type.dtype) for t in graph.outputs], dev)
         move = backend.buffer_on
 
         def run(args):
             bufs = [a.data if a.backend is backend and a.device_id == dev else move(a, dev)
                     for a in args]
-            outs = execute(exe, bufs)
+            outs = execute(bufs)
             return [Tensor(o, s, t, n, backend, dev) for o, (s, t, n) in zip(outs, templates)]
 
         run.module = text

@@ -151,9 +151,18 @@ def device_index_of(buffer) -> int:
     return _state["devices"].index(next(iter(buffer.devices())))
 
 
-def execute(exe, buffers) -> list:
-    """Runs a single-partition executable; one buffer per output."""
-    return [o[0] for o in exe.execute_sharded(buffers).disassemble_into_single_device_arrays()]
+def executor(exe, outputs, device_index: int):
+    """``run(buffers) -> [buffer per output]`` for a single-partition executable whose
+    outputs are ``[(shape, dtype), ...]``. The result arrays are built in C++ by result
+    handlers made here once (JAX's path; ~1.5 µs a call cheaper than disassembling)."""
+    st = _state
+    handlers = [st["J"].array_result_handler(st["core"].ShapedArray(tuple(shape), np.dtype(dt)),
+                                             _single(device_index), True, True)
+                for shape, dt in outputs]
+
+    def run(buffers):
+        return exe.execute_sharded(buffers).consume_with_handlers(handlers)
+    return run
 
 
 def _named_sharding(mesh_devices, mesh_shape, axis_names, spec):
@@ -209,6 +218,7 @@ def assembler(global_shape, dtype, mesh_devices, mesh_shape, axis_names, spec, *
         except TypeError:  # a buffer type without weak references: no reuse
             last[0] = None
         return array
+    assemble_shards.sharding = sharding  # cached per mesh and spec: compare by identity
     return assemble_shards
 
 
@@ -218,6 +228,30 @@ def assemble(global_shape, dtype, shards, mesh_devices, mesh_shape, axis_names, 
                      reuse=False)(list(shards))
 
 
-def execute_sharded(exe, arrays) -> list:
-    """Runs an SPMD executable on global arrays; returns ``[output][partition]`` buffers."""
-    return exe.execute_sharded(arrays).disassemble_into_single_device_arrays()
+def sharded_executor(exe, outputs, mesh_devices, mesh_shape, axis_names):
+    """``run(global arrays) -> [global array per output]`` for an SPMD executable whose
+    outputs are ``[(global shape, dtype, partition spec), ...]``; see :func:`executor`."""
+    st = _state
+    shardings = [_named_sharding(mesh_devices, mesh_shape, axis_names, spec)
+                 for _, _, spec in outputs]
+    handlers = [st["J"].array_result_handler(st["core"].ShapedArray(tuple(shape), np.dtype(dt)),
+                                             sh, True, True)
+                for (shape, dt, _), sh in zip(outputs, shardings)]
+
+    def run(arrays):
+        return exe.execute_sharded(arrays).consume_with_handlers(handlers)
+    run.shardings = shardings  # the results' sharding objects, comparable by identity
+    return run
+
+
+def shards_of(array) -> list:
+    """A global array's per-partition single-device buffers, in partition order (the
+    order its executable's device assignment gave them)."""
+    return array._arrays
+
+
+def block_until_ready(buffers) -> None:
+    """Waits until every buffer (single-device or global) is computed."""
+    st = _state
+    if buffers:
+        st["xc"].batched_block_until_ready(list(buffers))

@@ -13,6 +13,7 @@ from ...backend import get_backend
 from ...defn import sharding as SH
 from ...tensor import Tensor
 from . import pjrt
+from .backend import GlobalResult, Piece
 from ...extend import register_lowering  # the public mechanism, as any plugin would
 from .lowering import Ctx, lower_module
 from ... import types as T
@@ -284,11 +285,27 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
     arg_specs = [(s, pjrt.assembler(p.shape, p.type.dtype, devices, mesh.shape,
                                     mesh.axis_names, SH.partition_spec(s, mesh)))
                  for p, s in zip(graph.params, in_shardings)]
-    out_t = [(SH.local_shape(o.shape, s, mesh), o.type, o.names)
-             for o, s in zip(graph.outputs, out_shardings)]
-    execute, move = pjrt.execute_sharded, backend.buffer_on
+    execute = pjrt.sharded_executor(
+        exe, [(o.shape, o.type.dtype, SH.partition_spec(s, mesh))
+              for o, s in zip(graph.outputs, out_shardings)],
+        devices, mesh.shape, mesh.axis_names)
+    out_t = [(SH.local_shape(o.shape, s, mesh), o.type, o.names, sh)
+             for o, s, sh in zip(graph.outputs, out_shardings, execute.shardings)]
+    move = backend.buffer_on
     parts = range(n)
-    one_output = len(out_t) == 1
+
+    def whole_of(per_device, i, sharding):
+        """The global array argument ``i`` already is: every partition's piece of one
+        result with the sharding this argument needs, in partition order; else None."""
+        d = per_device[0][i].raw_data
+        if type(d) is not Piece or d.p != 0 or d.whole.sharding is not sharding:
+            return None
+        whole = d.whole
+        for p, args in enumerate(per_device):
+            d = args[i].raw_data
+            if type(d) is not Piece or d.whole is not whole or d.p != p:
+                return None
+        return whole.array
 
     def run(per_device):
         arrays = []
@@ -296,17 +313,17 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
             if check:
                 SH.unshard_arrays([per_device[p][i].to_numpy() for p in parts], sh, mesh,
                                   what=f"argument leaf {i}")
-            bufs = []
-            for args, d in zip(per_device, devices):
-                a = args[i]
-                bufs.append(a.data if a.backend is backend and a.device_id == d
-                            else move(a, d))
-            arrays.append(assemble(bufs))
-        outs = execute(exe, arrays)
-        if one_output:
-            (s, t, nm), = out_t
-            return [[Tensor(b, s, t, nm, backend, d)] for b, d in zip(outs[0], devices)]
-        return [[Tensor(outs[o][p], s, t, nm, backend, devices[p])
-                 for o, (s, t, nm) in enumerate(out_t)] for p in parts]
+            array = whole_of(per_device, i, assemble.sharding)
+            if array is None:
+                bufs = []
+                for args, d in zip(per_device, devices):
+                    a = args[i]
+                    bufs.append(a.data if a.backend is backend and a.device_id == d
+                                else move(a, d))
+                array = assemble(bufs)
+            arrays.append(array)
+        wholes = [GlobalResult(g, sh) for g, (_, _, _, sh) in zip(execute(arrays), out_t)]
+        return [[Tensor(Piece(w, p), s, t, nm, backend, devices[p])
+                 for w, (s, t, nm, _) in zip(wholes, out_t)] for p in parts]
 
     return run, text
