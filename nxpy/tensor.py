@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import types as T
-
 __all__ = ["Deferred", "Tensor", "shape_str"]
 
 

@@ -170,13 +170,11 @@ def _named_sharding(mesh_devices, mesh_shape, axis_names, spec):
     cache = _state.setdefault("named", {})
     s = cache.get(key)
     if s is None:
-        jax = _state["jax"]
         from jax.sharding import Mesh, NamedSharding, PartitionSpec
         devs = np.empty(len(mesh_devices), dtype=object)
         devs[:] = [_state["devices"][i] for i in mesh_devices]
         mesh = Mesh(devs.reshape(mesh_shape), tuple(axis_names))
         s = cache[key] = NamedSharding(mesh, PartitionSpec(*spec))
-        del jax
     return s
 
 
