@@ -1,6 +1,7 @@
 """Helpers shared by the tests: switching the default backend, and structural checks of
 emitted MLIR through nxpy's own StableHLO parser (not substrings)."""
 import contextlib
+import json
 import re
 
 import nxpy as nx
@@ -31,7 +32,7 @@ def groups(text_or_module) -> list:
 def fragment(frag: str) -> tuple:
     """``"replica_groups = dense<[[0, 2], [1, 3]]>"`` → ``("replica_groups", [[0, 2], [1, 3]])``."""
     name, value = re.fullmatch(r"(\w+) = dense<(.*)>", frag).groups()
-    return name, eval(value, {})  # a nested list of ints
+    return name, json.loads(value)  # a nested list of ints
 
 
 def only(module, name: str):

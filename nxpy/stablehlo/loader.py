@@ -39,6 +39,7 @@ import numpy as np
 from .. import _context
 from .. import ops as nx
 from .. import types as T
+from ..backends.exla.lowering import BINARY_HLO, COMPARISON_DIRECTIONS, UNARY_HLO
 from ..defn.expr import EXPR
 from ..tensor import Tensor, shape_str
 from .parser import StableHLOError, parse
@@ -222,36 +223,23 @@ def is_splat(arr) -> bool:
 # ----------------------------------------------------------------------------------------
 # Elementwise tables
 # ----------------------------------------------------------------------------------------
+# Read back through the tables the EXLA lowering writes with, so each name mapping is
+# stated once; the extras are forms JAX emits that nxpy does not.
 #: StableHLO / CHLO elementwise unary op → nxpy op
-UNARY = {
-    "stablehlo.negate": "negate", "stablehlo.abs": "abs", "stablehlo.sign": "sign",
-    "stablehlo.floor": "floor", "stablehlo.ceil": "ceil", "stablehlo.round_nearest_afz": "round",
-    "stablehlo.exponential": "exp", "stablehlo.exponential_minus_one": "expm1",
-    "stablehlo.log": "log", "stablehlo.log_plus_one": "log1p", "stablehlo.sqrt": "sqrt",
-    "stablehlo.rsqrt": "rsqrt", "stablehlo.cbrt": "cbrt", "stablehlo.sine": "sin",
-    "stablehlo.cosine": "cos", "stablehlo.tan": "tan", "chlo.tan": "tan",
-    "stablehlo.tanh": "tanh", "stablehlo.logistic": "sigmoid", "stablehlo.not": "bitwise_not",
-    "chlo.asin": "asin", "chlo.acos": "acos", "chlo.atan": "atan", "chlo.sinh": "sinh",
-    "chlo.cosh": "cosh", "chlo.asinh": "asinh", "chlo.acosh": "acosh", "chlo.atanh": "atanh",
-    "chlo.erf": "erf", "chlo.erfc": "erfc", "chlo.erf_inv": "erf_inv",
-    "chlo.is_inf": "is_infinity",
-}
+UNARY = {hlo: op for op, hlo in UNARY_HLO.items()} | {"chlo.tan": "tan",
+                                                      "chlo.is_inf": "is_infinity"}
 
-#: StableHLO elementwise binary op → nxpy op (operands and result share one type)
-BINARY = {
-    "stablehlo.add": "add", "stablehlo.subtract": "subtract", "stablehlo.multiply": "multiply",
-    "stablehlo.remainder": "remainder", "stablehlo.power": "pow", "stablehlo.atan2": "atan2",
-    "stablehlo.maximum": "max", "stablehlo.minimum": "min", "stablehlo.and": "bitwise_and",
-    "stablehlo.or": "bitwise_or", "stablehlo.xor": "bitwise_xor",
-    "stablehlo.shift_left": "left_shift",
-}
+#: StableHLO elementwise binary op → nxpy op (operands and result share one type);
+#: divide has its own rule (float divide or integer quotient), and and/or/xor read as the
+#: bitwise ops (on i1 those are the logical ones)
+BINARY = {hlo: op for op, hlo in BINARY_HLO.items()
+          if op not in ("divide", "quotient", "logical_and", "logical_or", "logical_xor")}
 #: on i1 (pred) operands, arithmetic is logic
 _PRED_BINARY = {"stablehlo.add": "bitwise_or", "stablehlo.multiply": "bitwise_and",
                 "stablehlo.maximum": "bitwise_or", "stablehlo.minimum": "bitwise_and"}
 
 #: comparison_direction → nxpy op
-COMPARISONS = {"EQ": "equal", "NE": "not_equal", "LT": "less", "LE": "less_equal",
-               "GT": "greater", "GE": "greater_equal"}
+COMPARISONS = {d: op for op, d in COMPARISON_DIRECTIONS.items()}
 
 
 def _unary(name):

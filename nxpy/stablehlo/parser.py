@@ -147,6 +147,16 @@ class _Generic:
             name, operands, attrs, regions, ftype
 
 
+def _with_attrs_and_loc(obj, items):
+    """``obj`` (a function argument or result) with its attribute dict and location."""
+    for x in items:
+        if isinstance(x, dict):
+            obj.attributes = x
+        elif isinstance(x, Location):
+            obj.location = x
+    return obj
+
+
 class _Build(Transformer):
     """Builds the syntax tree while lark parses (an internal LALR transformer)."""
 
@@ -204,13 +214,7 @@ class _Build(Transformer):
         return f
 
     def func_arg(self, c):
-        a = FuncArg(str(c[0]), c[1])
-        for x in c[2:]:
-            if isinstance(x, dict):
-                a.attributes = x
-            elif isinstance(x, Location):
-                a.location = x
-        return a
+        return _with_attrs_and_loc(FuncArg(str(c[0]), c[1]), c[2:])
 
     def single_result(self, c):
         return _Results([FuncResult(c[0])])
@@ -219,13 +223,7 @@ class _Build(Transformer):
         return _Results(c)
 
     def func_result(self, c):
-        r = FuncResult(c[0])
-        for x in c[1:]:
-            if isinstance(x, dict):
-                r.attributes = x
-            elif isinstance(x, Location):
-                r.location = x
-        return r
+        return _with_attrs_and_loc(FuncResult(c[0]), c[1:])
 
     def mesh(self, c):
         name = str(_atom(c[0]))

@@ -212,11 +212,16 @@ def _reducer(scope, op, t):
     return table[kind]
 
 
+def _one_operand(scope, op, xs):
+    """The operand of a collective given one (the variadic forms are not supported)."""
+    if len(xs) != 1:
+        _fail(op, scope, f"an {op.name.split('.')[-1]} of {len(xs)} operands", unsupported=True)
+    return xs[0]
+
+
 @register_op("stablehlo.all_gather")
 def _all_gather(scope, op, *xs):
-    if len(xs) != 1:
-        _fail(op, scope, f"an all_gather of {len(xs)} operands", unsupported=True)
-    (x,) = xs
+    x = _one_operand(scope, op, xs)
     mesh = _local_mesh(scope, op)
     axes, aig = _groups_axes(scope, op, mesh)
     if not axes:
@@ -227,9 +232,7 @@ def _all_gather(scope, op, *xs):
 
 @register_op("stablehlo.all_reduce")
 def _all_reduce(scope, op, *xs):
-    if len(xs) != 1:
-        _fail(op, scope, f"an all_reduce of {len(xs)} operands", unsupported=True)
-    (x,) = xs
+    x = _one_operand(scope, op, xs)
     mesh = _local_mesh(scope, op)
     how = _reducer(scope, op, x.type)
     axes, aig = _groups_axes(scope, op, mesh)
@@ -252,9 +255,7 @@ def _reduce_scatter(scope, op, x):
 
 @register_op("stablehlo.all_to_all")
 def _all_to_all(scope, op, *xs):
-    if len(xs) != 1:
-        _fail(op, scope, f"an all_to_all of {len(xs)} operands", unsupported=True)
-    (x,) = xs
+    x = _one_operand(scope, op, xs)
     mesh = _local_mesh(scope, op)
     a = op.attributes
     axes, aig = _groups_axes(scope, op, mesh)

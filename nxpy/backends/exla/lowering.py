@@ -34,8 +34,8 @@ def register_lowering(*ops):
 
 
 I1 = T.PRED
-_DIRS = {"equal": "EQ", "not_equal": "NE", "less": "LT", "less_equal": "LE", "greater": "GT",
-         "greater_equal": "GE"}
+COMPARISON_DIRECTIONS = {"equal": "EQ", "not_equal": "NE", "less": "LT", "less_equal": "LE",
+                         "greater": "GT", "greater_equal": "GE"}
 
 
 class Ctx:
@@ -247,7 +247,7 @@ def _binary_rule(op):
         t = binary_compute_type(op, e, a, b)
         a, b = c.bcast(c.convert(a, t), e.shape), c.bcast(c.convert(b, t), e.shape)
         if kind == "compare":
-            return c.compare(a, b, _DIRS[op])
+            return c.compare(a, b, COMPARISON_DIRECTIONS[op])
         if kind == "logical":
             a, b = c.convert(a, I1), c.convert(b, I1)
         if op == "right_shift":
