@@ -18,7 +18,7 @@ from nxpy.stablehlo import parse
 
 from helpers import fragment, groups
 
-CASES = json.loads((Path(__file__).resolve().parents[2] / "shared/conformance/collectives_2x2.json")
+CASES = json.loads((Path(__file__).resolve().parent / "data/collectives_2x2.json")
                    .read_text())["cases"]
 COMPILERS = ["evaluator", "exla"]
 _MESHES = {}

@@ -19,7 +19,7 @@ from nxpy.stablehlo import parse
 
 from helpers import assert_contains, only
 
-CASES = json.loads((Path(__file__).resolve().parents[2] / "shared/conformance/nx_sharding_cases.json")
+CASES = json.loads((Path(__file__).resolve().parent / "data/nx_sharding_cases.json")
                    .read_text())
 COMPILERS = ["evaluator", "exla"]
 
