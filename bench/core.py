@@ -99,7 +99,7 @@ def case(name: str, title: str, *, aim: float | None = None, devices: int = 1,
 def start_xla() -> list:
     """Starts XLA through nxpy (so nxpy's device count applies: NXPY_CPU_DEVICES, default
     8), then checks that JAX uses the very same client. Must run before any JAX call."""
-    from nxpy.backends.exla import pjrt
+    from nxpy import pjrt
     devices = pjrt.devices()
     import jax
     if list(jax.devices()) != list(devices):

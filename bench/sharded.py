@@ -39,7 +39,7 @@ def _env():
         import nxpy as nx
         from jax.sharding import Mesh as JMesh
         from nxpy.backend import get_backend
-        from nxpy.backends.exla import pjrt
+        from nxpy import pjrt
         mesh = nx.Mesh("bench", MESH_SHAPE, axis_names=AXES)
         client_devices = pjrt.devices()
         devs = np.empty(mesh.size, dtype=object)

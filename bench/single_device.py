@@ -64,7 +64,7 @@ def _trace_sides():
     import jax
     import jax.numpy as jnp
     import nxpy as nx
-    from nxpy.backends.exla import to_mlir
+    from nxpy.compilers.exla import to_mlir
     from nxpy.defn import trace
 
     template = nx.template((4, 4), "f32")
@@ -90,7 +90,7 @@ def trace_lower(cfg):
     nxpy_side, jax_lower, n = _trace_sides()
     return Pair(nxpy=nxpy_side, jax=jax_lower,
                 info=f"{n} ops on f32[4][4], no XLA compile. nxpy: "
-                     "nxpy.backends.exla.to_mlir (trace to Expr + StableHLO text, its "
+                     "nxpy.compilers.exla.to_mlir (trace to Expr + StableHLO text, its "
                      "final form). JAX: jax.jit(f).lower(spec) (jaxpr + ir.Module, its "
                      "final form); .as_text() NOT included")
 

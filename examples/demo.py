@@ -9,7 +9,7 @@ shard_jit across a 2x2 mesh of 4 CPU devices, on both compilers, and a shard_map
 import numpy as np
 
 import nxpy as nx
-from nxpy.backends.exla import to_mlir
+from nxpy.compilers.exla import to_mlir
 from nxpy.defn import (all_gather, axis_index, debug_expr, defn, jit, psum, shard_jit,
                        shard_map)
 from nxpy.defn.sharding import assemble, shard
@@ -71,7 +71,7 @@ def main():
     # every output prints the whole graph; the other two are elems 1 and 0 of node h
     print(debug_expr(sharpen)(logits, TARGET)["probs"])
 
-    heading("StableHLO: nxpy.backends.exla.to_mlir(sharpen, logits, target)")
+    heading("StableHLO: nxpy.compilers.exla.to_mlir(sharpen, logits, target)")
     print(to_mlir(sharpen, logits, TARGET))
 
     heading("Run on the Evaluator (default compiler, NumPy backend)")

@@ -1,4 +1,4 @@
-"""The Backend protocol, the backend registry and the default backend.
+"""The Backend protocol, the backend registry (:data:`BACKENDS`) and the default backend.
 
 Every op method of a backend receives the output template ``out`` first (a
 :class:`~nxpy.tensor.Tensor` with shape, type and names but no data), then the
@@ -13,10 +13,13 @@ inferred ``out``; a backend only computes and returns a Tensor shaped like ``out
 from __future__ import annotations
 
 from . import _context
+from .format import format_array
+from .registry import Registry
 from .tensor import Tensor
 
-__all__ = ["Backend", "default_backend", "get_backend", "backend_transfer", "backend_copy",
-           "block_until_ready", "op_method", "register_backend_factory", "pick"]
+__all__ = ["Backend", "BACKENDS", "default_backend", "get_backend", "backend_transfer",
+           "backend_copy", "block_until_ready", "register_backend", "register_backend_factory",
+           "pick"]
 
 
 class Backend:
@@ -75,7 +78,6 @@ class Backend:
         raise NotImplementedError
 
     def inspect(self, t: Tensor) -> str:
-        from .backends.numpy import format_array
         return format_array(self.to_numpy(t))
 
     def from_tensor(self, t: Tensor) -> Tensor:
@@ -89,12 +91,22 @@ class Backend:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
+#: backends by name: built-ins, register_backend calls, entry points (group nxpy.backends)
+BACKENDS = Registry("backend", "nxpy.backends", Backend, ("from_numpy", "to_numpy", "constant"),
+                    "a Backend implements from_numpy, to_numpy and constant, plus the ops it "
+                    "supports (see nxpy.backends.Backend and docs/plugins.md)")
+
 _DEFAULT: list[Backend] = []
 
 
+def register_backend(name, backend, *, replace=False):
+    """Makes ``backend`` (an instance, a Backend subclass or a factory) usable by name:
+    ``nx.default_backend(name)``, ``nx.tensor(..., backend=name)``, the conformance kit."""
+    BACKENDS.register(name, backend, replace=replace)
+
+
 def register_backend_factory(name: str, factory) -> None:
-    """Registers a built-in backend (plugins use :func:`nxpy.register_backend`)."""
-    from .plugins import BACKENDS
+    """Registers a built-in backend (plugins use :func:`register_backend`)."""
     BACKENDS.register(name, factory, origin="built into nxpy", replace=True)
 
 
@@ -103,7 +115,6 @@ def get_backend(backend) -> Backend:
     if isinstance(backend, Backend):
         return backend
     if isinstance(backend, str):
-        from .plugins import BACKENDS
         return BACKENDS.get(backend)
     raise TypeError(f"backend must be a name or a Backend instance, got {backend!r}")
 
@@ -160,21 +171,6 @@ def block_until_ready(tree):
     for b, ts in by_backend.items():
         b.block_until_ready(ts)
     return tree
-
-
-def op_method(backend: Backend, op: str, needed_by: str = ""):
-    """``backend``'s kernel for ``op`` (a callable ``(out, *args, **options)``): its own
-    method, else the op's portable implementation (``nxpy.extend.register_op(...,
-    evaluate=...)``); a NotImplementedError naming both when there is neither."""
-    fn = getattr(backend, op, None)
-    if fn is not None:
-        return fn
-    from .extend import fallback
-    fb = fallback(op)
-    if fb is None:
-        raise NotImplementedError(f"backend {backend.name!r} does not implement the op {op!r}"
-                                  f"{needed_by}")
-    return lambda out, *args, **options: fb(backend, out, *args, **options)
 
 
 def pick(tensors) -> Backend:

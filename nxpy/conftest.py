@@ -1,4 +1,4 @@
 # doctests of nxpy's modules share the test session's XLA client (8 host CPU devices)
-from nxpy.backends.exla import pjrt
+from nxpy import pjrt
 
 pjrt.devices()

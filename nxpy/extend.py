@@ -11,7 +11,11 @@ An op is described once (its shape/type rule) and implemented per backend or com
   one backend call), :func:`register_spmd_rule` (the Evaluator inside ``shard_map``),
   :func:`register_sharding_rule` (sharding propagation in ``shard_jit``) add or override
   how a compiler treats an op. nxpy's own collectives are registered with these same
-  functions.
+  rule registries.
+
+This module is a facade over the layers that own each registry (the op table in
+:mod:`nxpy.ops.core`, the rule tables of the compilers and of sharding propagation), so
+a plugin needs one import.
 
 >>> import numpy as np, nxpy as nx
 >>> from nxpy.extend import register_op, register_lowering
@@ -29,28 +33,17 @@ An op is described once (its shape/type rule) and implemented per backend or com
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-
-from . import ops as O
 from . import types as T
 from .backend import get_backend
+from .compilers.evaluator import register_eval_rule
+from .compilers.exla.lowering import register_lowering
+from .compilers.spmd import register_spmd_rule
+from .defn.sharding import register_sharding_rule
+from .ops.core import OPS, RESERVED, OpSpec, dispatch, fallback, to_tensor
 from .tensor import Tensor
 
 __all__ = ["OpSpec", "OPS", "register_op", "implement", "fallback", "register_lowering",
            "register_eval_rule", "register_spmd_rule", "register_sharding_rule", "template_of"]
-
-
-@dataclass
-class OpSpec:
-    name: str
-    infer: object
-    evaluate: object = None
-    doc: str = ""
-
-
-OPS: dict[str, OpSpec] = {}
 
 
 def template_of(result) -> Tensor:
@@ -76,7 +69,7 @@ def register_op(name, infer, *, evaluate=None, replace=False):
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"an op name must be an identifier, got {name!r}")
-    builtin = name in O.__all__ or name in ("dynamic_slice", "cond", "while", "elem", "parameter")
+    builtin = name in RESERVED
     if (builtin or name in OPS) and not replace:
         raise ValueError(f"op {name!r} already exists"
                          f"{' (a built-in op)' if builtin else ''}; pick another name or pass "
@@ -84,33 +77,13 @@ def register_op(name, infer, *, evaluate=None, replace=False):
     OPS[name] = OpSpec(name, infer, evaluate, getattr(infer, "__doc__", "") or "")
 
     def front(*args, **options):
-        tensors = [O.to_tensor(a, f"argument {i} of {name}") for i, a in enumerate(args)]
+        tensors = [to_tensor(a, f"argument {i} of {name}") for i, a in enumerate(args)]
         out = template_of(infer(*tensors, **options))
-        return O.dispatch(name, out, *tensors, **options)
+        return dispatch(name, out, *tensors, **options)
 
     front.__name__ = front.__qualname__ = name
     front.__doc__ = f"The {name!r} op (registered with nxpy.extend.register_op)."
     return front
-
-
-def fallback(name):
-    """The portable implementation of a registered op, bound as a backend method
-    ``(backend, out, *args, **options) -> Tensor``, or None."""
-    spec = OPS.get(name)
-    if spec is None or spec.evaluate is None:
-        return None
-
-    def run(backend, out, *args, **options):
-        r = spec.evaluate(out, *args, **options)
-        if isinstance(r, Tensor):
-            return r if r.backend is backend else backend.from_tensor(r)
-        arr = np.asarray(r)
-        if arr.shape != out.shape:
-            raise ValueError(f"op {name!r}: evaluate returned shape {arr.shape}, its infer "
-                             f"rule said {out.shape}")
-        from .backends.numpy import convert
-        return backend.from_numpy(convert(arr, out.type), out.type, out.names)
-    return run
 
 
 def implement(backend, op, fn):
@@ -118,27 +91,3 @@ def implement(backend, op, fn):
     ``fn(backend, out, *args, **options) -> Tensor``."""
     target = backend if isinstance(backend, type) else type(get_backend(backend))
     setattr(target, op, fn)
-
-
-def register_lowering(*ops):
-    """EXLA: ``@register_lowering("op")`` registers (or overrides) ``rule(ctx, expr, *args)``."""
-    from .backends.exla.lowering import register_lowering as r
-    return r(*ops)
-
-
-def register_eval_rule(*ops):
-    """The Evaluator: ``rule(ev, expr, out, args, env, backend) -> value``."""
-    from .backends.evaluator import register_eval_rule as r
-    return r(*ops)
-
-
-def register_spmd_rule(*ops):
-    """The Evaluator inside shard_map: ``rule(spmd, expr, out, per_device, active, env)``."""
-    from .backends.spmd import register_spmd_rule as r
-    return r(*ops)
-
-
-def register_sharding_rule(*ops):
-    """shard_jit propagation: ``rule(prop, expr, arg_shardings) -> sharding``."""
-    from .defn.sharding import register_sharding_rule as r
-    return r(*ops)

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from . import pjrt
+
 __all__ = ["Mesh"]
 
 
@@ -54,7 +56,6 @@ class Mesh:
         self.devices = devices
 
     def _check_available(self, needed=None):
-        from .backends.exla import pjrt
         needed = needed or self.size
         n = pjrt.device_count()
         if needed > n:

@@ -172,62 +172,9 @@ class Tensor:
 
     __hash__ = object.__hash__
 
-    # --- operators: thin wrappers over nxpy.ops ---------------------------------------
-    def _op(name, reflected=False):
-        def method(self, other):
-            from . import ops
-            f = getattr(ops, name)
-            return f(other, self) if reflected else f(self, other)
-        method.__name__ = name
-        return method
-
-    __add__, __radd__ = _op("add"), _op("add", True)
-    __sub__, __rsub__ = _op("subtract"), _op("subtract", True)
-    __mul__, __rmul__ = _op("multiply"), _op("multiply", True)
-    __truediv__, __rtruediv__ = _op("divide"), _op("divide", True)
-    __floordiv__, __rfloordiv__ = _op("floor_divide"), _op("floor_divide", True)
-    __mod__, __rmod__ = _op("mod"), _op("mod", True)
-    __pow__, __rpow__ = _op("pow"), _op("pow", True)
-    __matmul__, __rmatmul__ = _op("matmul"), _op("matmul", True)
-    __and__, __rand__ = _op("bitwise_and"), _op("bitwise_and", True)
-    __or__, __ror__ = _op("bitwise_or"), _op("bitwise_or", True)
-    __xor__, __rxor__ = _op("bitwise_xor"), _op("bitwise_xor", True)
-    __lshift__, __rlshift__ = _op("left_shift"), _op("left_shift", True)
-    __rshift__, __rrshift__ = _op("right_shift"), _op("right_shift", True)
-    __eq__, __ne__ = _op("equal"), _op("not_equal")
-    __lt__, __le__ = _op("less"), _op("less_equal")
-    __gt__, __ge__ = _op("greater"), _op("greater_equal")
-    del _op
-
-    def __neg__(self):
-        from . import ops
-        return ops.negate(self)
-
     def __pos__(self):
         return self
 
-    def __abs__(self):
-        from . import ops
-        return ops.abs(self)
-
-    def __invert__(self):
-        from . import ops
-        return ops.bitwise_not(self)
-
-    def __getitem__(self, index):
-        from . import ops
-        return ops.index(self, index)
-
-    # short method spellings, as in Nx pipelines
-    def reshape(self, *shape, **kw):
-        from . import ops
-        return ops.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape, **kw)
-
-    def as_type(self, type):
-        from . import ops
-        return ops.as_type(self, type)
-
-    @property
-    def T(self):
-        from . import ops
-        return ops.transpose(self)
+    # Operators (+, -, *, /, //, %, **, @, &, |, ^, <<, >>, comparisons, unary -, abs, ~),
+    # indexing (x[...]) and the methods reshape, as_type and T are the front-end ops of
+    # nxpy.ops, which installs them on this class: the op layer sits above the tensor.

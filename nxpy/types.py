@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 
 __all__ = ["Type", "parse", "merge", "merge_scalar", "to_floating", "to_real", "to_aggregate",
-           "infer_scalar", "ALL_TYPES"]
+           "infer_scalar", "ALL_TYPES", "convert", "compute_dtype", "HALF_DTYPES"]
 
 
 class Type(NamedTuple):
@@ -173,3 +173,37 @@ def max_value(t: Type):
     if t.is_pred:
         return True
     return np.iinfo(t.dtype).max
+
+
+# ----------------------------------------------------------------------------------------
+# Values: converting NumPy arrays between types with XLA's semantics
+# ----------------------------------------------------------------------------------------
+_F32 = np.dtype(np.float32)
+HALF_DTYPES = {np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)}
+
+
+def compute_dtype(dt):
+    """f16/bf16 compute in f32 and round once at the end, as XLA:CPU does."""
+    return _F32 if dt in HALF_DTYPES else dt
+
+
+def convert(arr: np.ndarray, t: Type) -> np.ndarray:
+    """Element type conversion with XLA semantics (float→int saturates, NaN→0)."""
+    dt = t.dtype
+    if arr.dtype == dt:
+        return arr
+    if t.is_int and arr.dtype.kind in "fcV" or (t.is_int and arr.dtype in HALF_DTYPES):
+        src = (arr.real if arr.dtype.kind == "c" else arr).astype(np.float64)
+        info = np.iinfo(dt)
+        # compare in f64 before casting: float(info.max) may round up (2**63 for s64)
+        lo, hi = float(info.min), float(info.max)
+        src = np.trunc(src)
+        big, small = src >= hi, src <= lo
+        inside = np.where(big | small | np.isnan(src), 0, src).astype(dt)
+        return np.where(big, info.max, np.where(small, info.min, inside)).astype(dt)
+    if t.is_pred:
+        return arr != 0
+    with np.errstate(all="ignore"):
+        if arr.dtype.kind == "c" and not t.is_complex:
+            return arr.real.astype(dt)
+        return arr.astype(dt)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from nxpy.backends.exla import pjrt
+from nxpy import pjrt
 
 pjrt.devices()
 

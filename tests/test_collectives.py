@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from nxpy.backends import exla
+from nxpy.compilers import exla
 from nxpy.defn import (all_gather, all_slice, all_to_all, axis_index, collective_broadcast,
                        collective_permute, jit, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                        reduce_scatter, shard_jit, shard_map, shift, all_reduce, while_loop)

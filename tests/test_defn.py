@@ -13,8 +13,10 @@ import pytest
 
 import nxpy as nx
 import nxpy.defn as D
-from nxpy.backends.evaluator import Evaluator
-from nxpy.backends.exla import pjrt, to_mlir
+from nxpy import _context
+from nxpy.compilers.evaluator import Evaluator
+from nxpy import pjrt
+from nxpy.compilers.exla import to_mlir
 from nxpy.backends.numpy import NumpyBackend
 from nxpy.defn import compile, debug_expr, default_options, defn, jit
 from nxpy.stablehlo import parse
@@ -452,7 +454,7 @@ def test_host_only_operations_inside_defn(what, fun, compiler):
         assert "use nx.cond, nx.select or nx.while_loop instead" in str(err.value)
     # the failed trace leaves no state behind
     assert nx.default_backend().name == "numpy"
-    assert not D._context.stack()
+    assert not _context.stack()
     same(jit(lambda x: x + 1, compiler=compiler)(nx.tensor(1)), 2)
 
 
@@ -849,7 +851,7 @@ def test_control_flow_errors(compiler):
     # errors inside a branch surface as they are, and leave no trace state behind
     with pytest.raises(ValueError, match=r"add: cannot broadcast"):
         run(lambda x: nx.cond(nx.sum(x) > 0, lambda: x + nx.iota((3,)), lambda: x), x)
-    assert not D._context.stack()
+    assert not _context.stack()
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)

@@ -8,8 +8,8 @@ import pytest
 
 import nxpy as nx
 from nxpy.backend import get_backend
-from nxpy.backends.exla import pjrt
-from nxpy.backends.exla.backend import Piece
+from nxpy import pjrt
+from nxpy.compilers.exla.buffers import Piece
 from nxpy.defn import jit, shard_jit, sharding as SH
 from nxpy.tensor import Deferred, Tensor
 

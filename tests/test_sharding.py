@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import nxpy as nx
-from nxpy.backends import exla
-from nxpy.backends.exla import pjrt
+from nxpy.compilers import exla
+from nxpy import pjrt
 from nxpy.defn import sharding as SH
 from nxpy.defn.collectives import all_gather
 from nxpy.defn.shard_jit import shard_jit
@@ -195,7 +195,7 @@ def test_mesh_errors():
 
 
 def test_cpu_device_count_from_environment():
-    code = ("import nxpy as nx\nfrom nxpy.backends.exla import pjrt\nprint(pjrt.device_count())\n"
+    code = ("import nxpy as nx\nfrom nxpy import pjrt\nprint(pjrt.device_count())\n"
             "try:\n    nx.Mesh('m', (2, 2))\nexcept ValueError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "NXPY_CPU_DEVICES": "2"}, check=True).stdout

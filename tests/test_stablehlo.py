@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from nxpy.backends.exla import to_mlir
+from nxpy.compilers.exla import to_mlir
 from nxpy.defn import (all_gather, all_slice, all_to_all, axis_index, collective_broadcast,
                        debug_expr, jit, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                        reduce_scatter, shard_jit, shard_map, shift)

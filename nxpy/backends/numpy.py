@@ -11,11 +11,12 @@ import math
 import numpy as np
 
 from .. import types as T
-from ..backend import Backend
+from ..backend import Backend, register_backend_factory
 from ..ops import binary_compute_type
 from ..tensor import Tensor
+from ..types import HALF_DTYPES, compute_dtype, convert
 
-__all__ = ["NumpyBackend", "format_array"]
+__all__ = ["NumpyBackend"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -195,87 +196,12 @@ BINARY_NP = {
     "logical_xor": lambda a, b: (a != 0) ^ (b != 0),
 }
 
-_F32 = np.dtype(np.float32)
-_HALF = {np.dtype(np.float16), T.Type("bf", 16).dtype}
-
-
-def _compute_dtype(dt):
-    """f16/bf16 compute in f32 and round once at the end, as XLA:CPU does."""
-    return _F32 if dt in _HALF else dt
-
-
-def convert(arr: np.ndarray, t: T.Type) -> np.ndarray:
-    """Element type conversion with XLA semantics (float→int saturates, NaN→0)."""
-    dt = t.dtype
-    if arr.dtype == dt:
-        return arr
-    if t.is_int and arr.dtype.kind in "fcV" or (t.is_int and arr.dtype in _HALF):
-        src = (arr.real if arr.dtype.kind == "c" else arr).astype(np.float64)
-        info = np.iinfo(dt)
-        # compare in f64 before casting: float(info.max) may round up (2**63 for s64)
-        lo, hi = float(info.min), float(info.max)
-        src = np.trunc(src)
-        big, small = src >= hi, src <= lo
-        inside = np.where(big | small | np.isnan(src), 0, src).astype(dt)
-        return np.where(big, info.max, np.where(small, info.min, inside)).astype(dt)
-    if t.is_pred:
-        return arr != 0
-    with np.errstate(all="ignore"):
-        if arr.dtype.kind == "c" and not t.is_complex:
-            return arr.real.astype(dt)
-        return arr.astype(dt)
-
-
-# ----------------------------------------------------------------------------------------
-# Inspection
-# ----------------------------------------------------------------------------------------
-def _fmt_scalar(v, kind):
-    if kind == "b":
-        return "true" if v else "false"
-    if kind == "c":
-        return f"{_fmt_scalar(v.real, 'f')}{'+' if v.imag >= 0 or math.isnan(v.imag) else '-'}{_fmt_scalar(abs(v.imag), 'f')}i"
-    if kind in "fV":
-        v = float(v)
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "Inf" if v > 0 else "-Inf"
-        return repr(v)
-    return str(int(v))
-
-
-def format_array(arr: np.ndarray, limit: int = 50) -> str:
-    """Nx-style nested listing of ``arr``, eliding after ``limit`` elements."""
-    kind = "b" if arr.dtype == np.bool_ else ("V" if arr.dtype in _HALF else arr.dtype.kind)
-    count = [0]
-
-    def rec(a, indent):
-        if a.ndim == 0:
-            return _fmt_scalar(a.item() if kind != "V" else float(a), kind)
-        if a.ndim == 1:
-            items = []
-            for v in a:
-                if count[0] >= limit:
-                    items.append("...")
-                    break
-                count[0] += 1
-                items.append(_fmt_scalar(v if kind != "V" else float(v), kind))
-            return "[" + ", ".join(items) + "]"
-        pad = "  " * (indent + 1)
-        rows = []
-        for sub in a:
-            if count[0] >= limit:
-                rows.append(pad + "...")
-                break
-            rows.append(pad + rec(sub, indent + 1))
-        return "[\n" + ",\n".join(rows) + "\n" + "  " * indent + "]"
-
-    return rec(arr, 0)
-
-
 # ----------------------------------------------------------------------------------------
 # The backend
 # ----------------------------------------------------------------------------------------
+_F32 = np.dtype(np.float32)
+
+
 class NumpyBackend(Backend):
     """Eager ops on NumPy arrays, in the output type ``out`` says."""
 
@@ -381,7 +307,7 @@ class NumpyBackend(Backend):
     # --- reductions ---------------------------------------------------------------------
     def _reduce(self, out, x, axes, keep_axes, f, **kw):
         a = convert(x.data, out.type)
-        dt = _compute_dtype(a.dtype)
+        dt = compute_dtype(a.dtype)
         with np.errstate(all="ignore"):
             r = f(a.astype(dt), axis=tuple(axes), keepdims=keep_axes, **kw)
         return self._wrap(out, r)
@@ -405,7 +331,7 @@ class NumpyBackend(Backend):
         return self._wrap(out, np.any(x.data != 0, axis=tuple(axes), keepdims=keep_axes))
 
     def _arg(self, out, x, axis, keep_axis, tie_break, f):
-        a = x.data.astype(_compute_dtype(x.data.dtype))
+        a = x.data.astype(compute_dtype(x.data.dtype))
         if tie_break == "high":
             a = np.flip(a, axis)
         r = f(a, axis=axis, keepdims=keep_axis)
@@ -435,7 +361,7 @@ class NumpyBackend(Backend):
         free_a = [sa[i] for i in range(a.rank) if i not in contract_a and i not in batch_a]
         free_b = [sb[j] for j in range(b.rank) if j not in contract_b and j not in batch_b]
         res = "".join([sa[i] for i in batch_a] + free_a + free_b)
-        dt = _compute_dtype(out.type.dtype)
+        dt = compute_dtype(out.type.dtype)
         x, y = convert(a.data, out.type).astype(dt), convert(b.data, out.type).astype(dt)
         with np.errstate(all="ignore"):
             r = np.einsum(f"{''.join(sa)},{''.join(sb)}->{res}", x, y)
@@ -445,7 +371,7 @@ class NumpyBackend(Backend):
         if 0 in out.shape:
             return self._wrap(out, np.zeros(out.shape, out.type.dtype))
         a = convert(x.data, out.type)
-        a = a.astype(_compute_dtype(a.dtype))
+        a = a.astype(compute_dtype(a.dtype))
         if any(lo or hi for lo, hi in padding):
             a = np.pad(a, padding, constant_values=init)
         eff = [(w - 1) * r + 1 for w, r in zip(window_dimensions, window_dilations)]
@@ -471,8 +397,8 @@ def _unary_method(name):
         a = x.data
         if name not in _UNARY_READS_INPUT:
             a = convert(a, out.type)
-            a = a.astype(_compute_dtype(a.dtype))
-        elif a.dtype in _HALF:
+            a = a.astype(compute_dtype(a.dtype))
+        elif a.dtype in HALF_DTYPES:
             a = a.astype(_F32)
         return self._elementwise(out, f, a)
     method.__name__ = name
@@ -485,7 +411,7 @@ def _binary_method(name):
     def method(self, out, a, b):
         t = binary_compute_type(name, out, a, b)
         x, y = convert(a.data, t), convert(b.data, t)
-        dt = _compute_dtype(x.dtype)
+        dt = compute_dtype(x.dtype)
         return self._elementwise(out, f, x.astype(dt), y.astype(dt))
     method.__name__ = name
     return method
@@ -496,3 +422,5 @@ for _n in UNARY_NP:
 for _n in BINARY_NP:
     setattr(NumpyBackend, _n, _binary_method(_n))
 del _n
+
+register_backend_factory("numpy", NumpyBackend)

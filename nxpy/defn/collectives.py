@@ -18,7 +18,9 @@ from __future__ import annotations
 import threading
 
 from .. import ops as O
+from ..ops.core import check_kind
 from .. import shape as S
+from .. import types as T
 from ..tensor import Tensor
 from .expr import EXPR, Expr
 
@@ -252,7 +254,7 @@ def all_reduce(x, axes, op="sum", *, axis_index_groups=None):
     if op not in _REDUCE_OPS:
         raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCE_OPS)}, got {op!r}")
     x = _local_tensor(x, "all_reduce")
-    O._check_kind(f"all_reduce({op})", "x", x.type, "num" if op == "sum" else "real")
+    check_kind(f"all_reduce({op})", "x", x.type, "num" if op == "sum" else "real")
     axes = _axes(ctx, axes, "all_reduce")
     groups = _groups(ctx, axes, axis_index_groups, "all_reduce")
     return _node("all_reduce", x.shape, x.type, x, x.names, axes=axes, groups=groups, reduction=op)
@@ -275,7 +277,7 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     """Mean across the group (a float result)."""
     ctx = _local("pmean")
     x = _local_tensor(x, "pmean")
-    s = all_reduce(O.as_type(x, O.T.to_floating(x.type)), axis_name, "sum",
+    s = all_reduce(O.as_type(x, T.to_floating(x.type)), axis_name, "sum",
                    axis_index_groups=axis_index_groups)
     groups = _groups(ctx, _axes(ctx, axis_name, "pmean"), axis_index_groups, "pmean")
     return O.divide(s, len(groups[0]))
@@ -287,7 +289,7 @@ def reduce_scatter(x, axes, scatter_dim=0, tiled=True, *, axis_index_groups=None
     the group size and is removed)."""
     ctx = _local("reduce_scatter")
     x = _local_tensor(x, "reduce_scatter")
-    O._check_kind("reduce_scatter", "x", x.type, "num")
+    check_kind("reduce_scatter", "x", x.type, "num")
     axes = _axes(ctx, axes, "reduce_scatter")
     groups = _groups(ctx, axes, axis_index_groups, "reduce_scatter")
     n = len(groups[0])
@@ -413,7 +415,7 @@ def axis_index(axes):
     given, the first major)."""
     ctx = _local("axis_index")
     axes = _axes(ctx, axes, "axis_index")
-    return EXPR.node("axis_index", Tensor(None, (), O.T.S32), axes=axes)
+    return EXPR.node("axis_index", Tensor(None, (), T.S32), axes=axes)
 
 
 def all_slice(x, axes, slice_dim):
@@ -438,15 +440,3 @@ INVARIANT_OPS = {"all_gather", "all_reduce", "collective_broadcast"}
 __all__ += ["all_reduce", "psum", "pmax", "pmin", "pmean", "reduce_scatter", "psum_scatter",
             "all_to_all", "collective_permute", "ppermute", "shift", "collective_broadcast",
             "axis_index", "all_slice", "VARYING_OPS", "INVARIANT_OPS"]
-
-
-def _eval_all_gather(ev, e, out, args, env, backend, **ctx):
-    return args[0]  # global view: the values do not change
-
-
-def _register():
-    from ..extend import register_eval_rule  # the public mechanism, as any plugin would
-    register_eval_rule("all_gather")(_eval_all_gather)
-
-
-_register()

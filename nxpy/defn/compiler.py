@@ -7,7 +7,11 @@ function, only graphs, so every compiler runs the same program.
 """
 from __future__ import annotations
 
-__all__ = ["Compiler", "get_compiler", "register_compiler_factory", "check_options"]
+from ..backend import default_backend
+from ..registry import PluginError, Registry
+
+__all__ = ["Compiler", "COMPILERS", "get_compiler", "register_compiler",
+           "register_compiler_factory", "check_options"]
 
 
 class Compiler:
@@ -45,16 +49,33 @@ class Compiler:
         raise NotImplementedError
 
     def result_backend(self, opts):
-        from ..backend import default_backend
         return default_backend()
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r}>"
 
 
+def _check_options_declared(name, obj):
+    opts = getattr(obj, "options", None)
+    if opts is None or isinstance(opts, str) or not all(isinstance(o, str) for o in opts):
+        raise PluginError(f"compiler plugin {name!r} must declare `options`, a set of the "
+                          f"option names it accepts (an empty frozenset if none)")
+
+
+#: compilers by name: built-ins, register_compiler calls, entry points (group nxpy.compilers)
+COMPILERS = Registry("compiler", "nxpy.compilers", Compiler, ("compile",),
+                     "a Compiler implements compile(graph, opts) (see nxpy.defn.Compiler and "
+                     "docs/plugins.md)", validate=_check_options_declared)
+
+
+def register_compiler(name, compiler, *, replace=False):
+    """Makes ``compiler`` (an instance, a Compiler subclass or a factory) usable by name:
+    ``jit(f, compiler=name)``, ``@defn(compiler=name)``, ``shard_jit``, the kit."""
+    COMPILERS.register(name, compiler, replace=replace)
+
+
 def register_compiler_factory(name, factory):
-    """Registers a built-in compiler (plugins use :func:`nxpy.register_compiler`)."""
-    from ..plugins import COMPILERS
+    """Registers a built-in compiler (plugins use :func:`register_compiler`)."""
     COMPILERS.register(name, factory, origin="built into nxpy", replace=True)
 
 
@@ -63,7 +84,6 @@ def get_compiler(compiler) -> Compiler:
     if isinstance(compiler, Compiler):
         return compiler
     if isinstance(compiler, str):
-        from ..plugins import COMPILERS
         return COMPILERS.get(compiler)
     raise TypeError(f"compiler must be a name or a Compiler instance, got {compiler!r}")
 
@@ -74,17 +94,3 @@ def check_options(compiler: Compiler, opts: dict) -> None:
         raise ValueError(f"unknown option{'s' if len(unknown) > 1 else ''} "
                          f"{', '.join(repr(u) for u in unknown)} for compiler {compiler.name!r}: "
                          f"expected one of {sorted(compiler.options) or 'no options'}")
-
-
-def _evaluator():
-    from ..backends.evaluator import Evaluator
-    return Evaluator()
-
-
-def _exla():
-    from ..backends.exla.compiler import ExlaCompiler
-    return ExlaCompiler()
-
-
-register_compiler_factory("evaluator", _evaluator)
-register_compiler_factory("exla", _exla)

@@ -14,7 +14,10 @@ import numpy as np
 
 from .. import _context
 from ..backend import Backend
+from ..format import format_array
+from ..ops import to_tensor
 from ..tensor import Tensor, shape_str
+from ..types import convert
 from . import tree as tree_mod
 
 __all__ = ["Expr", "Scope", "Fn", "ExprBackend", "EXPR", "trace_fn", "format_graph"]
@@ -194,7 +197,6 @@ class ExprBackend(Backend):
 
     # --- data in and out ------------------------------------------------------------------
     def constant(self, out, value):
-        from ..backends.numpy import convert
         v = convert(np.asarray(value), out.type)
         return self._new("constant", out, [], {"value": v[()]})
 
@@ -215,7 +217,6 @@ class ExprBackend(Backend):
 
     def lift(self, x, what="value") -> Tensor:
         """Any leaf (tensor, array, number) as an Expr tensor of the current scope."""
-        from ..ops import to_tensor
         t = to_tensor(x, what)
         return self.from_tensor(t)
 
@@ -250,10 +251,8 @@ def _fmt_value(v):
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_fmt_value(x) for x in v) + "]"
     if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0):
-        from ..backends.numpy import format_array
         return format_array(np.asarray(v))
     if isinstance(v, np.ndarray):
-        from ..backends.numpy import format_array
         return " ".join(format_array(v, limit=8).split())
     if v is None:
         return "nil"

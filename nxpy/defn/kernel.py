@@ -1,4 +1,5 @@
-"""What only makes sense inside a defn: control flow (and, later, collectives).
+"""What only makes sense inside a defn: control flow (the collectives, defined in
+:mod:`nxpy.defn.collectives`, are re-exported here).
 
 Both ``cond`` and ``while_loop`` also work eagerly (outside a defn), where they are
 plain Python control flow.
@@ -14,9 +15,14 @@ from .. import shape as S
 from .. import types as T
 from ..tensor import Tensor
 from . import tree as tree_mod
+from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_index,
+                          collective_broadcast, collective_permute, pmax, pmean, pmin,
+                          ppermute, psum, psum_scatter, reduce_scatter, shift)
 from .expr import EXPR, Expr, trace_fn
 
-__all__ = ["cond", "while_loop"]
+__all__ = ["cond", "while_loop", "all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean",
+           "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute", "ppermute",
+           "shift", "collective_broadcast", "axis_index", "all_slice"]
 
 
 def _is_expr(x):
@@ -124,15 +130,6 @@ def while_loop(cond_fun, body_fun, state):
     b_fn = trace_fn(body_fun, templates, tree=tree, parent=parent, wrap_output=check_body)
     outs = EXPR.multi("while", templates, init, fns=(c_fn, b_fn))
     return tree_mod.unflatten(tree, outs)
-
-
-from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_index,  # noqa: E402
-                          collective_broadcast, collective_permute, pmax, pmean, pmin,
-                          ppermute, psum, psum_scatter, reduce_scatter, shift)
-
-__all__ += ["all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean", "reduce_scatter",
-            "psum_scatter", "all_to_all", "collective_permute", "ppermute", "shift",
-            "collective_broadcast", "axis_index", "all_slice"]
 
 
 def _check_body_output(out, tree, templates):

@@ -25,6 +25,7 @@ from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import mesh_context
+from .core import _resolve, trace
 
 __all__ = ["shard_jit", "ShardJit", "ShardedExecutable"]
 
@@ -68,7 +69,6 @@ class ShardJit:
 
     def __init__(self, fun, mesh, input_shardings=None, output_shardings=None, compiler=None,
                  check_replicas=None, **opts):
-        from . import _resolve
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_jit: expected mesh to be an nx.Mesh, got {mesh!r}")
         if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
@@ -172,7 +172,6 @@ class ShardJit:
         return self._prepare(per_device_args)[0]
 
     def _compile(self, tree, args0, local):
-        from . import trace
         mesh = self.mesh
         in_sh = self._arg_shardings(args0, local)
         globals_ = [template(SH.global_shape(t.shape, s, mesh), t.type, t.names)

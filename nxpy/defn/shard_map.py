@@ -15,11 +15,13 @@ per-dim tuple like JAX's ``PartitionSpec`` (``None``, an axis, or a tuple of axe
 from __future__ import annotations
 
 from .. import _context
+from ..mesh import Mesh
 from ..ops import to_tensor
 from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import INVARIANT_OPS, VARYING_OPS, current_mesh, mesh_context
+from .core import jit
 from .expr import EXPR, Expr, trace_fn
 
 __all__ = ["shard_map", "ShardMap", "spec_to_dict", "varying_axes"]
@@ -78,7 +80,6 @@ class ShardMap:
     called directly it jits itself (with ``compiler=`` if given)."""
 
     def __init__(self, fun, mesh, in_specs, out_specs, check_vma=True, **jit_opts):
-        from ..mesh import Mesh
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_map: expected mesh to be an nx.Mesh, got {mesh!r}")
         self.fun, self.mesh = fun, mesh
@@ -90,7 +91,6 @@ class ShardMap:
     def __call__(self, *args):
         if not _context.tracing():
             if self._jit is None:
-                from . import jit
                 self._jit = jit(lambda *a: self(*a), **self._jit_opts)
             return self._jit(*args)
         return self._trace(args)
@@ -196,17 +196,10 @@ def varying_axes(fn, param_axes, outer=None) -> list[set]:
     return [get(o.data) for o in fn.outputs]
 
 
+@SH.register_sharding_rule("elem")
 def _propagate_elem(prop, e, args):
     """Global view: a shard_map result is laid out as its out_spec says."""
     parent = e.args[0]
     if isinstance(parent, Expr) and parent.op == "shard_map":
         return parent.attrs["out_specs"][e.attrs["index"]]
     return SH.replicated(len(e.shape))
-
-
-def _register():
-    from ..extend import register_sharding_rule  # the public mechanism, as any plugin would
-    register_sharding_rule("elem")(_propagate_elem)
-
-
-_register()

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import shape as S
+from ..registry import rule_registrar
 from ..tensor import Tensor
 from .expr import Expr
 
@@ -195,14 +196,10 @@ def assemble(per_device, mesh, sharding, *, check=True):
 SHARDING_RULES: dict = {}
 
 
-def register_sharding_rule(*ops):
+register_sharding_rule = rule_registrar(
+    SHARDING_RULES, "register_sharding_rule", "a sharding rule",
     """Decorator: ``rule(prop, expr, arg_shardings) -> sharding`` for ``ops``; ops without a
-    rule produce replicated results."""
-    def deco(rule):
-        for op in ops:
-            SHARDING_RULES[op] = rule
-        return rule
-    return deco
+    rule produce replicated results.""")
 
 
 class Propagator:

@@ -13,7 +13,7 @@ and run them as nxpy programs.
   builds loads back and gives the same results.
 
 >>> import nxpy as nx
->>> from nxpy.backends.exla import to_mlir
+>>> from nxpy.compilers.exla import to_mlir
 >>> from nxpy.stablehlo import parse, load
 >>> text = to_mlir(lambda x: nx.sum(x * x, axes=[1]), nx.template((2, 3), "f32"))
 >>> [op.name for op in parse(text).main.body.ops]

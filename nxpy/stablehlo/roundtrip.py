@@ -28,6 +28,9 @@ import os
 import threading
 
 import numpy as np
+from .loader import load
+from ..compilers.evaluator import Evaluator
+from ..compilers.exla.compiler import ExlaCompiler
 
 __all__ = ["enable", "disable", "checking", "RoundTripError", "STATS", "compare",
            "TOLERANCES", "INCOMPATIBLE"]
@@ -92,7 +95,6 @@ def _as_list(r):
 
 
 def _load(text):
-    from .loader import load
     try:
         return load(text)
     except Exception as err:  # noqa: BLE001 - reported with the module
@@ -134,7 +136,6 @@ def _checked_compile(orig):
         text = getattr(run, "module", None)
         if _busy() or text is None:
             return run
-        from ..backends.evaluator import Evaluator
         with _quiet():
             prog = _load(text)
             dev = {"device_id": opts["device_id"]} if "device_id" in opts else {}
@@ -164,7 +165,6 @@ def _checked_compile_sharded(orig):
         run, text = orig(self, graph, mesh, in_shardings, out_shardings, propagator, opts)
         if _busy() or text is None:
             return run, text
-        from ..backends.evaluator import Evaluator
         with _quiet():
             prog = _load(text)
             try:
@@ -194,7 +194,6 @@ def _checked_compile_sharded(orig):
 
 def enable():
     """Starts checking every EXLA-compiled module (idempotent)."""
-    from ..backends.exla.compiler import ExlaCompiler
     if _saved:
         return
     _saved["compile"] = ExlaCompiler.compile
@@ -205,7 +204,6 @@ def enable():
 
 def disable():
     """Stops checking (programs compiled while enabled keep checking their runs)."""
-    from ..backends.exla.compiler import ExlaCompiler
     if not _saved:
         return
     ExlaCompiler.compile = _saved.pop("compile")

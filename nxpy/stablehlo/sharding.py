@@ -22,8 +22,14 @@ import itertools
 
 from .. import ops as nx
 from ..defn import collectives as C
-from .loader import LoadError, _fail, binary_body, constant, register_op, rtype
+from .rules import LoadError, _fail, binary_body, constant, register_op, rtype
 from .syntax import Mesh as MeshSyntax, Sharding
+from ..mesh import Mesh
+from ..defn import shard_jit
+from ..defn import sharding as SH
+from ..defn import trace
+from ..defn import tree as tree_mod
+from ..defn.shard_map import shard_map
 
 __all__ = ["program_mesh", "is_sharded", "shard_jit_program", "debug_expr_sharded",
            "axes_for_groups", "axes_for_pairs"]
@@ -33,7 +39,6 @@ __all__ = ["program_mesh", "is_sharded", "shard_jit_program", "debug_expr_sharde
 # Meshes and shardings of the entry function
 # ----------------------------------------------------------------------------------------
 def _nx_mesh(m: MeshSyntax, name=None):
-    from ..mesh import Mesh
     return Mesh(name or m.name or "mesh", m.shape, axis_names=m.axis_names,
                 devices=m.device_ids or None)
 
@@ -84,8 +89,6 @@ def is_sharded(program) -> bool:
 
 
 def shard_jit_program(program, compiler=None, mesh=None, **opts):
-    from ..defn import shard_jit
-    from .loader import Program
     m, ins, outs = _entry_shardings(program)
     if m is None:
         raise LoadError("the module has no sdy.mesh: it is not a sharded program "
@@ -93,7 +96,7 @@ def shard_jit_program(program, compiler=None, mesh=None, **opts):
     if mesh is not None:
         if (mesh.shape, mesh.axis_names) != (m.shape, m.axis_names):
             raise ValueError(f"mesh {mesh!r} does not match the module's mesh {m!r}")
-        program = Program(program.module, program.func.name, {**program._meshes, m.name: mesh})
+        program = program.with_meshes({m.name: mesh})
         m = mesh
     return shard_jit(program, m, input_shardings=ins, output_shardings=outs, compiler=compiler,
                      **opts)
@@ -101,9 +104,6 @@ def shard_jit_program(program, compiler=None, mesh=None, **opts):
 
 def debug_expr_sharded(program):
     """The Expr graph of a sharded program, traced as ``shard_jit`` traces it."""
-    from ..defn import sharding as SH
-    from ..defn import trace
-    from ..defn import tree as tree_mod
     m, ins, _ = _entry_shardings(program)
     templates = program.templates
     in_sh = [SH.normalize(s, t.shape, m) for s, t in zip(ins, templates)]
@@ -312,7 +312,6 @@ def _sharding_constraint(scope, op, x):
 
 @register_op("sdy.manual_computation")
 def _manual_computation(scope, op, *operands):
-    from ..defn.shard_map import shard_map
     a = op.attributes
     ins, outs = a["in_shardings"], a["out_shardings"]
     program = scope.program

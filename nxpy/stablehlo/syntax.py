@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from .. import types as T
 
 __all__ = ["Location", "UnknownLoc", "FileLoc", "NameLoc", "CallSiteLoc", "FusedLoc",
            "LocRef", "Type", "TensorType", "ScalarType", "ComplexType", "TupleType",
@@ -213,7 +214,6 @@ def nx_type(element: Type):
     >>> str(nx_type(ScalarType("ui8"))), str(nx_type(ComplexType(ScalarType("f64"))))
     ('u8', 'c128')
     """
-    from .. import types as T
     if isinstance(element, ComplexType) and str(element.element) in ("f32", "f64"):
         return T.parse(f"c{2 * int(str(element.element)[1:])}")
     name = _ELEMENT_TYPES.get(str(element)) if isinstance(element, ScalarType) else None

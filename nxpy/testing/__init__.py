@@ -20,6 +20,9 @@ import contextlib
 import numpy as np
 
 from .cases import CASES, OP_SET, Case
+import nxpy as nx
+from ..defn import tree
+from ..defn import jit
 
 __all__ = ["CASES", "OP_SET", "Case", "Unsupported", "check", "run", "reference", "BUILTIN_TARGETS"]
 
@@ -33,7 +36,6 @@ class Unsupported(Exception):
 
 @contextlib.contextmanager
 def _default_backend(name):
-    import nxpy as nx
     old = nx.default_backend(name)
     try:
         yield nx.default_backend()
@@ -42,7 +44,6 @@ def _default_backend(name):
 
 
 def _to_numpy(result):
-    from ..defn import tree
     leaves, _ = tree.flatten(result)
     return [(np.asarray(t.to_numpy()), str(t.type), t.shape) for t in leaves]
 
@@ -55,14 +56,12 @@ def reference(case: Case):
 def run(case: Case, target):
     """``target``: ``("backend", name)`` runs eagerly on that backend; ``("compiler",
     name)`` runs the case as a defn with that compiler."""
-    import nxpy as nx
     kind, name = target
     try:
         if kind == "backend":
             with _default_backend(name) as b:
                 args = [nx.tensor(a, backend=b) for a in case.inputs]
                 return _to_numpy(case.fn(nx, *args))
-        from ..defn import jit
         args = [nx.tensor(a) for a in case.inputs]
         return _to_numpy(jit(lambda *xs: case.fn(nx, *xs), compiler=name)(*args))
     except NotImplementedError as e:

@@ -1,6 +1,8 @@
 """pytest plugin of the conformance kit (registered through the ``pytest11`` entry point):
 the ``--nxpy-backend`` / ``--nxpy-compiler`` options and the unsupported-ops report."""
 from __future__ import annotations
+from . import BUILTIN_TARGETS
+from .cases import CASES
 
 _UNSUPPORTED: dict = {}
 
@@ -18,7 +20,6 @@ def targets(config):
              [("compiler", c) for c in config.getoption("nxpy_compiler")]
     if chosen:
         return chosen
-    from . import BUILTIN_TARGETS
     return BUILTIN_TARGETS
 
 
@@ -27,7 +28,6 @@ def pytest_generate_tests(metafunc):
         ts = targets(metafunc.config)
         metafunc.parametrize("nxpy_target", ts, ids=[f"{k}={n}" for k, n in ts])
     if "nxpy_case" in metafunc.fixturenames:
-        from .cases import CASES
         metafunc.parametrize("nxpy_case", CASES, ids=[c.id for c in CASES])
 
 

@@ -14,7 +14,7 @@ Installed, they are found by name through their entry points::
 """
 from collections import Counter
 
-from nxpy.backends.evaluator import Evaluator
+from nxpy.compilers.evaluator import Evaluator
 from nxpy.backends.numpy import NumpyBackend
 from nxpy.defn import Compiler
 from nxpy.testing import OP_SET

@@ -4,45 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import Backend
+from ... import pjrt
+from ...backend import Backend, register_backend_factory
 from ...defn.expr import EXPR, trace_fn
-from ...tensor import Deferred, Tensor
-from ..numpy import convert, format_array
-from . import pjrt
+from ...format import format_array
+from ...tensor import Tensor
+from ...types import convert
+from .buffers import Piece
+from .compiler import ExlaCompiler
+from .lowering import LOWERINGS
 
-__all__ = ["ExlaBackend", "GlobalResult", "Piece"]
-
-
-class GlobalResult:
-    """One result of a sharded program: a global array over the mesh (``sharding`` is its
-    cached sharding object). Its per-partition buffers are split off once, when a
-    :class:`Piece` of it is first used on its own."""
-
-    __slots__ = ("array", "sharding", "_pieces")
-
-    def __init__(self, array, sharding):
-        self.array, self.sharding, self._pieces = array, sharding, None
-
-    def pieces(self) -> list:
-        if self._pieces is None:
-            self._pieces = pjrt.shards_of(self.array)
-        return self._pieces
-
-
-class Piece(Deferred):
-    """Partition ``p``'s data of a :class:`GlobalResult`: what a per-device result tensor
-    holds until read. Passed back whole (every partition's piece, in order, where the
-    same sharding is expected) it goes into the next program as the global array it is,
-    with no splitting and no reassembly. Until resolved, a piece keeps the whole global
-    array (every partition's buffer) alive."""
-
-    __slots__ = ("whole", "p")
-
-    def __init__(self, whole: GlobalResult, p: int):
-        self.whole, self.p = whole, p
-
-    def resolve(self):
-        return self.whole.pieces()[self.p]
+__all__ = ["ExlaBackend"]
 
 
 def _key(a):
@@ -113,7 +85,6 @@ class ExlaBackend(Backend):
         return self.from_numpy(arr, out.type, out.names)
 
     def __getattr__(self, op):
-        from .lowering import LOWERINGS
         if op.startswith("_") or op not in LOWERINGS:  # no lowering: no eager kernel either
             raise AttributeError(op)
 
@@ -131,7 +102,6 @@ class ExlaBackend(Backend):
                tuple(sorted((k, _key(v)) for k, v in attrs.items())), dev)
         run = self._programs.get(key)
         if run is None:
-            from .compiler import ExlaCompiler
             templates = [(t.shape, t.type, None) for t in tensors]
             plain = Tensor(None, out.shape, out.type)
 
@@ -143,3 +113,6 @@ class ExlaBackend(Backend):
         if out.names != r.names:
             r.names = out.names
         return r
+
+
+register_backend_factory("exla", ExlaBackend)

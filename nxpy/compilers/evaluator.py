@@ -11,9 +11,12 @@ that are not plain backend calls (control flow, and plugins' own ops).
 """
 from __future__ import annotations
 
-from ..backend import default_backend, get_backend, op_method
-from ..defn.compiler import Compiler
+from ..backend import default_backend, get_backend
+from ..defn import sharding as SH
+from ..defn.compiler import Compiler, register_compiler_factory
 from ..defn.expr import Expr, Fn
+from ..ops import op_method
+from ..registry import rule_registrar
 from ..tensor import Tensor
 
 __all__ = ["Evaluator", "EVAL_RULES", "register_eval_rule", "Plan"]
@@ -21,14 +24,10 @@ __all__ = ["Evaluator", "EVAL_RULES", "register_eval_rule", "Plan"]
 EVAL_RULES: dict = {}
 
 
-def register_eval_rule(*ops):
-    """Decorator: ``rule(ev, expr, args, env) -> value`` for ops that are not a single
-    backend call (``args`` are the evaluated args)."""
-    def deco(rule):
-        for op in ops:
-            EVAL_RULES[op] = rule
-        return rule
-    return deco
+register_eval_rule = rule_registrar(
+    EVAL_RULES, "register_eval_rule", "an evaluation rule",
+    """Decorator: ``rule(ev, expr, out, args, env, backend, **ctx) -> value`` for ops that
+    are not a single backend call (``args`` are the evaluated args, ``out`` the template).""")
 
 
 class Plan:
@@ -103,7 +102,6 @@ class Evaluator(Compiler):
         """The sharded entry point: simulates the mesh on the host. Shards are assembled into
         global values (replicated copies must agree unless ``check_replicas=False``), the
         graph runs in the global view, and results are split per ``out_shardings``."""
-        from ..defn import sharding as SH
         fixed = get_backend(opts["backend"]) if opts.get("backend") is not None else None
         check = opts.get("check_replicas", True)
         self.plan(graph)
@@ -188,4 +186,10 @@ def _while(ev, e, out, args, env, backend, **ctx):
         state = ev.run_fn(b_fn, state, env, backend, **ctx)
     return state
 
-from . import spmd  # noqa: E402,F401  - the Evaluator's SPMD simulation (shard_map bodies)
+
+@register_eval_rule("all_gather")
+def _all_gather(ev, e, out, args, env, backend, **ctx):
+    return args[0]  # global view: the values do not change (shard_map bodies: nxpy.compilers.spmd)
+
+
+register_compiler_factory("evaluator", Evaluator)

@@ -1,11 +1,12 @@
 """The EXLA compiler: Expr graph → StableHLO text → PJRT executable, cached by ``defn``."""
 from __future__ import annotations
 
+from ... import pjrt
 from ...backend import get_backend
-from ...defn.compiler import Compiler
+from ...defn.compiler import Compiler, register_compiler_factory
 from ...tensor import Tensor
-from . import pjrt
 from .lowering import lower_module
+from .sharded import compile_replicated, compile_sharded, uses_shard_map
 
 __all__ = ["ExlaCompiler"]
 
@@ -44,7 +45,6 @@ class ExlaCompiler(Compiler):
 
     def compile(self, graph, opts):
         dev = _device_option(opts)
-        from .sharded import compile_replicated, uses_shard_map
         meshes = uses_shard_map(graph)
         if meshes:  # a shard_map inside a plain jit: an SPMD program over its mesh
             if len(meshes) > 1:
@@ -69,5 +69,7 @@ class ExlaCompiler(Compiler):
 
     def compile_sharded(self, graph, mesh, in_shardings, out_shardings, propagator, opts):
         """The sharded entry point (used by ``shard_jit``): an SPMD module over ``mesh``."""
-        from .sharded import compile_sharded
         return compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts)
+
+
+register_compiler_factory("exla", ExlaCompiler)

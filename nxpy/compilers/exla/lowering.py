@@ -11,6 +11,7 @@ import numpy as np
 
 from ... import types as T
 from ...ops import BINARY, binary_compute_type
+from ...registry import rule_registrar
 from ...tensor import Tensor
 from ...defn.expr import Expr, Fn
 from .mlir import Builder, Val, dense, dense_i64, i64_array, is_splat, tensor_type
@@ -24,13 +25,9 @@ class LoweringError(NotImplementedError):
     pass
 
 
-def register_lowering(*ops):
-    """Decorator: ``@register_lowering("add", "subtract")`` registers ``rule`` for ops."""
-    def deco(rule):
-        for op in ops:
-            LOWERINGS[op] = rule
-        return rule
-    return deco
+register_lowering = rule_registrar(
+    LOWERINGS, "register_lowering", "a lowering",
+    """Decorator: ``@register_lowering("add", "subtract")`` registers ``rule`` for ops.""")
 
 
 I1 = T.PRED
@@ -154,7 +151,7 @@ class Ctx:
             rule = LOWERINGS.get(e.op)
             if rule is None:
                 raise LoweringError(f"the EXLA compiler has no lowering for op {e.op!r}; "
-                                    f"register one with nxpy.backends.exla.register_lowering")
+                                    f"register one with nxpy.compilers.exla.register_lowering")
             args = [self._arg(a) for a in e.args]
             self.env[e.id] = rule(self, e, *args)
         return [self.lookup(t.data) for t in fn.outputs]

@@ -1,7 +1,7 @@
 """EXLA: nxpy's XLA compiler and eager backend (StableHLO text → PJRT, through jaxlib).
 
 >>> import nxpy as nx
->>> from nxpy.backends import exla
+>>> from nxpy.compilers import exla
 >>> print(exla.to_mlir(lambda x: x + 1, nx.template((2,), "f32")))   # doctest: +ELLIPSIS
 module @nxpy attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<2xf32>) -> (tensor<2xf32>) {
@@ -14,10 +14,15 @@ module @nxpy attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : 
 """
 from __future__ import annotations
 
+from ...defn import Jit, trace
+from ...defn.shard_jit import shard_jit as _shard_jit
+from .backend import ExlaBackend
+from .compiler import ExlaCompiler
 from .lowering import LOWERINGS, Ctx, LoweringError, lower_module, register_lowering
+from .sharded import lower_replicated, uses_shard_map
 
 __all__ = ["to_mlir", "shard_jit", "register_lowering", "LOWERINGS", "Ctx", "LoweringError",
-           "lower_module"]
+           "lower_module", "ExlaCompiler", "ExlaBackend"]
 
 
 def to_mlir(fun, *args, mesh=None, input_shardings=None, output_shardings=None, **opts) -> str:
@@ -25,7 +30,6 @@ def to_mlir(fun, *args, mesh=None, input_shardings=None, output_shardings=None, 
 
     With ``mesh``, it takes the arguments exactly as the ``shard_jit`` callable does (one
     list of per-device argument lists) and returns the sharded module."""
-    from ...defn import Jit, trace
     if isinstance(fun, Jit):
         fun = fun.fun
     if mesh is None:
@@ -33,7 +37,6 @@ def to_mlir(fun, *args, mesh=None, input_shardings=None, output_shardings=None, 
             raise ValueError("input_shardings were given but there is no device mesh: pass "
                              "mesh=nx.Mesh(...) as well")
         graph = trace(fun, args, opts)
-        from .sharded import lower_replicated, uses_shard_map
         meshes = uses_shard_map(graph)
         return lower_replicated(graph, meshes[0]) if meshes else lower_module(graph)
     if len(args) != 1:
@@ -45,6 +48,5 @@ def to_mlir(fun, *args, mesh=None, input_shardings=None, output_shardings=None, 
 
 def shard_jit(fun, mesh, *, input_shardings=None, output_shardings=None, **opts):
     """``nxpy.defn.shard_jit`` with the EXLA compiler."""
-    from ...defn.shard_jit import shard_jit as _shard_jit
     return _shard_jit(fun, mesh, input_shardings=input_shardings,
                       output_shardings=output_shardings, compiler="exla", **opts)

@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import extend
-from ..backend import op_method
+from ..ops import op_method
 from ..defn import sharding as SH
 from ..defn.expr import Expr
 from ..tensor import Tensor
-from .evaluator import EVAL_RULES, Env
+from ..registry import rule_registrar
+from ..types import compute_dtype
+from .evaluator import EVAL_RULES, Env, register_eval_rule
 
 __all__ = ["Spmd", "SPMD_RULES", "register_spmd_rule"]
 
 SPMD_RULES: dict = {}
 
 
-def register_spmd_rule(*ops):
+register_spmd_rule = rule_registrar(
+    SPMD_RULES, "register_spmd_rule", "an SPMD rule",
     """Decorator: ``rule(spmd, expr, out, per_device_args, active, env) -> per_device_values``
-    where ``per_device_args[p]`` are device ``p``'s evaluated args (None when inactive)."""
-    def deco(rule):
-        for op in ops:
-            SPMD_RULES[op] = rule
-        return rule
-    return deco
+    where ``per_device_args[p]`` are device ``p``'s evaluated args (None when inactive).""")
 
 
 def _contiguous(arr):
@@ -161,7 +158,7 @@ def _while(s: Spmd, e, out, per, active, env):
 # ----------------------------------------------------------------------------------------
 # Collectives (local view)
 # ----------------------------------------------------------------------------------------
-@extend.register_spmd_rule("all_gather")
+@register_spmd_rule("all_gather")
 def _all_gather(s: Spmd, e, out, per, active, env):
     o = e.args[1]
     groups, d = o["replica_groups"], o["all_gather_dim"]
@@ -181,8 +178,7 @@ _REDUCE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
 def _reduce_group(s, parts, op, t):
-    from .numpy import _compute_dtype
-    dt = _compute_dtype(parts[0].dtype)
+    dt = compute_dtype(parts[0].dtype)
     acc = parts[0].astype(dt)
     with np.errstate(all="ignore"):
         for x in parts[1:]:
@@ -190,7 +186,7 @@ def _reduce_group(s, parts, op, t):
     return acc
 
 
-@extend.register_spmd_rule("all_reduce")
+@register_spmd_rule("all_reduce")
 def _all_reduce(s: Spmd, e, out, per, active, env):
     groups = e.attrs["groups"]
     s.check_groups(groups, active, "all_reduce")
@@ -204,7 +200,7 @@ def _all_reduce(s: Spmd, e, out, per, active, env):
     return res
 
 
-@extend.register_spmd_rule("reduce_scatter")
+@register_spmd_rule("reduce_scatter")
 def _reduce_scatter(s: Spmd, e, out, per, active, env):
     a = e.attrs
     s.check_groups(a["groups"], active, "reduce_scatter")
@@ -219,7 +215,7 @@ def _reduce_scatter(s: Spmd, e, out, per, active, env):
     return res
 
 
-@extend.register_spmd_rule("all_to_all")
+@register_spmd_rule("all_to_all")
 def _all_to_all(s: Spmd, e, out, per, active, env):
     a = e.attrs
     s.check_groups(a["groups"], active, "all_to_all")
@@ -239,7 +235,7 @@ def _all_to_all(s: Spmd, e, out, per, active, env):
     return res
 
 
-@extend.register_spmd_rule("collective_permute")
+@register_spmd_rule("collective_permute")
 def _collective_permute(s: Spmd, e, out, per, active, env):
     pairs = e.attrs["pairs"]
     for src, dst in pairs:
@@ -255,7 +251,7 @@ def _collective_permute(s: Spmd, e, out, per, active, env):
     return res
 
 
-@extend.register_spmd_rule("collective_broadcast")
+@register_spmd_rule("collective_broadcast")
 def _collective_broadcast(s: Spmd, e, out, per, active, env):
     groups = e.attrs["groups"]
     s.check_groups(groups, active, "collective_broadcast")
@@ -275,13 +271,13 @@ def _axis_index(mesh, axes, p):
     return idx
 
 
-@extend.register_spmd_rule("axis_index")
+@register_spmd_rule("axis_index")
 def _axis_index_rule(s: Spmd, e, out, per, active, env):
     return [s.wrap(np.array(_axis_index(s.mesh, e.attrs["axes"], p)), out) if p in active else None
             for p in range(s.n)]
 
 
-@extend.register_spmd_rule("all_slice")
+@register_spmd_rule("all_slice")
 def _all_slice(s: Spmd, e, out, per, active, env):
     a = e.attrs
     n = 1
@@ -297,7 +293,7 @@ def _all_slice(s: Spmd, e, out, per, active, env):
 # ----------------------------------------------------------------------------------------
 # The shard_map node, in the Evaluator
 # ----------------------------------------------------------------------------------------
-@extend.register_eval_rule("shard_map")
+@register_eval_rule("shard_map")
 def _shard_map(ev, e, out, args, env, backend, **ctx):
     mesh = e.attrs["mesh"]
     (body,) = e.fns

@@ -1,4 +1,6 @@
-"""Every jaxlib touchpoint of nxpy, in one file, version-checked.
+"""Every jaxlib touchpoint of nxpy, in one file, version-checked: the PJRT client, its
+devices, compiling, buffers, executing. It imports nothing else of nxpy, so any layer can
+ask it about devices (``nx.Mesh`` does) and the EXLA compiler builds on it.
 
 jaxlib's PJRT client methods (``compile_and_load``, ``execute_sharded``,
 ``batched_device_put``) are undocumented, so nxpy pins jax/jaxlib 0.10.2 and an
@@ -75,7 +77,7 @@ def how_to_get_devices(needed: int) -> str:
         return (f"on CPU, set NXPY_CPU_DEVICES={needed} (or more) in the environment before "
                 f"nxpy starts XLA (the default is {DEFAULT_CPU_DEVICES})")
     return (f"jax created its CPU client before nxpy could configure it, so NXPY_CPU_DEVICES "
-            f"had no effect: import nxpy and call nxpy.backends.exla.pjrt.devices() before "
+            f"had no effect: import nxpy and call nxpy.pjrt.devices() before "
             f"using jax, or set XLA_FLAGS=--xla_force_host_platform_device_count={needed}")
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 
+from ... import pjrt
+from ... import types as T
 from ...backend import get_backend
 from ...defn import sharding as SH
 from ...tensor import Tensor
-from . import pjrt
-from .backend import GlobalResult, Piece
-from ...extend import register_lowering  # the public mechanism, as any plugin would
-from .lowering import Ctx, lower_module
-from ... import types as T
+from .buffers import GlobalResult, Piece
+from .lowering import Ctx, lower_module, reducer_region, register_lowering
 from .mlir import Val, dense_i64, i64_array
 
 __all__ = ["mesh_symbol", "sdy_sharding", "lower_sharded", "compile_sharded", "manual_region"]
@@ -134,7 +133,6 @@ _REDUCER_OPS = {"sum": "stablehlo.add", "max": "stablehlo.maximum", "min": "stab
 
 
 def _reducer(c: Ctx, op, t):
-    from .lowering import reducer_region
     return reducer_region(c, _REDUCER_OPS[op], t)
 
 
@@ -214,7 +212,6 @@ def _collective_broadcast(c: Ctx, e, x: Val):
     is_src = c.compare(axis_index_val(c, a["axes"]), c.const(a["source"], T.S32), "EQ")
     masked = c.select(c.bcast(is_src, x.shape), x, c.const(0, x.type, x.shape))
     op = "stablehlo.or" if x.type.is_pred else "stablehlo.add"
-    from .lowering import reducer_region
     return c.op("stablehlo.all_reduce", [masked], (e.shape, e.type),
                 {**_common(a), "use_global_device_ids": "unit"}, [reducer_region(c, op, e.type)])
 

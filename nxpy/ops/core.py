@@ -1,0 +1,301 @@
+"""The op layer's core: dispatch to a backend, and the conversion boundary.
+
+Every front-end op validates its arguments, infers the output template ``out`` (shape,
+type, names) once, and calls :func:`dispatch`, which picks the backend of the operands
+(the highest priority wins; creation ops use the default backend, or the tracer's inside
+a defn) and calls its kernel ``kernel(out, *args, **options)``. :func:`op_method` finds
+that kernel: the backend's own method, else the portable implementation of an op added
+with :func:`nxpy.extend.register_op` (:data:`OPS`).
+
+Converting values into tensors lives here too (:func:`tensor`, :func:`from_numpy`,
+:func:`to_tensor`, :func:`as_type`), as every op family needs it.
+
+>>> import nxpy as nx
+>>> nx.to_tensor([1, 2]).tolist(), str(nx.as_type(nx.tensor([1.7]), "s8").type)
+([1, 2], 's8')
+"""
+from __future__ import annotations
+
+import builtins
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _context, shape as S, types as T
+from ..backend import Backend, default_backend, get_backend, pick
+from ..tensor import Tensor
+
+__all__ = ["template", "dispatch", "to_tensor", "tensor", "from_numpy", "as_type",
+           "op_method", "OpSpec", "OPS", "fallback", "RESERVED"]
+
+_Number = (numbers.Number, np.generic)
+
+
+def _kind_ok(t: T.Type, kinds: str) -> bool:
+    return {"any": True, "num": not t.is_pred, "real": not t.is_complex,
+            "int": t.is_int or t.is_pred, "intonly": t.is_int}[kinds]
+
+
+_KIND_TEXT = {"num": "a numeric (non-pred) type", "real": "a real (non-complex) type",
+              "int": "an integer or pred type", "intonly": "an integer type"}
+
+
+def _axes_of(op, f, *args, **kw):
+    """``S.normalize_axis``/``normalize_axes`` with the op named in their errors."""
+    try:
+        return f(*args, **kw)
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{op}: {e}") from None
+
+
+def check_kind(op, arg, t: T.Type, kinds: str):
+    if not _kind_ok(t, kinds):
+        raise TypeError(f"{op}: expected {arg} to have {_KIND_TEXT[kinds]}, got {t}")
+
+
+# ----------------------------------------------------------------------------------------
+# Dispatch
+# ----------------------------------------------------------------------------------------
+def template(shape, type, names=None) -> Tensor:
+    """A tensor with a shape, type and names but no data (for ``defn.compile``)."""
+    shape = tuple(int(d) for d in shape)
+    return Tensor(None, shape, T.parse(type), tuple(names) if names else None)
+
+
+def _out(shape, type, names=None) -> Tensor:
+    return Tensor(None, tuple(shape), type, tuple(names) if names is not None else None)
+
+
+def _flat(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from _flat(a)
+
+
+def _to_backend(a, backend):
+    if isinstance(a, Tensor):
+        return a if a.backend is backend else backend.from_tensor(a)
+    if isinstance(a, list):
+        return [_to_backend(x, backend) for x in a]
+    if isinstance(a, tuple):
+        return tuple(_to_backend(x, backend) for x in a)
+    return a
+
+
+def _creation_backend(backend):
+    if backend is not None:
+        return get_backend(backend)
+    ctx = _context.current()
+    return ctx.backend if ctx is not None else default_backend()
+
+
+def dispatch(name: str, out: Tensor, *args, backend=None, **attrs) -> Tensor:
+    """Runs op ``name`` on the backend of its operands (or ``backend`` for creation ops)."""
+    tensors = list(_flat(args))
+    b = pick(tensors) if tensors else _creation_backend(backend)
+    if tensors and builtins.any(t.backend is not b for t in tensors):
+        args = _to_backend(args, b)
+    fn = getattr(b, name, None) or op_method(b, name)
+    return fn(out, *args, **attrs)
+
+
+@dataclass
+class OpSpec:
+    """An op added with :func:`nxpy.extend.register_op`: its ``infer`` rule and, optionally,
+    ``evaluate``, a portable implementation any backend without a kernel of its own uses."""
+    name: str
+    infer: object
+    evaluate: object = None
+    doc: str = ""
+
+
+#: ops added with nxpy.extend.register_op, by name
+OPS: dict[str, OpSpec] = {}
+
+#: names of the built-in ops (filled in by nxpy.ops and the defn layer): a registered op
+#: cannot take one of them
+RESERVED: set[str] = {"dynamic_slice", "cond", "while", "elem", "parameter", "constant",
+                      "tensor"}
+
+
+def fallback(name):
+    """The portable implementation of a registered op, bound as a backend method
+    ``(backend, out, *args, **options) -> Tensor``, or None."""
+    spec = OPS.get(name)
+    if spec is None or spec.evaluate is None:
+        return None
+
+    def run(backend, out, *args, **options):
+        r = spec.evaluate(out, *args, **options)
+        if isinstance(r, Tensor):
+            return r if r.backend is backend else backend.from_tensor(r)
+        arr = np.asarray(r)
+        if arr.shape != out.shape:
+            raise ValueError(f"op {name!r}: evaluate returned shape {arr.shape}, its infer "
+                             f"rule said {out.shape}")
+        return backend.from_numpy(T.convert(arr, out.type), out.type, out.names)
+    return run
+
+
+def op_method(backend: Backend, op: str, needed_by: str = ""):
+    """``backend``'s kernel for ``op`` (a callable ``(out, *args, **options)``): its own
+    method, else the op's portable implementation (``nxpy.extend.register_op(...,
+    evaluate=...)``); a NotImplementedError naming both when there is neither."""
+    fn = getattr(backend, op, None)
+    if fn is not None:
+        return fn
+    fb = fallback(op)
+    if fb is None:
+        raise NotImplementedError(f"backend {backend.name!r} does not implement the op {op!r}"
+                                  f"{needed_by}")
+    return lambda out, *args, **options: fb(backend, out, *args, **options)
+
+
+# ----------------------------------------------------------------------------------------
+# Conversion: values into tensors
+# ----------------------------------------------------------------------------------------
+def to_tensor(x, arg="tensor") -> Tensor:
+    """Tensors pass through; NumPy arrays, numbers and nested lists become tensors."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        return from_numpy(np.asarray(x))
+    if isinstance(x, (_Number, list, tuple)):
+        return tensor(x)
+    raise TypeError(f"expected {arg} to be a tensor, a number or a NumPy array, "
+                    f"got {type(x).__name__}")
+
+
+def _scalar_like(value, type, backend) -> Tensor:
+    return backend.constant(_out((), type), value)
+
+
+def _infer_list_type(data) -> T.Type:
+    arr = np.asarray(data)
+    if arr.dtype == np.bool_:
+        return T.PRED
+    if np.issubdtype(arr.dtype, np.integer):
+        return T.S32
+    if np.issubdtype(arr.dtype, np.floating):
+        return T.F32
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        return T.C64
+    raise TypeError(f"cannot build a tensor from {data!r}: expected numbers or nested "
+                    f"lists of numbers of equal lengths")
+
+
+def _big_ints(arr, data):
+    """``data`` as an object array of Python ints when it holds integers NumPy could not
+    represent as int64 (2**63 and up), else None."""
+    if arr.dtype.kind not in "fO" or not arr.size:
+        return None
+    obj = np.array(data, dtype=object)
+    if obj.shape != arr.shape or not builtins.all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+            for v in obj.flat):
+        return None
+    try:
+        return np.array(data, dtype=np.uint64)
+    except OverflowError:
+        return obj
+
+
+def _wrap_ints(arr, t: T.Type):
+    """Integers (an object or uint64 array) wrapped into integer type ``t``."""
+    info = np.iinfo(t.dtype)
+    lo, n = int(info.min), int(info.max) - int(info.min) + 1
+    return np.array([(int(v) - lo) % n + lo for v in arr.flat], dtype=t.dtype).reshape(arr.shape)
+
+
+def tensor(data, type=None, names=None, backend=None) -> Tensor:
+    """A tensor from a number, nested lists, a NumPy array or another tensor.
+
+    Lists infer s32 for integers, f32 for floats, c64 for complex and pred for bools.
+
+    >>> import nxpy as nx
+    >>> str(nx.tensor([1.5, 2]).type), nx.tensor(3, type="f64").tolist()
+    ('f32', 3.0)
+    """
+    if isinstance(data, Tensor):
+        return data if type is None else as_type(data, type)
+    if isinstance(data, (np.ndarray, np.generic)):
+        arr = np.array(data)  # a copy: tensors are values, later writes to `data` must not show
+        t = T.parse(type) if type is not None else T.from_dtype(arr.dtype)
+    else:
+        try:
+            arr = np.array(data)
+        except ValueError as e:
+            raise ValueError(f"cannot build a tensor from {data!r}: nested lists must have "
+                             f"equal lengths") from e
+        big = _big_ints(arr, data)
+        if big is not None:  # ints beyond int64: NumPy made floats or objects of them
+            if type is None:
+                raise ValueError(f"integer {builtins.max(int(v) for v in big.flat)} does not "
+                                 f"fit in s32: pass a wider type, such as type='u64'")
+            arr = _wrap_ints(big, T.parse(type)) if T.parse(type).is_int else big.astype(np.float64)
+        if arr.dtype == object:
+            raise TypeError(f"cannot build a tensor from {data!r}: expected numbers or "
+                            f"nested lists of numbers of equal lengths")
+        t = T.parse(type) if type is not None else _infer_list_type(arr)
+        if t == T.S32 and type is None and arr.size and (arr.max() > 2**31 - 1 or arr.min() < -2**31):
+            raise ValueError(f"integer {arr.max() if arr.max() > 2**31 - 1 else arr.min()} does "
+                             f"not fit in s32: pass a wider type, such as type='s64'")
+    if arr.dtype != t.dtype:
+        arr = T.convert(arr, t)  # XLA's conversion semantics (saturating, ...)
+    if names is not None and len(names) != arr.ndim:
+        raise ValueError(f"names {list(names)} must have one entry per dim of shape {arr.shape}")
+    b = get_backend(backend) if backend is not None else default_backend()
+    return b.from_numpy(arr, t, tuple(names) if names is not None else None)
+
+
+def from_numpy(array, names=None, backend=None) -> Tensor:
+    """A tensor holding ``array`` (its dtype decides the type)."""
+    array = np.asarray(array)
+    try:
+        t = T.from_dtype(array.dtype)
+    except KeyError:
+        raise TypeError(f"unsupported NumPy dtype {array.dtype}: expected one of "
+                        f"{', '.join(str(x) for x in T.ALL_TYPES)}") from None
+    return tensor(array, t, names, backend)
+
+
+def _shape_arg(shape, op):
+    if isinstance(shape, Tensor):
+        return shape.shape
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{op}: expected a shape (tuple of non-negative ints), got {shape!r}") from None
+    if builtins.any(d < 0 for d in shape):
+        raise ValueError(f"{op}: expected a shape of non-negative ints, got {shape}")
+    return shape
+
+
+def as_type(x, type) -> Tensor:
+    """Converts elementwise to ``type`` (floats to ints truncate; to pred tests non-zero)."""
+    x = to_tensor(x, "x")
+    t = T.parse(type)
+    if t == x.type:
+        return x
+    return dispatch("as_type", _out(x.shape, t, x.names), x)
+
+
+def _binary_operands(a, b):
+    """Tensors for a binary op; Python scalars take the other side's type, weakly."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return a, b
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        if isinstance(a, _Number) and not isinstance(a, np.generic):
+            a = tensor(a)
+        else:
+            a = to_tensor(a, "left operand")
+    if isinstance(a, Tensor) and isinstance(b, _Number) and not isinstance(b, np.generic):
+        return a, _scalar_like(b, T.merge_scalar(a.type, b), pick([a]))
+    if isinstance(b, Tensor) and isinstance(a, _Number) and not isinstance(a, np.generic):
+        return _scalar_like(a, T.merge_scalar(b.type, a), pick([b])), b
+    return to_tensor(a, "left operand"), to_tensor(b, "right operand")
