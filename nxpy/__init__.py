@@ -21,4 +21,4 @@ from .registry import PluginError
 from .mesh import Mesh
 from . import backends, compilers, defn, plugins
 from .defn.compiler import register_compiler
-from .defn.kernel import cond, while_loop
+from .defn.kernel import cond, fori_loop, while_loop

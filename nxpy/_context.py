@@ -26,3 +26,20 @@ def forbid_inside_defn(what: str) -> None:
     if tracing():
         raise RuntimeError(f"{what} is a host-only operation and cannot be called inside a "
                            f"defn; call it outside the defn, or pass the value in as an argument")
+
+
+def grad_depth() -> int:
+    """How many ``grad`` transforms are tracing the function being traced now (markers
+    such as ``stop_grad`` only matter, and are only recorded, when this is above 0)."""
+    return getattr(_local, "grad_depth", 0)
+
+
+class differentiating:
+    """Active while ``grad`` traces the function it differentiates."""
+
+    def __enter__(self):
+        _local.grad_depth = grad_depth() + 1
+        return self
+
+    def __exit__(self, *exc):
+        _local.grad_depth -= 1

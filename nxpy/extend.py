@@ -39,7 +39,7 @@ from .compilers.evaluator import register_eval_rule
 from .compilers.exla.lowering import register_lowering
 from .compilers.spmd import register_spmd_rule
 from .defn.sharding import register_sharding_rule
-from .ops.core import OPS, RESERVED, OpSpec, dispatch, fallback, to_tensor
+from .ops.core import OPS, PRIMITIVES, RESERVED, OpSpec, dispatch, fallback, to_tensor
 from .tensor import Tensor
 
 __all__ = ["OpSpec", "OPS", "register_op", "implement", "fallback", "register_lowering",
@@ -69,7 +69,7 @@ def register_op(name, infer, *, evaluate=None, replace=False):
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"an op name must be an identifier, got {name!r}")
-    builtin = name in RESERVED
+    builtin = name in RESERVED or name in PRIMITIVES
     if (builtin or name in OPS) and not replace:
         raise ValueError(f"op {name!r} already exists"
                          f"{' (a built-in op)' if builtin else ''}; pick another name or pass "

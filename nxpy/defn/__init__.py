@@ -8,7 +8,10 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``tree``        flattening/unflattening of argument and result containers
 ``compiler``    the Compiler protocol and the compiler registry
 ``core``        defn, jit, compile, debug_expr, trace, default_options
-``kernel``      cond, while_loop
+``kernel``      cond, while_loop, fori_loop
+``varying``     which mesh axes each value of a shard_map body varies along
+``grad``        grad, value_and_grad, stop_grad, custom_grad: the reverse-mode transform
+``grad_rules``  the gradient rule of each op
 ``collectives`` all_gather, psum and the other collectives, axis_index, the mesh context
 ``sharding``    sharding specs, splitting/assembling shards, propagation over graphs
 ``shard_jit``   a defn across a device mesh (global view)
@@ -42,13 +45,14 @@ from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_in
 from .compiler import Compiler, register_compiler, register_compiler_factory
 from .core import Compiled, Jit, compile, debug_expr, default_options, defn, jit, trace
 from .expr import EXPR, Expr, Fn
-from .kernel import cond, while_loop
+from .grad import custom_grad, grad, stop_grad, value_and_grad
+from .kernel import cond, fori_loop, while_loop
 from .shard_jit import ShardJit, shard_jit
 from .shard_map import ShardMap, shard_map
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler", "Jit",
            "Compiled", "register_compiler", "register_compiler_factory", "trace", "cond",
-           "while_loop", "Fn", "Expr", "EXPR", "shard_jit", "ShardJit", "shard_map",
+           "while_loop", "fori_loop", "grad", "value_and_grad", "stop_grad", "custom_grad", "Fn", "Expr", "EXPR", "shard_jit", "ShardJit", "shard_map",
            "ShardMap", "sharding", "all_gather", "all_reduce", "psum", "pmax", "pmin",
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
            "ppermute", "shift", "collective_broadcast", "axis_index", "all_slice"]

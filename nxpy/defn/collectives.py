@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 
 from .. import ops as O
-from ..ops.core import check_kind
+from ..ops.core import check_kind, primitive
 from .. import shape as S
 from .. import types as T
 from ..tensor import Tensor
@@ -37,6 +37,7 @@ class mesh_context:
         self.mesh = mesh
         self.propagator = propagator
         self.view = view
+        self.varying: dict = {}  # local view: node id -> the mesh axes its value varies along
 
     def __enter__(self):
         stack = getattr(_local, "stack", None)
@@ -436,6 +437,7 @@ def all_slice(x, axes, slice_dim):
 # ops whose result varies along their axes / stops varying along them
 VARYING_OPS = {"axis_index", "collective_permute", "reduce_scatter", "all_to_all", "all_slice"}
 INVARIANT_OPS = {"all_gather", "all_reduce", "collective_broadcast"}
+primitive("collectives", *VARYING_OPS, *INVARIANT_OPS)
 
 __all__ += ["all_reduce", "psum", "pmax", "pmin", "pmean", "reduce_scatter", "psum_scatter",
             "all_to_all", "collective_permute", "ppermute", "shift", "collective_broadcast",

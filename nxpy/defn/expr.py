@@ -15,7 +15,7 @@ import numpy as np
 from .. import _context
 from ..backend import Backend
 from ..format import format_array
-from ..ops import to_tensor
+from ..ops import primitive, to_tensor
 from ..tensor import Tensor, shape_str
 from ..types import convert
 from . import tree as tree_mod
@@ -23,6 +23,8 @@ from . import tree as tree_mod
 __all__ = ["Expr", "Scope", "Fn", "ExprBackend", "EXPR", "trace_fn", "format_graph"]
 
 _ids = itertools.count()
+
+primitive("graph", "parameter", "elem")
 
 
 class Expr:
@@ -96,9 +98,10 @@ class Fn:
     """A traced function: parameter tensors, flat output tensors with their container
     ``tree``, and the outer nodes it captures."""
 
-    __slots__ = ("params", "outputs", "tree", "scope", "captures", "_nodes", "cache")
+    __slots__ = ("params", "outputs", "tree", "scope", "captures", "_nodes", "cache", "where")
 
     def __init__(self, params, outputs, tree, scope):
+        self.where = None  # where the function was traced from, for error messages
         self.params = params
         self.outputs = outputs
         self.tree = tree

@@ -10,7 +10,10 @@ plain Python control flow.
 """
 from __future__ import annotations
 
+import sys
+
 from .. import _context, ops
+from ..ops import primitive
 from .. import shape as S
 from .. import types as T
 from ..tensor import Tensor
@@ -20,7 +23,9 @@ from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_in
                           ppermute, psum, psum_scatter, reduce_scatter, shift)
 from .expr import EXPR, Expr, trace_fn
 
-__all__ = ["cond", "while_loop", "all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean",
+primitive("control flow", "cond", "while")
+
+__all__ = ["cond", "while_loop", "fori_loop", "all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean",
            "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute", "ppermute",
            "shift", "collective_broadcast", "axis_index", "all_slice"]
 
@@ -95,11 +100,14 @@ def _as_pred(p):
     return p if p.type.is_pred else ops.not_equal(p, 0)
 
 
-def while_loop(cond_fun, body_fun, state):
+def while_loop(cond_fun, body_fun, state, *, max_iterations=None):
     """Runs ``state = body_fun(state)`` while ``cond_fun(state)`` is non-zero.
 
     ``state`` is a tensor or a container (tuple, list, dict) of tensors and numbers; the
     body must return the same structure with the same shapes and types.
+    ``max_iterations=N`` stops the loop after at most ``N`` iterations (a counter is kept
+    beside the state); it also makes the loop differentiable in reverse mode (see
+    :func:`nxpy.defn.grad`), as loops that count to a constant already are.
 
     >>> import nxpy as nx
     >>> from nxpy.defn import jit
@@ -109,9 +117,12 @@ def while_loop(cond_fun, body_fun, state):
     >>> f(5)["acc"].tolist()
     32.0
     """
+    if max_iterations is not None:
+        return _capped_while(cond_fun, body_fun, state, max_iterations)
     leaves, tree = tree_mod.flatten(state)
     if not _context.tracing():
         return _eager_while(cond_fun, body_fun, state, leaves, tree)
+    where = _caller()
     init = [EXPR.lift(x, f"state leaf {i}") for i, x in enumerate(leaves)]
     templates = [(t.shape, t.type, t.names) for t in init]
     parent = _context.current()
@@ -128,8 +139,48 @@ def while_loop(cond_fun, body_fun, state):
         return _check_body_output(out, tree, templates)
 
     b_fn = trace_fn(body_fun, templates, tree=tree, parent=parent, wrap_output=check_body)
+    b_fn.where = f"{where}, body {getattr(body_fun, '__name__', 'function')}"
     outs = EXPR.multi("while", templates, init, fns=(c_fn, b_fn))
     return tree_mod.unflatten(tree, outs)
+
+
+def _caller() -> str:
+    """``file:line`` of the first frame outside nxpy (where a loop was written)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_globals.get("__name__", "").startswith("nxpy."):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "unknown"
+
+
+def _capped_while(cond_fun, body_fun, state, n):
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"while_loop: max_iterations must be a non-negative integer, got {n!r}")
+
+    def capped_cond(s):
+        return ops.logical_and(ops.less(s[1], n), cond_fun(s[0]))
+
+    def counted_body(s):
+        return body_fun(s[0]), s[1] + 1
+
+    return while_loop(capped_cond, counted_body, (state, 0))[0]
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """``val = body_fun(i, val)`` for ``i`` from ``lower`` to ``upper - 1`` (JAX's
+    ``fori_loop``); with integer bounds the loop is differentiable in reverse mode.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jit
+    >>> jit(lambda x: nx.fori_loop(0, 3, lambda i, v: v * 2 + i, x))(nx.tensor(1.0)).tolist()
+    12.0
+    """
+    def cond_fun(s):
+        return ops.less(s[0], upper)
+
+    def body(s):
+        return s[0] + 1, body_fun(s[0], s[1])
+
+    return while_loop(cond_fun, body, (lower, init_val))[1]
 
 
 def _check_body_output(out, tree, templates):

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 from .. import _context
 from ..mesh import Mesh
-from ..ops import to_tensor
+from ..ops import primitive, to_tensor
 from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
-from .collectives import INVARIANT_OPS, VARYING_OPS, current_mesh, mesh_context
+from .collectives import current_mesh, mesh_context
 from .core import jit
 from .expr import EXPR, Expr, trace_fn
+from .varying import analyze
 
 __all__ = ["shard_map", "ShardMap", "spec_to_dict", "varying_axes"]
+
+primitive("control flow", "shard_map")
 
 
 def _partition_spec(spec):
@@ -117,8 +120,15 @@ class ShardMap:
                                      f"[{_fmt_axes(mesh, axes)}])")
             in_sh.append(sh)
         local = [(SH.local_shape(x.shape, s, mesh), x.type, x.names) for x, s in zip(inputs, in_sh)]
-        with mesh_context(mesh, view="local"):
-            body = trace_fn(lambda a: self.fun(*a), local, tree=tree, parent=_context.current())
+        in_axes = [frozenset(a for d in s for a in d) for s in in_sh]
+
+        def run(a, ctx):
+            for p, axes in zip(tree_mod.flatten(a)[0], in_axes):
+                ctx.varying[p.data.id] = axes  # what grad inside the body starts from
+            return self.fun(*a)
+
+        with mesh_context(mesh, view="local") as ctx:
+            body = trace_fn(lambda a: run(a, ctx), local, tree=tree, parent=_context.current())
         out_groups = [1] * len(body.outputs)
         out_sh, templates = [], []
         for i, (spec, o) in enumerate(zip(_per_leaf(self.out_specs, out_groups, "out_specs"),
@@ -127,8 +137,7 @@ class ShardMap:
             out_sh.append(sh)
             templates.append((SH.global_shape(o.shape, sh, mesh), o.type, o.names))
         if self.check_vma:
-            for i, (v, sh) in enumerate(zip(varying_axes(body, [set(a for d in s for a in d)
-                                                                for s in in_sh]), out_sh)):
+            for i, (v, sh) in enumerate(zip(varying_axes(body, in_axes, mesh), out_sh)):
                 missing = v - {a for d in sh for a in d}
                 if missing:
                     raise ValueError(
@@ -149,51 +158,11 @@ def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, **jit_opts) -> 
     return ShardMap(fun, mesh, in_specs, out_specs, check_vma, **jit_opts)
 
 
-def _op_axes(e: Expr):
-    if e.op == "all_gather":
-        return set(e.args[1]["axes"])
-    return set(e.attrs.get("axes", ()))
-
-
-def _inner_varying(fn) -> set:
-    out = set()
-    for e in fn.nodes:
-        if e.op in VARYING_OPS:
-            out |= _op_axes(e)
-        for sub in e.fns:
-            out |= _inner_varying(sub)
-    return out
-
-
-def varying_axes(fn, param_axes, outer=None) -> list[set]:
-    """For each output of ``fn`` (a shard_map body), the mesh axes along which its value may
-    differ between devices: inputs vary along the axes that split them, ``axis_index`` and
-    the permuting collectives add their axes, ``all_gather`` / ``all_reduce`` /
-    ``collective_broadcast`` remove theirs; control flow is treated conservatively."""
-    memo = {p.data.id: set(v) for p, v in zip(fn.params, param_axes)}
-
-    def get(e):
-        if e.id in memo:
-            return memo[e.id]
-        return outer(e) if outer else set()
-
-    for e in fn.nodes:
-        if e.id in memo:
-            continue
-        u = set()
-        for d in e.tensor_args():
-            u |= get(d)
-        if e.op in VARYING_OPS:
-            u |= _op_axes(e)
-        elif e.op in INVARIANT_OPS:
-            u -= _op_axes(e)
-        elif e.fns:
-            for sub in e.fns:
-                u |= _inner_varying(sub)
-                for c in sub.captures:
-                    u |= get(c)
-        memo[e.id] = u
-    return [get(o.data) for o in fn.outputs]
+def varying_axes(fn, param_axes, mesh) -> list[frozenset]:
+    """For each output of ``fn`` (a shard_map body), the mesh axes along which its value
+    varies between devices (see :mod:`nxpy.defn.varying`)."""
+    memo = analyze(fn, param_axes, mesh)
+    return [memo.get(o.data.id, frozenset()) for o in fn.outputs]
 
 
 @SH.register_sharding_rule("elem")

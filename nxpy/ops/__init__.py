@@ -29,8 +29,8 @@ here when nxpy is imported.
 from __future__ import annotations
 
 from ..tensor import Tensor
-from .core import (OPS, RESERVED, OpSpec, as_type, dispatch, fallback, from_numpy, op_method,
-                   template, tensor, to_tensor)
+from .core import (OPS, PRIMITIVES, RESERVED, OpSpec, as_type, dispatch, fallback, from_numpy,
+                   op_method, primitive, template, tensor, to_tensor)
 from .creation import eye, full, iota
 from .contraction import dot, matmul
 from .elementwise import *  # noqa: F401,F403 - the UNARY/BINARY ops, one function each

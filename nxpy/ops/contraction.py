@@ -11,10 +11,12 @@ import builtins
 
 from .. import shape as S, types as T
 from ..tensor import Tensor
-from .core import _axes_of, _binary_operands, _out, dispatch, to_tensor
+from .core import _axes_of, _binary_operands, _out, dispatch, primitive, to_tensor
 from .elementwise import U8, multiply
 
 __all__ = ["dot", "matmul"]
+
+primitive("contraction", "dot")
 
 
 def dot(a, *args) -> Tensor:

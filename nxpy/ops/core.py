@@ -27,7 +27,7 @@ from ..backend import Backend, default_backend, get_backend, pick
 from ..tensor import Tensor
 
 __all__ = ["template", "dispatch", "to_tensor", "tensor", "from_numpy", "as_type",
-           "op_method", "OpSpec", "OPS", "fallback", "RESERVED"]
+           "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive"]
 
 _Number = (numbers.Number, np.generic)
 
@@ -115,10 +115,24 @@ class OpSpec:
 #: ops added with nxpy.extend.register_op, by name
 OPS: dict[str, OpSpec] = {}
 
+#: every built-in op an Expr node can hold (the names ``dispatch`` is called with, and the
+#: defn layer's own: control flow, collectives, parameters), mapped to its family. Each
+#: consumer of ops (backend kernels, lowerings, gradient rules, the importer) is checked
+#: against this table by the tests, so a new op cannot be half added.
+PRIMITIVES: dict[str, str] = {}
+
+
+def primitive(family: str, *names: str) -> None:
+    """Declares ``names`` as built-in ops of ``family``."""
+    for n in names:
+        PRIMITIVES[n] = family
+
 #: names of the built-in ops (filled in by nxpy.ops and the defn layer): a registered op
 #: cannot take one of them
-RESERVED: set[str] = {"dynamic_slice", "cond", "while", "elem", "parameter", "constant",
-                      "tensor"}
+RESERVED: set[str] = set()
+
+
+primitive("conversion", "as_type", "constant", "tensor")
 
 
 def fallback(name):

@@ -10,10 +10,12 @@ from __future__ import annotations
 from .. import shape as S, types as T
 from ..tensor import Tensor
 from .core import (_axes_of, _creation_backend, _out, _scalar_like, _shape_arg, as_type,
-                   dispatch)
+                   dispatch, primitive)
 from .shaping import broadcast, reshape
 
 __all__ = ["iota", "eye", "full"]
+
+primitive("creation", "iota", "eye")
 
 
 def iota(shape, axis=None, type="s32", names=None, backend=None) -> Tensor:

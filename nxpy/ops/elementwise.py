@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import shape as S, types as T
 from ..tensor import Tensor
-from .core import _binary_operands, check_kind, _out, as_type, dispatch, to_tensor
+from .core import _binary_operands, _out, as_type, check_kind, dispatch, primitive, to_tensor
 
 # ----------------------------------------------------------------------------------------
 # Op tables: the elementwise families, one line per op (type rule, accepted kinds).
@@ -54,6 +54,8 @@ BINARY = {
 _ARITH_ON_PRED = {"add", "subtract", "multiply", "pow", "remainder", "quotient"}
 
 U8 = T.Type("u", 8)
+
+primitive("elementwise", *UNARY, *BINARY, "select", "clip", "bitcast")
 
 
 def binary_compute_type(op: str, out: Tensor, a: Tensor, b: Tensor) -> T.Type:

@@ -15,10 +15,12 @@ import numpy as np
 from .. import types as T
 from ..backend import pick
 from ..tensor import Tensor
-from .core import _out, _scalar_like, as_type, dispatch, to_tensor
+from .core import _out, _scalar_like, as_type, dispatch, primitive, to_tensor
 from .shaping import reshape
 
 __all__ = ["slice", "put_slice", "index"]
+
+primitive("indexing", "slice", "dynamic_slice", "put_slice")
 
 
 def _start_indices(x, start_indices, op):

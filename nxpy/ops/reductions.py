@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from .. import shape as S, types as T
 from ..tensor import Tensor
-from .core import _axes_of, check_kind, _out, as_type, dispatch, to_tensor
+from .core import _axes_of, _out, as_type, check_kind, dispatch, primitive, to_tensor
 from .elementwise import divide
 from .shaping import reshape
 
 REDUCTIONS = {"sum": "aggregate", "product": "aggregate", "reduce_max": "same",
               "reduce_min": "same", "all": "pred", "any": "pred"}
+
+primitive("reductions", *REDUCTIONS, "argmax", "argmin")
 
 
 def _reduce(name, x, axes=None, keep_axes=False):

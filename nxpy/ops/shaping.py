@@ -11,10 +11,13 @@ import builtins
 
 from .. import shape as S, types as T
 from ..tensor import Tensor
-from .core import _axes_of, _binary_operands, _out, _shape_arg, as_type, dispatch, to_tensor
+from .core import (_axes_of, _binary_operands, _out, _shape_arg, as_type, dispatch, primitive,
+                   to_tensor)
 
 __all__ = ["reshape", "squeeze", "new_axis", "broadcast", "transpose", "pad", "reverse",
            "concatenate", "stack"]
+
+primitive("shaping", "reshape", "broadcast", "transpose", "pad", "reverse", "concatenate")
 
 
 def reshape(x, shape, names=None) -> Tensor:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import builtins
 
 from .. import shape as S
-from .core import check_kind, _out, dispatch, to_tensor
+from .core import _out, check_kind, dispatch, primitive, to_tensor
 
 __all__ = ["window_sum", "window_max"]
+
+primitive("windows", "window_sum", "window_max")
 
 
 def _window(name, x, window_dimensions, strides, padding, window_dilations):

@@ -1,0 +1,506 @@
+"""Gradient rules: for each op, the cotangents of its inputs given the cotangent of its
+result (reverse mode, as Nx's ``Nx.Defn.Grad`` and JAX's transpose rules).
+
+A rule is ``rule(ctx, e, xs, out, g) -> [cotangent or None, ...]``: ``e`` is the Expr node
+(its options are ``e.attrs``), ``xs`` the forward values of its tensor arguments in the
+order :meth:`Expr.tensor_args` lists them, ``out`` its forward result and ``g`` the
+cotangent of the result; it returns one cotangent per entry of ``xs`` (None: no
+gradient flows there). Rules build their result with the front-end ops, so gradients are
+ordinary Expr graphs. A rule may return a cotangent of the result's shape for an operand
+that was broadcast, and in the result's type: the engine (:mod:`nxpy.defn.grad`) sums it
+back to the operand's shape, converts it to the operand's type and, inside ``shard_map``,
+sums it over the mesh axes along which the operand did not vary. Ops without a gradient
+(comparisons, integer and bitwise ops, argmax, iota, ...) are declared with
+:func:`non_differentiable`; ``tests/test_grad.py`` checks that every op in
+``nxpy.ops.PRIMITIVES`` has one or the other.
+
+Control flow (cond, while, shard_map) and the markers (stop_grad, custom_grad) are
+handled by the engine itself, which replays and differentiates their sub-functions.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from .. import ops as O
+from .. import types as T
+from ..registry import rule_registrar
+from .collectives import all_gather, all_slice, all_to_all, axis_index, psum, reduce_scatter
+from .expr import EXPR
+
+__all__ = ["GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable",
+           "zeros"]
+
+GRAD_RULES: dict = {}
+NON_DIFFERENTIABLE: set = set()
+
+register_grad_rule = rule_registrar(
+    GRAD_RULES, "register_grad_rule", "a gradient rule",
+    """Decorator: ``rule(ctx, e, xs, out, g) -> [cotangent or None per tensor argument]``
+    for the ops named (see :mod:`nxpy.defn.grad_rules`).""")
+
+
+def non_differentiable(*ops: str) -> None:
+    """Declares ``ops`` as having no gradient: their inputs get no cotangent (zero)."""
+    NON_DIFFERENTIABLE.update(ops)
+
+
+def _c(like, value):
+    """The scalar ``value`` in the type of ``like`` (a weak constant)."""
+    return O.full((), value, type=like.type)
+
+
+def zeros(shape, type):
+    return O.broadcast(O.full((), 0, type=type), tuple(shape))
+
+
+def _same(g, like):
+    """``g`` broadcast to the shape of ``like`` (the result of an elementwise op)."""
+    return g if g.shape == like.shape else O.broadcast(g, like.shape)
+
+
+# ----------------------------------------------------------------------------------------
+# Elementwise: d out / d x in terms of x, the result y and the cotangent g (as JAX's
+# JVP rules, so results agree to the last bit where the formulas do)
+# ----------------------------------------------------------------------------------------
+_UNARY = {
+    "negate": lambda x, y, g: O.negate(g),
+    "abs": lambda x, y, g: O.select(O.greater_equal(x, 0), g, O.negate(g)),
+    "exp": lambda x, y, g: g * y,
+    "expm1": lambda x, y, g: g * (y + 1),
+    "log": lambda x, y, g: g / x,
+    "log1p": lambda x, y, g: g / (x + 1),
+    "sqrt": lambda x, y, g: g * (_c(y, 0.5) / y),
+    "rsqrt": lambda x, y, g: g * (_c(y, -0.5) * (y / x)),
+    "cbrt": lambda x, y, g: g * (_c(y, 1 / 3) * (1 / (y * y))),
+    "sin": lambda x, y, g: g * O.cos(x),
+    "cos": lambda x, y, g: O.negate(g * O.sin(x)),
+    "tan": lambda x, y, g: g * (1 + y * y),
+    "asin": lambda x, y, g: g * O.rsqrt(1 - x * x),
+    "acos": lambda x, y, g: g * O.negate(O.rsqrt(1 - x * x)),
+    "atan": lambda x, y, g: g / (1 + x * x),
+    "sinh": lambda x, y, g: g * O.cosh(x),
+    "cosh": lambda x, y, g: g * O.sinh(x),
+    "tanh": lambda x, y, g: (g + g * y) * (1 - y),
+    "asinh": lambda x, y, g: g * O.rsqrt(x * x + 1),
+    "acosh": lambda x, y, g: g * O.rsqrt(x * x - 1),
+    "atanh": lambda x, y, g: (1 / (1 + x)) * (g / (1 - x)),
+    "sigmoid": lambda x, y, g: g * (y * (1 - y)),
+    "erf": lambda x, y, g: _c(y, 2 / math.sqrt(math.pi)) * (g * O.exp(O.negate(x * x))),
+    "erfc": lambda x, y, g: _c(y, -2 / math.sqrt(math.pi)) * (g * O.exp(O.negate(x * x))),
+    "erf_inv": lambda x, y, g: _c(y, math.sqrt(math.pi) / 2) * (g * O.exp(y * y)),
+}
+
+
+def _unary_rule(f):
+    def rule(ctx, e, xs, out, g):
+        (x,) = xs
+        if not out.type.is_inexact:
+            return [None]
+        return [f(O.as_type(x, out.type), out, g)]
+    return rule
+
+
+for _op, _f in _UNARY.items():
+    GRAD_RULES[_op] = _unary_rule(_f)
+non_differentiable("sign", "floor", "ceil", "round", "is_nan", "is_infinity", "bitwise_not",
+                   "logical_not")
+
+
+def _balanced_eq(x, z, y):
+    """JAX's share of a max/min's cotangent for ``x``: 1 where x won alone, 1/2 on a tie."""
+    one = O.select(O.equal(x, z), _c(z, 1), _c(z, 0))
+    return one / O.select(O.equal(y, z), _c(z, 2), _c(z, 1))
+
+
+def _binary(f):
+    def rule(ctx, e, xs, out, g):
+        if not out.type.is_inexact:
+            return [None, None]
+        a, b = (O.as_type(v, out.type) for v in xs)
+        return list(f(a, b, out, g))
+    return rule
+
+
+def _pow(a, b, y, g):
+    # as JAX's rule for integer exponents (0 where b == 0, even at a == 0)
+    ga = g * O.select(O.equal(b, 0), _same(_c(y, 0), y), b * O.pow(a, b - 1))
+    gb = g * (O.log(O.select(O.equal(a, 0), _same(_c(a, 1), a), a)) * y)
+    return ga, gb
+
+
+def _remainder(a, b, y, g):
+    q = a / b
+    return g, O.negate(g) * (O.sign(q) * O.floor(O.abs(q)))
+
+
+_BINARY = {
+    "add": lambda a, b, y, g: (g, g),
+    "subtract": lambda a, b, y, g: (g, O.negate(g)),
+    "multiply": lambda a, b, y, g: (g * b, a * g),
+    "divide": lambda a, b, y, g: (g / b, (O.negate(g) * a) * (1 / (b * b))),
+    "remainder": _remainder,
+    "pow": _pow,
+    "atan2": lambda a, b, y, g: (g * (b / (a * a + b * b)), g * (O.negate(a) / (a * a + b * b))),
+    "max": lambda a, b, y, g: (g * _balanced_eq(a, y, b), g * _balanced_eq(b, y, a)),
+    "min": lambda a, b, y, g: (g * _balanced_eq(a, y, b), g * _balanced_eq(b, y, a)),
+}
+for _op, _f in _BINARY.items():
+    GRAD_RULES[_op] = _binary(_f)
+non_differentiable("quotient", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+                   "right_shift", "equal", "not_equal", "less", "less_equal", "greater",
+                   "greater_equal", "logical_and", "logical_or", "logical_xor")
+
+
+@register_grad_rule("select")
+def _select(ctx, e, xs, out, g):
+    p, _, _ = xs
+    z = _same(_c(g, 0), out)
+    p = _same(O.not_equal(p, 0) if not p.type.is_pred else p, out)
+    return [None, O.select(p, g, z), O.select(p, z, g)]
+
+
+@register_grad_rule("clip")
+def _clip(ctx, e, xs, out, g):
+    # jnp.clip's gradient: clip(x, lo, hi) = min(hi, max(lo, x)), each with JAX's tie rule
+    x, lo, hi = (_same(O.as_type(v, out.type), out) for v in xs)
+    inner = O.max(lo, x)
+    g_inner = g * _balanced_eq(inner, out, hi)
+    return [g_inner * _balanced_eq(x, inner, lo), g_inner * _balanced_eq(lo, inner, x),
+            g * _balanced_eq(hi, out, inner)]
+
+
+@register_grad_rule("as_type")
+def _as_type(ctx, e, xs, out, g):
+    (x,) = xs
+    return [O.as_type(g, x.type) if x.type.is_inexact and out.type.is_inexact else None]
+
+
+non_differentiable("bitcast", "iota", "eye", "constant", "tensor", "parameter", "argmax",
+                   "argmin", "all", "any", "axis_index")
+
+
+# ----------------------------------------------------------------------------------------
+# Shapes and indexing
+# ----------------------------------------------------------------------------------------
+@register_grad_rule("reshape")
+def _reshape(ctx, e, xs, out, g):
+    return [O.reshape(g, xs[0].shape)]
+
+
+@register_grad_rule("broadcast")
+def _broadcast(ctx, e, xs, out, g):
+    (x,) = xs
+    axes = e.attrs["axes"]
+    summed = [d for d in range(len(out.shape)) if d not in axes]
+    summed += [a for i, a in enumerate(axes) if x.shape[i] == 1 and out.shape[a] != 1]
+    r = O.sum(g, axes=sorted(summed)) if summed else g
+    return [O.reshape(r, x.shape)]
+
+
+@register_grad_rule("transpose")
+def _transpose(ctx, e, xs, out, g):
+    axes = e.attrs["axes"]
+    return [O.transpose(g, [axes.index(i) for i in range(len(axes))])]
+
+
+@register_grad_rule("reverse")
+def _reverse(ctx, e, xs, out, g):
+    return [O.reverse(g, e.attrs["axes"])]
+
+
+@register_grad_rule("pad")
+def _pad(ctx, e, xs, out, g):
+    x, _ = xs
+    cfg = e.attrs["config"]
+    unpadded = O.pad(g, 0, [(-lo, -hi, 0) for lo, hi, _ in cfg])
+    gx = O.slice(unpadded, [0] * x.rank, unpadded.shape, [it + 1 for _, _, it in cfg])
+    return [gx, O.sum(g) - O.sum(gx)]
+
+
+def _scatter_strided(g, shape, starts, strides):
+    """``g`` placed in zeros of ``shape`` at ``starts + strides * i`` (the transpose of a
+    strided static slice)."""
+    cfg = []
+    for d, s, st, n in zip(shape, starts, strides, g.shape):
+        if n == 0:
+            return zeros(shape, g.type)
+        cfg.append((s, d - (s + (n - 1) * st + 1), st - 1))
+    return O.pad(g, 0, cfg)
+
+
+@register_grad_rule("slice")
+def _slice(ctx, e, xs, out, g):
+    return [_scatter_strided(g, xs[0].shape, e.attrs["start_indices"], e.attrs["strides"])]
+
+
+@register_grad_rule("dynamic_slice")
+def _dynamic_slice(ctx, e, xs, out, g):
+    x, starts = xs[0], xs[1:]
+    lengths, strides = e.attrs["lengths"], e.attrs["strides"]
+    # spread the strided result over the slice's window, then write it where the (clamped)
+    # slice was read
+    window = _scatter_strided(g, lengths, [0] * x.rank, strides)
+    clamped = [O.clip(s, 0, d - l) for s, d, l in zip(starts, x.shape, lengths)]
+    return [O.put_slice(zeros(x.shape, g.type), clamped, window)] + [None] * len(starts)
+
+
+@register_grad_rule("put_slice")
+def _put_slice(ctx, e, xs, out, g):
+    x, starts, update = xs[0], xs[1:-1], xs[-1]
+    gx = O.put_slice(g, starts, zeros(update.shape, g.type))
+    gu = O.slice(g, starts, update.shape)
+    return [gx] + [None] * len(starts) + [gu]
+
+
+@register_grad_rule("concatenate")
+def _concatenate(ctx, e, xs, out, g):
+    axis, at, cts = e.attrs["axis"], 0, []
+    for x in xs:
+        starts = [0] * g.rank
+        starts[axis] = at
+        lengths = list(g.shape)
+        lengths[axis] = x.shape[axis]
+        cts.append(O.slice(g, starts, lengths))
+        at += x.shape[axis]
+    return cts
+
+
+# ----------------------------------------------------------------------------------------
+# Reductions and contractions
+# ----------------------------------------------------------------------------------------
+def _expand(g, x, axes, keep_axes):
+    """A reduction's cotangent broadcast back over the reduced ``axes`` of ``x``."""
+    kept = g if keep_axes else O.reshape(g, [1 if i in axes else d for i, d in enumerate(x.shape)])
+    return O.broadcast(kept, x.shape)
+
+
+@register_grad_rule("sum")
+def _sum(ctx, e, xs, out, g):
+    return [_expand(g, xs[0], e.attrs["axes"], e.attrs["keep_axes"])]
+
+
+@register_grad_rule("reduce_max", "reduce_min")
+def _reduce_chooser(ctx, e, xs, out, g):
+    (x,) = xs
+    if not x.type.is_inexact:
+        return [None]
+    axes, keep = e.attrs["axes"], e.attrs["keep_axes"]
+    where = O.as_type(O.equal(x, _expand(out, x, axes, keep)), g.type)
+    counts = O.sum(where, axes=axes, keep_axes=keep)
+    return [_expand(g / counts, x, axes, keep) * where]
+
+
+def _exclusive_products(x, axis):
+    """Along ``axis``: the product of the elements before each element, and of those
+    after it (prefix scans by doubling, so zeros need no division)."""
+    n = x.shape[axis]
+
+    def shifted(a, k, forward):
+        cfg = [(0, 0, 0)] * a.rank
+        cfg[axis] = (k, -k, 0) if forward else (-k, k, 0)
+        return O.pad(a, 1, cfg)
+
+    def scan(forward):
+        acc, k = shifted(x, 1, forward), 1
+        while k < n:
+            acc = acc * shifted(acc, k, forward)
+            k *= 2
+        return acc
+    return scan(True), scan(False)
+
+
+@register_grad_rule("product")
+def _product(ctx, e, xs, out, g):
+    (x,) = xs
+    if not out.type.is_inexact:
+        return [None]
+    axes, keep = e.attrs["axes"], e.attrs["keep_axes"]
+    x = O.as_type(x, out.type)
+    rest = [i for i in range(x.rank) if i not in axes]
+    perm = list(axes) + rest
+    moved = O.transpose(x, perm) if perm != list(range(x.rank)) else x
+    flat = O.reshape(moved, (math.prod(x.shape[i] for i in axes),) + tuple(x.shape[i] for i in rest))
+    before, after = _exclusive_products(flat, 0)
+    others = O.reshape(before * after, moved.shape)
+    others = O.transpose(others, [perm.index(i) for i in range(x.rank)]) if perm != list(
+        range(x.rank)) else others
+    return [_expand(g, x, axes, keep) * others]
+
+
+@register_grad_rule("dot")
+def _dot(ctx, e, xs, out, g):
+    a, b = xs
+    t = out.type
+    if not t.is_inexact:
+        return [None, None]
+    a, b = O.as_type(a, t), O.as_type(b, t)
+    ca, ba, cb, bb = (list(e.attrs[k]) for k in ("contract_a", "batch_a", "contract_b", "batch_b"))
+    fa = [i for i in range(a.rank) if i not in ca and i not in ba]
+    fb = [i for i in range(b.rank) if i not in cb and i not in bb]
+    nb = len(ba)
+    g_batch = list(range(nb))
+    g_fa = list(range(nb, nb + len(fa)))
+    g_fb = list(range(nb + len(fa), nb + len(fa) + len(fb)))
+    # d a = g (batch, free_a, free_b) . b (batch_b, contract_b, free_b) over free_b
+    da = O.dot(g, g_fb, g_batch, b, fb, bb)          # dims: batch, free_a, b's contract dims
+    order = ba + fa + [ca[cb.index(j)] for j in sorted(cb)]  # the a dim of each result dim
+    da = O.transpose(da, [order.index(i) for i in range(a.rank)])
+    db = O.dot(g, g_fa, g_batch, a, fa, ba)          # dims: batch, free_b, a's contract dims
+    order = bb + fb + [cb[ca.index(i)] for i in sorted(ca)]
+    db = O.transpose(db, [order.index(j) for j in range(b.rank)])
+    return [da, db]
+
+
+# ----------------------------------------------------------------------------------------
+# Windows
+# ----------------------------------------------------------------------------------------
+@register_grad_rule("window_sum")
+def _window_sum(ctx, e, xs, out, g):
+    (x,) = xs
+    if not out.type.is_inexact:
+        return [None]
+    w, s, pads, dil = (e.attrs[k] for k in ("window_dimensions", "strides", "padding",
+                                            "window_dilations"))
+    cfg = []
+    for d, wd, st, (lo, _), r, n in zip(x.shape, w, s, pads, dil, g.shape):
+        eff = (wd - 1) * r + 1
+        before = eff - 1 - lo
+        after = d + eff - 1 - ((n - 1) * st + 1 if n else 0) - before
+        cfg.append((before, after, st - 1))
+    padded = O.pad(g, 0, cfg)
+    return [O.window_sum(padded, w, strides=1, padding="valid", window_dilations=dil)]
+
+
+@register_grad_rule("window_max")
+def _window_max(ctx, e, xs, out, g):
+    """The cotangent goes to the first maximum of each window (row-major), as XLA's
+    select_and_scatter with ``>=`` (JAX's rule) sends it."""
+    (x,) = xs
+    if not out.type.is_inexact:
+        return [None]
+    w, s, pads, dil = (e.attrs[k] for k in ("window_dimensions", "strides", "padding",
+                                            "window_dilations"))
+    low = O.full((), T.min_value(x.type), type=x.type)
+    xp = O.pad(x, low, [(lo, hi, 0) for lo, hi in pads])
+    offsets = list(itertools.product(*[range(k) for k in w]))
+    lengths = [(n - 1) * st + 1 if n else 0 for n, st in zip(g.shape, s)]
+    picks = [O.slice(xp, [k * r for k, r in zip(off, dil)], lengths, s) for off in offsets]
+    first = O.argmax(O.stack(picks), axis=0, tie_break="low")
+    total = None
+    for i, off in enumerate(offsets):
+        part = O.select(O.equal(first, i), g, _same(_c(g, 0), g))
+        placed = _scatter_strided(part, xp.shape, [k * r for k, r in zip(off, dil)], s)
+        total = placed if total is None else total + placed
+    return [O.slice(total, [lo for lo, _ in pads], x.shape)]
+
+
+# ----------------------------------------------------------------------------------------
+# Collectives (local view). ``ctx.vma(node)`` is the set of mesh axes a value varies
+# along; a collective's input counts as varying along the collective's axes (JAX inserts
+# pvary there), and the engine sums its cotangent back over the axes it did not vary on.
+# ----------------------------------------------------------------------------------------
+def _subgroups(e, mesh):
+    """Whether the op runs over axis_index_groups (groups smaller than its axes)."""
+    groups = e.attrs.get("groups") or e.args[1].get("replica_groups")
+    n = math.prod(mesh.shape[a] for a in _axes_of(e))
+    return len(groups[0]) != n
+
+
+def _axes_of(e):
+    return tuple(e.args[1]["axes"]) if e.op == "all_gather" else tuple(e.attrs["axes"])
+
+
+def _aig(e, mesh):
+    """The axis_index_groups of an op over subgroups, recovered from its replica groups."""
+    axes = _axes_of(e)
+    groups = e.attrs.get("groups") or e.args[1].get("replica_groups")
+    full = mesh.groups(axes)[0]
+    pos = {p: i for i, p in enumerate(full)}
+    first = [g for g in groups if set(g) <= set(full)]
+    return [[pos[p] for p in g] for g in first]
+
+
+@register_grad_rule("all_reduce")
+def _all_reduce(ctx, e, xs, out, g):
+    (x,) = xs
+    if not out.type.is_inexact:
+        return [None]
+    mesh, axes = ctx.mesh, e.attrs["axes"]
+    aig = _aig(e, mesh) if _subgroups(e, mesh) else None
+    if e.attrs["reduction"] == "sum":
+        return [psum(g, axes, axis_index_groups=aig) if aig else g]
+    # pmax / pmin: the cotangent goes to the devices holding the extreme value, shared
+    # equally on ties (as reduce_max's rule); JAX has no rule for these
+    where = O.as_type(O.equal(x, out), g.type)
+    count = psum(where, axes, axis_index_groups=aig)
+    share = psum(g, axes, axis_index_groups=aig) if aig else g
+    return [share * where / count]
+
+
+@register_grad_rule("all_gather")
+def _all_gather(ctx, e, xs, out, g):
+    (x,) = xs
+    o = e.args[1]
+    if o.get("view") != "local":
+        return [g]  # global view: the values do not change
+    if not out.type.is_inexact:
+        return [None]
+    mesh, axes, d, tiled = ctx.mesh, o["axes"], o["all_gather_dim"], o["tiled"]
+    if _subgroups(e, mesh):  # varies between groups: its transpose is a reduce_scatter
+        return [reduce_scatter(g, axes, d, tiled, axis_index_groups=_aig(e, mesh))]
+    if tiled:  # an invariant result: each device takes its own chunk
+        return [all_slice(g, axes, d)]
+    chunk = all_slice(g, axes, d)
+    return [O.reshape(chunk, x.shape)]
+
+
+@register_grad_rule("reduce_scatter")
+def _reduce_scatter(ctx, e, xs, out, g):
+    if not out.type.is_inexact:
+        return [None]
+    mesh = ctx.mesh
+    aig = _aig(e, mesh) if _subgroups(e, mesh) else None
+    return [all_gather(g, all_gather_dim=e.attrs["scatter_dim"], axes=e.attrs["axes"],
+                       tiled=e.attrs["tiled"], axis_index_groups=aig)]
+
+
+@register_grad_rule("all_to_all")
+def _all_to_all(ctx, e, xs, out, g):
+    if not out.type.is_inexact:
+        return [None]
+    mesh = ctx.mesh
+    aig = _aig(e, mesh) if _subgroups(e, mesh) else None
+    a = e.attrs
+    return [all_to_all(g, a["axes"], a["concat_axis"], a["split_axis"], a["tiled"],
+                       axis_index_groups=aig)]
+
+
+@register_grad_rule("collective_permute")
+def _collective_permute(ctx, e, xs, out, g):
+    if not out.type.is_inexact:
+        return [None]
+    inverse = [(d, s) for s, d in e.attrs["pairs"]]
+    return [EXPR.node("collective_permute", O.template(g.shape, g.type), g,
+                      axes=e.attrs["axes"], pairs=inverse)]
+
+
+@register_grad_rule("collective_broadcast")
+def _collective_broadcast(ctx, e, xs, out, g):
+    if not out.type.is_inexact:
+        return [None]
+    source = e.attrs["source"]
+    here = O.equal(axis_index(e.attrs["axes"]), source)
+    return [O.select(here, g, _same(_c(g, 0), g))]
+
+
+@register_grad_rule("all_slice")
+def _all_slice(ctx, e, xs, out, g):
+    (x,) = xs
+    if not out.type.is_inexact:
+        return [None]
+    d = e.attrs["slice_dim"]
+    starts = [0] * x.rank
+    starts[d] = axis_index(e.attrs["axes"]) * g.shape[d]
+    return [O.put_slice(zeros(x.shape, g.type), starts, g)]
+

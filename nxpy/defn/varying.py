@@ -1,0 +1,107 @@
+"""Which mesh axes each value of a ``shard_map`` body varies along (JAX's "varying manual
+axes"): a body's inputs vary along the axes that split them; ``axis_index`` and the
+collectives that leave each device a different part (``reduce_scatter``, ``all_to_all``,
+``collective_permute``, ``all_slice``) add their axes; ``all_reduce``, ``all_gather`` and
+``collective_broadcast`` over whole axes remove theirs (over axis_index_groups the result
+still differs between groups); any other op varies along the union of its operands'
+axes; ``cond`` adds its predicate's axes, ``while_loop`` iterates to a fixed point.
+
+``shard_map`` uses it to check ``out_specs``; ``grad`` to transpose collectives and to
+sum a cotangent over the axes along which its value was used as a replicated copy.
+"""
+from __future__ import annotations
+
+import math
+
+from .expr import Expr
+
+__all__ = ["analyze", "analyze_nodes", "op_axes", "over_subgroups"]
+
+
+def op_axes(e: Expr) -> frozenset:
+    """The mesh axes a collective works over."""
+    if e.op == "all_gather":
+        return frozenset(e.args[1]["axes"])
+    return frozenset(e.attrs.get("axes", ()))
+
+
+def over_subgroups(e: Expr, mesh) -> bool:
+    """Whether a collective runs over axis_index_groups (groups smaller than its axes)."""
+    groups = e.args[1]["replica_groups"] if e.op == "all_gather" else e.attrs.get("groups")
+    if groups is None:
+        return False
+    return len(groups[0]) != math.prod(mesh.shape[a] for a in op_axes(e))
+
+
+_ADD = {"axis_index", "reduce_scatter", "all_to_all", "collective_permute", "all_slice"}
+_REMOVE = {"all_reduce", "all_gather", "collective_broadcast"}
+
+
+def analyze(fn, param_axes, mesh, outer=None, memo=None) -> dict:
+    """``{node id: frozenset of mesh axes}`` for the nodes of ``fn`` (and of its
+    sub-functions), given the axes of each parameter; ``outer(node)`` answers for values
+    captured from enclosing scopes (default: invariant)."""
+    memo = {} if memo is None else memo
+    for p, axes in zip(fn.params, param_axes):
+        memo[p.data.id] = frozenset(axes)
+    return analyze_nodes(fn.nodes, mesh, outer, memo)
+
+
+def analyze_nodes(nodes, mesh, outer=None, memo=None) -> dict:
+    """:func:`analyze` for a list of nodes in topological order (parameters already in
+    ``memo``)."""
+    memo = {} if memo is None else memo
+
+    def get(x):
+        if x.id in memo:
+            return memo[x.id]
+        return outer(x) if outer is not None else frozenset()
+
+    for e in nodes:
+        if e.id not in memo:
+            memo[e.id] = _node(e, get, mesh, memo)
+    return memo
+
+
+def _forget(fn, memo):
+    for n in fn.nodes:
+        memo.pop(n.id, None)
+        for f in n.fns:
+            _forget(f, memo)
+
+
+def _node(e, get, mesh, memo):
+    if e.op == "elem":
+        return get(e.args[0])[e.attrs["index"]]
+    args = e.tensor_args()
+    u = frozenset().union(*(get(a) for a in args)) if args else frozenset()
+    if e.op in _ADD:
+        return u | op_axes(e)
+    if e.op in _REMOVE:
+        if e.op == "all_gather" and e.args[1].get("view") != "local":
+            return u
+        return u | op_axes(e) if over_subgroups(e, mesh) else u - op_axes(e)
+    if e.op == "cond":
+        outs = []
+        for f in e.fns:
+            analyze(f, [], mesh, get, memo)
+            outs.append([get(o.data) for o in f.outputs])
+        return [u.union(*parts) for parts in zip(*outs)]
+    if e.op == "while":
+        c_fn, b_fn = e.fns
+        carry = [get(a) for a in e.args[0]]
+        while True:  # grows monotonically, so at most one round per mesh axis
+            _forget(c_fn, memo)
+            _forget(b_fn, memo)
+            analyze(c_fn, carry, mesh, get, memo)
+            analyze(b_fn, carry, mesh, get, memo)
+            pred = get(c_fn.outputs[0].data)
+            new = [c | get(o.data) | pred for c, o in zip(carry, b_fn.outputs)]
+            if new == carry:
+                return carry
+            carry = new
+    if e.fns:  # any other op with sub-functions: what they capture counts as an operand
+        for f in e.fns:
+            for c in f.captures:
+                u |= get(c)
+    return u
