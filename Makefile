@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test roundtrip demo bench clean
+.PHONY: test roundtrip demo train bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ roundtrip: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
+
+train: $(STAMP)
+	$(PY) examples/train.py
 
 bench: $(STAMP)
 	$(PY) -m bench

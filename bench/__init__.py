@@ -1,7 +1,7 @@
 """nxpy's benchmarks: nxpy and JAX side by side in one process, reported as ratios.
 
-Run ``python -m bench`` (about a minute and a half) or ``python -m bench --quick``
-(about 15 seconds, noisier). nxpy starts the XLA client first, so both use one CPU
+Run ``python -m bench`` (about two minutes) or ``python -m bench --quick``
+(about 20 seconds, noisier). nxpy starts the XLA client first, so both use one CPU
 client with nxpy's device count (``NXPY_CPU_DEVICES``, default 8).
 
 Cases live in the modules listed in :data:`CASE_MODULES`; each registers itself with
@@ -16,7 +16,7 @@ from .core import REGISTRY, Case, Config, Pair, Skip, case
 __all__ = ["CASE_MODULES", "load_cases", "REGISTRY", "Case", "Config", "Pair", "Skip", "case"]
 
 # Modules defining cases, in table order. Import them only after core.start_xla().
-CASE_MODULES = ["bench.single_device", "bench.sharded"]
+CASE_MODULES = ["bench.single_device", "bench.grad", "bench.sharded"]
 
 
 def load_cases() -> dict[str, Case]:

@@ -12,6 +12,8 @@ An op is described once (its shape/type rule) and implemented per backend or com
   :func:`register_sharding_rule` (sharding propagation in ``shard_jit``) add or override
   how a compiler treats an op. nxpy's own collectives are registered with these same
   rule registries.
+* :func:`register_grad_rule` makes an op differentiable by ``nxpy.defn.grad``
+  (:func:`non_differentiable` declares that it has no gradient).
 
 This module is a facade over the layers that own each registry (the op table in
 :mod:`nxpy.ops.core`, the rule tables of the compilers and of sharding propagation), so
@@ -38,12 +40,14 @@ from .backend import get_backend
 from .compilers.evaluator import register_eval_rule
 from .compilers.exla.lowering import register_lowering
 from .compilers.spmd import register_spmd_rule
+from .defn.grad_rules import non_differentiable, register_grad_rule
 from .defn.sharding import register_sharding_rule
 from .ops.core import OPS, PRIMITIVES, RESERVED, OpSpec, dispatch, fallback, to_tensor
 from .tensor import Tensor
 
 __all__ = ["OpSpec", "OPS", "register_op", "implement", "fallback", "register_lowering",
-           "register_eval_rule", "register_spmd_rule", "register_sharding_rule", "template_of"]
+           "register_eval_rule", "register_spmd_rule", "register_sharding_rule",
+           "register_grad_rule", "non_differentiable", "template_of"]
 
 
 def template_of(result) -> Tensor:

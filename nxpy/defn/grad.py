@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from .. import _context
 from .. import ops as O
 from .. import types as T
@@ -142,7 +144,9 @@ def _zeros_like(x):
 
 
 def _differentiable(x) -> bool:
-    return x.type.is_float
+    """Floating-point and complex values carry cotangents (for complex values with JAX's
+    convention: the rules transpose without conjugating); integers and pred do not."""
+    return x.type.is_inexact
 
 
 class Backprop:
@@ -239,7 +243,7 @@ class Backprop:
         c_fn, b_fn = e.fns
         init = self.value(e.args[0])
         k = len(init)
-        bufs = [zeros((n,) + tuple(t.shape), t.type) for t in init]
+        bufs = [zeros((max(n, 1),) + tuple(t.shape), t.type) for t in init]
 
         def cond_fun(state):
             (p,) = self.inline(c_fn, list(state[:k]))
@@ -252,7 +256,7 @@ class Backprop:
             return tuple(self.inline(b_fn, carry)) + (i + 1,) + tuple(kept)
 
         outs = while_loop(cond_fun, body_fun, tuple(init) + (O.tensor(0),) + tuple(bufs))
-        self.aug[e.id] = (outs[k], list(outs[k + 1:]))
+        self.aug[e.id] = (n, outs[k], list(outs[k + 1:]))
         return outs[0].data.args[0]
 
     # --- the backward pass ---------------------------------------------------------------
@@ -304,8 +308,9 @@ class Backprop:
             return
         rule = GRAD_RULES.get(e.op)
         if rule is None:
-            raise NotImplementedError(f"grad: the op {e.op!r} has no gradient rule (register "
-                                      f"one with nxpy.defn.grad_rules.register_grad_rule)")
+            raise NotImplementedError(f"grad: the op {e.op!r} has no gradient rule (give it "
+                                      f"one with nxpy.extend.register_grad_rule, or declare "
+                                      f"it with nxpy.extend.non_differentiable)")
         xs_f = e.tensor_args()
         cts = rule(self.ctx, e, [self.fwd(x) for x in xs_f], self.fwd(e), g)
         self._accumulate(e, xs_f, cts, ct, dep)
@@ -379,12 +384,14 @@ class Backprop:
         def branch(fn):
             def run():
                 sub = Backprop(fn, parent=self)
-                sub.replay()
+                wanted = [c.id for c in caps]
+                sub_dep = sub.depends(wanted)
+                sub.replay(sub_dep)
                 seeds = {}
                 for o, g in zip(fn.outputs, gs):
                     if g is not None and _differentiable(o):
                         _add(seeds, o.data.id, g)
-                cts = sub.backward(seeds, [c.id for c in caps])
+                cts = sub.backward(seeds, wanted, sub_dep)
                 return tuple(cts.get(c.id) if cts.get(c.id) is not None else _zeros_like(c)
                              for c in caps)
             return run
@@ -406,26 +413,29 @@ class Backprop:
                 f"bound on its number of iterations known while tracing. Use fori_loop (or "
                 f"a while_loop whose state holds a counter that starts at a constant, steps "
                 f"by a constant and is compared with a constant), or pass max_iterations=N")
-        counter, bufs = self.aug[e.id]
+        bound, count, bufs = self.aug[e.id]
         outs_t = [Tensor(None, *e.outs[i]) for i in range(k)]
-        state0 = ([counter] + [gs[i] if gs[i] is not None else _zeros_like(outs_t[i])
-                               for i in diff] + [_zeros_like(c) for c in caps])
+        state0 = ([O.tensor(0)] + [gs[i] if gs[i] is not None else _zeros_like(outs_t[i])
+                                   for i in diff] + [_zeros_like(c) for c in caps])
 
+        # a counting loop (0 up to the forward loop's bound, stopping at its actual count),
+        # so that it is itself differentiable: second derivatives through loops
         def cond_fun(state):
-            return O.greater(state[0], 0)
+            return O.logical_and(O.less(state[0], bound), O.less(state[0], count))
 
         def body_fun(state):
-            j = state[0] - 1
+            j = count - 1 - state[0]
             carry = [O.reshape(O.slice(b, [j] + [0] * t.rank, (1,) + tuple(t.shape)), t.shape)
                      for b, t in zip(bufs, outs_t)]
             sub = Backprop(b_fn, {p.data.id: v for p, v in zip(b_fn.params, carry)},
                            parent=self)
-            sub.replay()
+            wanted = [b_fn.params[i].data.id for i in diff] + [c.id for c in caps]
+            sub_dep = sub.depends(wanted)
+            sub.replay(sub_dep)
             seeds = {}
             for n, i in enumerate(diff):
                 _add(seeds, b_fn.outputs[i].data.id, state[1 + n])
-            wanted = [b_fn.params[i].data.id for i in diff] + [c.id for c in caps]
-            cts = sub.backward(seeds, wanted)
+            cts = sub.backward(seeds, wanted, sub_dep)
             new_ct = []
             for n, i in enumerate(diff):
                 c = cts.get(b_fn.params[i].data.id)
@@ -434,7 +444,7 @@ class Backprop:
             for n, c in enumerate(caps):
                 acc = state[1 + len(diff) + n]
                 new_caps.append(acc + cts[c.id] if cts.get(c.id) is not None else acc)
-            return (j,) + tuple(new_ct) + tuple(new_caps)
+            return (state[0] + 1,) + tuple(new_ct) + tuple(new_caps)
 
         out = while_loop(cond_fun, body_fun, tuple(state0))
         init_cts = [None] * k
@@ -465,7 +475,9 @@ class Backprop:
             vma = analyze(body, in_axes, mesh)
             sub = Backprop(body, {p.data.id: x for p, x in zip(body.params, xs)}, vma=vma,
                            mesh=mesh, keep=self.keep)
-            sub.replay()
+            wanted = [body.params[i].data.id for i in want]
+            sub_dep = sub.depends(wanted)
+            sub.replay(sub_dep)
             seeds = {}
             for o, g, spec in zip(body.outputs, gs_local, out_specs):
                 if not _differentiable(o):
@@ -477,7 +489,7 @@ class Backprop:
                 if have - named:  # declared replicated, yet varying (check_vma=False)
                     g = g / _axes_size(mesh, have - named)
                 _add(seeds, o.data.id, g)
-            cts = sub.backward(seeds, [body.params[i].data.id for i in want])
+            cts = sub.backward(seeds, wanted, sub_dep)
             out = []
             for i in want:
                 c = cts.get(body.params[i].data.id)
@@ -550,11 +562,18 @@ def _bound_of(pred, e, c_fn, b_fn):
     step = _step(b_fn, j)
     if limit is None or start is None or step is None or step == 0:
         return None
-    i, n, cmp = start, 0, _COMPARE[op]
-    while cmp(i, limit):
-        i, n = i + step, n + 1
-        if n > _MAX_TRIPS:
-            return None
+    # count in the counter's own type, as the loop will (0.1 added in f32 is not 0.1)
+    dt = e.outs[j][1].dtype
+    i, step, limit = np.asarray(start, dt), np.asarray(step, dt), np.asarray(limit, dt)
+    n, cmp = 0, _COMPARE[op]
+    with np.errstate(all="ignore"):
+        while cmp(i, limit):
+            nxt = np.asarray(i + step, dt)
+            if nxt == i:
+                return None  # the counter stopped moving (it saturated or lost precision)
+            i, n = nxt, n + 1
+            if n > _MAX_TRIPS:
+                return None
     return n
 
 
@@ -653,13 +672,20 @@ def _differentiate(fun, args, kwargs, argnums, has_aux):
 
     mesh_ctx = current_mesh()
     local = mesh_ctx is not None and mesh_ctx.view == "local"
-    with _context.differentiating():
-        fn = trace_fn(call, [(t.shape, t.type, t.names) for t in leaves], tree=tree,
-                      parent=_context.current())
-    vma = None
     if local:
         get = _vma_of(mesh_ctx)
-        vma = analyze(fn, [get(t.data) for t in leaves], mesh_ctx.mesh, get)
+        leaf_axes = [get(t.data) for t in leaves]
+
+    def traced(selected):
+        if local:  # a grad inside this one asks about these parameters
+            for p, axes in zip(tree_mod.flatten(selected)[0], leaf_axes):
+                mesh_ctx.varying[p.data.id] = axes
+        return call(selected)
+
+    with _context.differentiating():
+        fn = trace_fn(traced, [(t.shape, t.type, t.names) for t in leaves], tree=tree,
+                      parent=_context.current())
+    vma = analyze(fn, leaf_axes, mesh_ctx.mesh, get) if local else None
     bp = Backprop(fn, {p.data.id: x for p, x in zip(fn.params, leaves)}, vma=vma,
                   mesh=mesh_ctx.mesh if local else None, keep=_context.grad_depth() > 0)
     wanted = [p.data.id for p in fn.params]

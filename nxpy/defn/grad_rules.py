@@ -97,6 +97,9 @@ def _unary_rule(f):
         (x,) = xs
         if not out.type.is_inexact:
             return [None]
+        if x.type.is_complex and not out.type.is_complex:
+            raise NotImplementedError(f"grad: the gradient of {e.op} of a complex value is "
+                                      f"not supported yet")
         return [f(O.as_type(x, out.type), out, g)]
     return rule
 
@@ -122,9 +125,18 @@ def _binary(f):
     return rule
 
 
+def _constant_of(t):
+    e = t.data
+    return e.attrs["value"].item() if getattr(e, "op", None) == "constant" else None
+
+
 def _pow(a, b, y, g):
     # as JAX's rule for integer exponents (0 where b == 0, even at a == 0)
-    ga = g * O.select(O.equal(b, 0), _same(_c(y, 0), y), b * O.pow(a, b - 1))
+    k = _constant_of(b)
+    if k is not None:  # a constant exponent (x ** 2): no select, k - 1 folded here
+        ga = _same(_c(y, 0), y) if k == 0 else g * (_c(y, k) * O.pow(a, _c(y, k - 1)))
+    else:
+        ga = g * O.select(O.equal(b, 0), _same(_c(y, 0), y), b * O.pow(a, b - 1))
     gb = g * (O.log(O.select(O.equal(a, 0), _same(_c(a, 1), a), a)) * y)
     return ga, gb
 

@@ -25,7 +25,7 @@ from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import mesh_context
-from .core import _resolve, trace
+from .core import Jit, _resolve, trace
 
 __all__ = ["shard_jit", "ShardJit", "ShardedExecutable"]
 
@@ -73,7 +73,7 @@ class ShardJit:
             raise TypeError(f"shard_jit: expected mesh to be an nx.Mesh, got {mesh!r}")
         if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
             SH.normalize_list(input_shardings, 0)
-        self.fun = getattr(fun, "fun", fun)
+        self.fun = fun.fun if isinstance(fun, Jit) else fun  # a jit inside shard_jit: its function
         self.mesh = mesh
         self.input_shardings = list(input_shardings)
         self.output_shardings_spec = output_shardings

@@ -89,7 +89,7 @@ def _node(e, get, mesh, memo):
         return [u.union(*parts) for parts in zip(*outs)]
     if e.op == "while":
         c_fn, b_fn = e.fns
-        carry = [get(a) for a in e.args[0]]
+        carry = [get(a.data) for a in e.args[0]]
         while True:  # grows monotonically, so at most one round per mesh axis
             _forget(c_fn, memo)
             _forget(b_fn, memo)
