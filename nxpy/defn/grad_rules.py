@@ -1,5 +1,8 @@
 """Gradient rules: for each op, the cotangents of its inputs given the cotangent of its
-result (reverse mode, as Nx's ``Nx.Defn.Grad`` and JAX's transpose rules).
+result (reverse mode, as Nx's ``Nx.Defn.Grad`` and JAX's transpose rules). This module
+holds the rules of the base op set and of the collectives; the table itself,
+``nxpy.ops.core.GRAD_RULES``, lives with the ops, so an op family may register its rules
+next to its definition.
 
 A rule is ``rule(ctx, e, xs, out, g) -> [cotangent or None, ...]``: ``e`` is the Expr node
 (its options are ``e.attrs``), ``xs`` the forward values of its tensor arguments in the
@@ -24,26 +27,12 @@ import math
 
 from .. import ops as O
 from .. import types as T
-from ..registry import rule_registrar
+from ..ops.core import GRAD_RULES, NON_DIFFERENTIABLE, non_differentiable, register_grad_rule
 from .collectives import all_gather, all_slice, all_to_all, axis_index, psum, reduce_scatter
 from .expr import EXPR
 
 __all__ = ["GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable",
            "zeros"]
-
-GRAD_RULES: dict = {}
-NON_DIFFERENTIABLE: set = set()
-
-register_grad_rule = rule_registrar(
-    GRAD_RULES, "register_grad_rule", "a gradient rule",
-    """Decorator: ``rule(ctx, e, xs, out, g) -> [cotangent or None per tensor argument]``
-    for the ops named (see :mod:`nxpy.defn.grad_rules`).""")
-
-
-def non_differentiable(*ops: str) -> None:
-    """Declares ``ops`` as having no gradient: their inputs get no cotangent (zero)."""
-    NON_DIFFERENTIABLE.update(ops)
-
 
 def _c(like, value):
     """The scalar ``value`` in the type of ``like`` (a weak constant)."""

@@ -24,10 +24,12 @@ import numpy as np
 
 from .. import _context, shape as S, types as T
 from ..backend import Backend, default_backend, get_backend, pick
+from ..registry import rule_registrar
 from ..tensor import Tensor
 
 __all__ = ["template", "dispatch", "to_tensor", "tensor", "from_numpy", "as_type",
-           "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive"]
+           "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
+           "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable"]
 
 _Number = (numbers.Number, np.generic)
 
@@ -126,6 +128,24 @@ def primitive(family: str, *names: str) -> None:
     """Declares ``names`` as built-in ops of ``family``."""
     for n in names:
         PRIMITIVES[n] = family
+
+
+#: each op's gradient rule (``nxpy.defn.grad`` runs them; the rule protocol is described in
+#: :mod:`nxpy.defn.grad_rules`). The table lives with the ops so that an op family can
+#: register its rules next to its definition.
+GRAD_RULES: dict = {}
+#: ops without a gradient (their inputs get no cotangent)
+NON_DIFFERENTIABLE: set = set()
+
+register_grad_rule = rule_registrar(
+    GRAD_RULES, "register_grad_rule", "a gradient rule",
+    """Decorator: ``rule(ctx, e, xs, out, g) -> [cotangent or None per tensor argument]``
+    for the ops named (see :mod:`nxpy.defn.grad_rules`).""")
+
+
+def non_differentiable(*ops: str) -> None:
+    """Declares ``ops`` as having no gradient: their inputs get no cotangent (zero)."""
+    NON_DIFFERENTIABLE.update(ops)
 
 #: names of the built-in ops (filled in by nxpy.ops and the defn layer): a registered op
 #: cannot take one of them

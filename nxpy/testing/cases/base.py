@@ -1,73 +1,17 @@
-"""The conformance kit's cases: every op of the op set on several shapes and types.
-
-A case is a name, a function of nxpy tensors, and its inputs (NumPy arrays). The
-reference result is the NumPy backend running the same function eagerly; a target
-(a backend run eagerly, or a compiler running the function as a defn) must match it.
-
->>> len(CASES) > 150
-True
->>> sorted({c.op for c in CASES}) == sorted(OP_SET)
-True
-"""
+"""The base op set's cases (elementwise, reductions, shapes, indexing, dot, windows,
+creation, control flow)."""
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import ops as O
+from ... import ops as O
+from .core import Case, _arr, _tol
 
-__all__ = ["Case", "CASES", "OP_SET"]
+__all__ = ["CASES", "OPS"]
 
-
-@dataclass(frozen=True)
-class Case:
-    op: str                       # the op of the op set this case exercises
-    fn: object                    # fn(nx, *tensors) -> tensor or container
-    inputs: tuple                 # NumPy arrays
-    label: str = ""
-    tol: float = 0.0              # relative tolerance (0: exact)
-    kwargs: dict = field(default_factory=dict)
-
-    @property
-    def id(self):
-        types = ",".join(str(a.dtype) for a in self.inputs)
-        shapes = ",".join("x".join(map(str, a.shape)) or "scalar" for a in self.inputs)
-        return f"{self.op}[{self.label or types}:{shapes}]"
-
-
-def _arr(shape, dtype, lo=-3, hi=3, seed=0, nonzero=False):
-    rng = np.random.default_rng(seed + hash((shape, str(dtype))) % 1000)
-    dt = np.dtype(dtype) if dtype != "bf16" else None
-    if dtype == "bf16":
-        import ml_dtypes
-        return rng.uniform(lo, hi, shape).astype(ml_dtypes.bfloat16)
-    if dt.kind == "b":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dt.kind in "iu":
-        lo = max(lo, 0) if dt.kind == "u" else lo
-        a = rng.integers(lo, hi + 1, shape).astype(dt)
-        if nonzero:
-            a[a == 0] = 1
-        return a
-    if dt.kind == "c":
-        return (rng.uniform(lo, hi, shape) + 1j * rng.uniform(lo, hi, shape)).astype(dt)
-    a = rng.uniform(lo, hi, shape).astype(dt)
-    if nonzero:
-        a[np.abs(a) < 0.1] = 0.5
-    return a
-
-
-_FLOATS = ["float32", "float64", "float16"]
-_INTS = ["int32", "int8", "uint16", "int64"]
 _DOMAIN = {"log": (0.1, 4), "log1p": (0, 4), "sqrt": (0, 4), "rsqrt": (0.1, 4), "asin": (-0.9, 0.9),
            "acos": (-0.9, 0.9), "atanh": (-0.9, 0.9), "acosh": (1.1, 4), "erf_inv": (-0.9, 0.9),
            "exp": (-2, 2), "expm1": (-2, 2), "sinh": (-2, 2), "cosh": (-2, 2), "tan": (-1, 1)}
-_LOOSE = {"float16": 2e-3, "bfloat16": 2e-2}
-
-
-def _tol(dtype, base=1e-5):
-    return _LOOSE.get(str(np.dtype(dtype)) if dtype != "bf16" else "bfloat16", base)
 
 
 def _unary_cases():
@@ -197,7 +141,7 @@ def _other_cases():
 
 
 CASES = _unary_cases() + _binary_cases() + _reduction_cases() + _other_cases()
-OP_SET = (sorted(O.UNARY) + sorted(O.BINARY) + sorted(O.REDUCTIONS) + [
+OPS = (sorted(O.UNARY) + sorted(O.BINARY) + sorted(O.REDUCTIONS) + [
     "argmax", "argmin", "select", "clip", "as_type", "bitcast", "reshape", "broadcast", "transpose",
     "pad", "reverse", "slice", "dynamic_slice", "put_slice", "concatenate", "dot", "window_sum",
     "window_max", "iota", "eye", "constant", "cond", "while"])

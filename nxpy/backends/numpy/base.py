@@ -1,22 +1,19 @@
-"""The NumPy backend: the reference eager backend and the default one (Nx.BinaryBackend).
-
-Its semantics are XLA's wherever NumPy differs (rounding half away from zero, integer
-division by zero, shifts past the bit width, saturating float→int conversion), so
-the Evaluator and EXLA agree exactly.
-"""
+"""The NumPy backend's kernels for the base op set (elementwise, shapes, indexing,
+reductions, dot, windows), and the helpers every kernel family uses (``_wrap``: a
+result in the output template's type and shape)."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from .. import types as T
-from ..backend import Backend, register_backend_factory
-from ..ops import binary_compute_type
-from ..tensor import Tensor
-from ..types import HALF_DTYPES, compute_dtype, convert
+from ... import types as T
+from ...backend import Backend
+from ...ops import binary_compute_type
+from ...tensor import Tensor
+from ...types import HALF_DTYPES, compute_dtype, convert
 
-__all__ = ["NumpyBackend"]
+__all__ = ["BaseKernels"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -202,11 +199,8 @@ BINARY_NP = {
 _F32 = np.dtype(np.float32)
 
 
-class NumpyBackend(Backend):
-    """Eager ops on NumPy arrays, in the output type ``out`` says."""
-
-    name = "numpy"
-    priority = 0
+class BaseKernels(Backend):
+    """Eager ops on NumPy arrays, in the output type ``out`` says: the base op set."""
 
     def _wrap(self, out: Tensor, arr) -> Tensor:
         arr = np.asarray(arr)
@@ -418,9 +412,7 @@ def _binary_method(name):
 
 
 for _n in UNARY_NP:
-    setattr(NumpyBackend, _n, _unary_method(_n))
+    setattr(BaseKernels, _n, _unary_method(_n))
 for _n in BINARY_NP:
-    setattr(NumpyBackend, _n, _binary_method(_n))
+    setattr(BaseKernels, _n, _binary_method(_n))
 del _n
-
-register_backend_factory("numpy", NumpyBackend)
