@@ -1,0 +1,62 @@
+"""NumPy kernels of the index-tensor ops (gather, indexed_add, indexed_put), with XLA's
+out-of-bounds rules: gather clamps each coordinate into its axis; a scatter skips an
+update whose coordinates are not all in bounds.
+
+>>> import nxpy as nx
+>>> nx.gather(nx.tensor([10, 20, 30]), nx.tensor([[-1], [1], [7]])).tolist()
+[10, 20, 30]
+>>> nx.indexed_add(nx.tensor([0, 0]), nx.tensor([[1], [5], [1]]), nx.tensor([1, 100, 2])).tolist()
+[0, 3]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...backend import Backend
+from ...types import convert
+
+__all__ = ["IndexingKernels"]
+
+
+def _coords(indices, shape, axes):
+    """``indices`` (..., k) as k int64 coordinate arrays (the index dim taken apart)."""
+    idx = np.asarray(indices).astype(np.int64) if np.asarray(indices).dtype != np.uint64 else \
+        np.minimum(np.asarray(indices), np.iinfo(np.int64).max).astype(np.int64)
+    return [idx[..., j] for j in range(len(axes))]
+
+
+class IndexingKernels(Backend):
+    """gather, indexed_add and indexed_put on NumPy arrays."""
+
+    def gather(self, out, x, indices, axes):
+        a = np.moveaxis(x.data, list(axes), list(range(len(axes))))
+        cols = [np.clip(c, 0, max(x.shape[ax] - 1, 0))
+                for c, ax in zip(_coords(indices.data, x.shape, axes), axes)]
+        if any(x.shape[ax] == 0 for ax in axes):
+            return self._wrap(out, np.zeros(out.shape, out.type.dtype))
+        return self._wrap(out, a[tuple(cols)] if cols else
+                          np.broadcast_to(a, indices.shape[:-1] + a.shape).copy())
+
+    def _scatter(self, out, target, indices, updates, axes, add):
+        res = convert(target.data, out.type).copy()
+        view = np.moveaxis(res, list(axes), list(range(len(axes))))
+        window = tuple(slice(0, u) for u in updates.shape[1:])
+        view = view[(slice(None),) * len(axes) + window]
+        upd = convert(updates.data, out.type)
+        cols = _coords(indices.data, target.shape, axes)
+        ok = np.ones(indices.shape[0], bool)
+        for c, ax in zip(cols, axes):
+            ok &= (c >= 0) & (c < target.shape[ax])
+        cols = tuple(c[ok] for c in cols)
+        upd = upd[ok]
+        if add:
+            np.add.at(view, cols, upd)
+        else:
+            view[cols] = upd  # repeated indices: the last update wins, as XLA on CPU
+        return self._wrap(out, res)
+
+    def indexed_add(self, out, target, indices, updates, axes):
+        return self._scatter(out, target, indices, updates, axes, add=True)
+
+    def indexed_put(self, out, target, indices, updates, axes):
+        return self._scatter(out, target, indices, updates, axes, add=False)
