@@ -18,6 +18,19 @@ from ...types import convert
 __all__ = ["IndexingKernels"]
 
 
+def _clamped(c, d):
+    """Coordinates ``c`` clamped into ``[0, d - 1]``, in their own integer type when it
+    holds ``d - 1`` (np.take is fastest on them), else as intp."""
+    hi = d - 1
+    info = np.iinfo(c.dtype)
+    if info.max < hi:  # every value is below the bound already
+        return np.maximum(c, 0) if info.min < 0 else c
+    if info.min < 0:
+        return np.clip(c, 0, hi)
+    c = np.minimum(c, c.dtype.type(hi))
+    return c.astype(np.intp) if c.dtype == np.uint64 else c
+
+
 def _coords(indices, shape, axes):
     """``indices`` (..., k) as k int64 coordinate arrays (the index dim taken apart)."""
     idx = np.asarray(indices).astype(np.int64) if np.asarray(indices).dtype != np.uint64 else \
@@ -29,13 +42,21 @@ class IndexingKernels(Backend):
     """gather, indexed_add and indexed_put on NumPy arrays."""
 
     def gather(self, out, x, indices, axes):
-        a = np.moveaxis(x.data, list(axes), list(range(len(axes))))
-        cols = [np.clip(c, 0, max(x.shape[ax] - 1, 0))
-                for c, ax in zip(_coords(indices.data, x.shape, axes), axes)]
-        if any(x.shape[ax] == 0 for ax in axes):
-            return self._wrap(out, np.zeros(out.shape, out.type.dtype))
-        return self._wrap(out, a[tuple(cols)] if cols else
-                          np.broadcast_to(a, indices.shape[:-1] + a.shape).copy())
+        k = len(axes)
+        a = np.moveaxis(x.data, list(axes), list(range(k))) if list(axes) != list(range(k)) \
+            else x.data
+        if k == 0:
+            return self._wrap(out, np.broadcast_to(a, indices.shape[:-1] + a.shape).copy())
+        dims = [x.shape[ax] for ax in axes]
+        idx = indices.data
+        if k == 1:  # np.take on the clamped indices, kept in their own type (fastest)
+            lin = _clamped(idx[..., 0], dims[0])
+        else:
+            lin = np.zeros(idx.shape[:-1], np.intp)
+            for j, d in enumerate(dims):
+                lin = lin * d + _clamped(idx[..., j], d).astype(np.intp, copy=False)
+        flat = a.reshape((-1,) + a.shape[k:])
+        return self._wrap(out, np.take(flat, lin, axis=0))
 
     def _scatter(self, out, target, indices, updates, axes, add):
         res = convert(target.data, out.type).copy()
