@@ -9,7 +9,7 @@ only compute. The families, in the order they build on each other:
 ``elementwise``    the UNARY and BINARY tables, select, clip, bitcast, ``//``, ``%``
 ``shaping``        reshape, squeeze, new_axis, broadcast, transpose, pad, reverse, concatenate
 ``creation``       iota, eye, full
-``indexing``       slice, put_slice, ``x[...]``
+``indexing``       slice, put_slice, ``x[...]``, gather, take(_along_axis), indexed_*
 ``reductions``     sum, product, reduce_max/min, all, any, argmax/argmin, mean
 ``contraction``    dot, matmul
 ``windows``        window_sum, window_max
