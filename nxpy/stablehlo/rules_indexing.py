@@ -58,8 +58,8 @@ def _columns(scope, idx, index_map, batching, dropped):
             for j, d in enumerate(index_map)]
     cols += [(d, _iota(scope, batch, p, idx.type)) for d, p in batching]
     named = set(index_map) | {d for d, _ in batching}
-    zero = nx.broadcast(nx.as_type(_iota(scope, (1,), 0, idx.type), idx.type), (1,))
-    cols += [(d, nx.broadcast(nx.reshape(zero, ()), batch)) for d in dropped if d not in named]
+    zero = nx.reshape(_iota(scope, (1,), 0, idx.type), ())
+    cols += [(d, nx.broadcast(zero, batch)) for d in dropped if d not in named]
     return cols
 
 

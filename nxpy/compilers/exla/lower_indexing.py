@@ -28,7 +28,7 @@ def _dims(fields) -> str:
 def _gather(c: Ctx, e: Expr, x, indices):
     axes = list(e.attrs["axes"])
     b = len(indices.shape) - 1
-    offset = [b + j for j in range(x.shape.__len__() - len(axes))]
+    offset = [b + j for j in range(len(x.shape) - len(axes))]
     dn = _dims([("offset_dims", offset), ("collapsed_slice_dims", axes),
                 ("start_index_map", axes), ("index_vector_dim", b)])
     sizes = [1 if a in axes else d for a, d in enumerate(x.shape)]
