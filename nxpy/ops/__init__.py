@@ -9,7 +9,7 @@ only compute. The families, in the order they build on each other:
 ``elementwise``    the UNARY and BINARY tables, select, clip, bitcast, ``//``, ``%``
 ``shaping``        reshape, squeeze, new_axis, broadcast, transpose, pad, reverse, concatenate
 ``creation``       iota, eye, full
-``indexing``       slice, put_slice, ``x[...]``
+``indexing``       slice, put_slice, ``x[...]``, gather, take(_along_axis), indexed_*
 ``reductions``     sum, product, reduce_max/min, all, any, argmax/argmin, mean
 ``contraction``    dot, matmul
 ``windows``        window_sum, window_max
@@ -35,7 +35,8 @@ from .creation import eye, full, iota
 from .contraction import dot, matmul
 from .elementwise import *  # noqa: F401,F403 - the UNARY/BINARY ops, one function each
 from .elementwise import BINARY, UNARY, binary_compute_type, bitcast, clip, floor_divide, mod, select
-from .indexing import index, put_slice, slice  # noqa: A004
+from .indexing import (gather, index, indexed_add, indexed_put, put_slice, slice,  # noqa: A004
+                       slice_along_axis, take, take_along_axis)
 from .reductions import *  # noqa: F401,F403
 from .reductions import REDUCTIONS, argmax, argmin, mean
 from .shaping import (broadcast, concatenate, new_axis, pad, reshape, reverse, squeeze, stack,
@@ -47,7 +48,8 @@ __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "floor_divide", "mod", "select", "clip", "as_type", "bitcast", "reshape", "squeeze",
     "new_axis", "broadcast", "transpose", "pad", "reverse", "slice", "put_slice", "concatenate",
     "stack", "index", "argmax", "argmin", "mean", "dot", "matmul", "window_sum", "window_max",
-    "binary_compute_type"])
+    "binary_compute_type", "slice_along_axis", "gather", "take", "take_along_axis", "indexed_add",
+    "indexed_put"])
 
 RESERVED.update(__all__)
 

@@ -1,10 +1,19 @@
-"""Reading and writing parts of a tensor: slice (static or dynamic starts), put_slice,
-and ``x[...]`` indexing.
+"""Reading and writing parts of a tensor: slice (static or dynamic starts), slice_along_axis,
+put_slice, ``x[...]`` indexing, and the index-tensor ops: gather, take, take_along_axis
+(reads) and indexed_add, indexed_put (scatters).
+
+Out-of-bounds indices follow XLA, as Nx does on EXLA: slice and put_slice starts, and
+gather's indices, are **clamped** so the slice (or element) lies in the tensor;
+indexed_add and indexed_put **skip** an update whose index is out of bounds.
 
 >>> import nxpy as nx
 >>> x = nx.iota((3, 4))
 >>> x[1:, ::2].tolist(), nx.slice(x, [0, 1], [2, 2]).tolist()
 ([[4, 6], [8, 10]], [[1, 2], [5, 6]])
+>>> nx.take(x, nx.tensor([2, 0]), axis=1).tolist()
+[[2, 0], [6, 4], [10, 8]]
+>>> nx.indexed_add(nx.tensor([0, 0, 0]), nx.tensor([[1], [1], [2]]), nx.tensor([1, 2, 3])).tolist()
+[0, 3, 3]
 """
 from __future__ import annotations
 
@@ -12,15 +21,20 @@ import builtins
 
 import numpy as np
 
-from .. import types as T
+from .. import shape as S, types as T
 from ..backend import pick
 from ..tensor import Tensor
-from .core import _out, _scalar_like, as_type, dispatch, primitive, to_tensor
-from .shaping import reshape
+from .core import (_axes_of, _out, _scalar_like, as_type, dispatch, non_differentiable,
+                   primitive, register_grad_rule, to_tensor)
+from .creation import full, iota
+from .elementwise import clip, greater_equal, less, logical_and, select
+from .shaping import broadcast, concatenate, new_axis, reshape, transpose
 
-__all__ = ["slice", "put_slice", "index"]
+__all__ = ["slice", "slice_along_axis", "put_slice", "index", "gather", "take",
+           "take_along_axis", "indexed_add", "indexed_put"]
 
-primitive("indexing", "slice", "dynamic_slice", "put_slice")
+primitive("indexing", "slice", "dynamic_slice", "put_slice", "gather", "indexed_add",
+          "indexed_put")
 
 
 def _start_indices(x, start_indices, op):
@@ -30,9 +44,12 @@ def _start_indices(x, start_indices, op):
     out = []
     for i, s in enumerate(start_indices):
         if isinstance(s, Tensor):
-            if s.shape != () or not s.type.is_int:
+            if s.shape != ():
                 raise TypeError(f"{op}: start index {i} must be an int or a scalar integer "
-                                f"tensor, got {s.type}{list(s.shape)}")
+                                f"tensor, got a tensor of shape {s.shape}")
+            if not s.type.is_int:
+                raise TypeError(f"{op}: start index {i} must be an int or a scalar integer "
+                                f"tensor, got type {s.type}")
             out.append(s)
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool):
             out.append(int(s))
@@ -42,23 +59,45 @@ def _start_indices(x, start_indices, op):
     return out
 
 
+def _strides(strides, rank, op):
+    if strides is None:
+        return (1,) * rank
+    if isinstance(strides, (int, np.integer)):
+        return (int(strides),) * rank
+    return tuple(int(v) for v in strides)
+
+
 def slice(x, start_indices, lengths, strides=None) -> Tensor:  # noqa: A001
-    """Static or dynamic slice. Integer starts must fit; tensor starts are clamped so the
-    slice fits (as in Nx and XLA)."""
+    """``lengths`` elements from ``start_indices`` on, every ``strides``-th one.
+
+    Starts may be ints or scalar integer tensors (a dynamic slice). As in Nx, a start is
+    **clamped** so that the slice fits: ``min(max(start, 0), size - length)``, for ints
+    and tensors alike (Nx clamps too-large integer starts in ``Nx.Shape.slice`` and
+    negative ones in its reference backend; XLA's ``dynamic_slice`` clamps tensor ones).
+
+    >>> import nxpy as nx
+    >>> nx.slice(nx.tensor([1, 2, 3, 4, 5, 6]), [0], [6], strides=[2]).tolist()
+    [1, 3, 5]
+    >>> nx.slice(nx.iota((3, 3)), [2, 2], [2, 2]).tolist()
+    [[4, 5], [7, 8]]
+    >>> nx.slice(nx.iota((3, 3)), [nx.tensor(2), nx.tensor(-1)], [2, 2]).tolist()
+    [[3, 4], [6, 7]]
+    """
     x = to_tensor(x, "x")
     starts = _start_indices(x, start_indices, "slice")
     lengths = tuple(int(v) for v in lengths)
-    strides = (1,) * x.rank if strides is None else (
-        (int(strides),) * x.rank if isinstance(strides, int) else tuple(int(v) for v in strides))
+    strides = _strides(strides, x.rank, "slice")
     if len(lengths) != x.rank or len(strides) != x.rank:
         raise ValueError(f"slice: expected {x.rank} lengths and strides for shape {x.shape}, "
                          f"got {list(lengths)} and {list(strides)}")
-    for i, (s, l, st, d) in enumerate(zip(starts, lengths, strides, x.shape)):
-        if l < 0 or l > d or st < 1:
-            raise ValueError(f"slice: length {l} (stride {st}) invalid for dim {i} of size {d}")
-        if isinstance(s, int) and not 0 <= s <= d - l:
-            raise ValueError(f"slice: start index {s} with length {l} is out of bounds for "
-                             f"dim {i} of size {d}")
+    for i, (l, st, d) in enumerate(zip(lengths, strides, x.shape)):
+        if l < 0 or l > d:
+            raise ValueError(f"slice: length at axis {i} must be between 0 and the axis size "
+                             f"{d}, got {l}")
+        if st < 1:
+            raise ValueError(f"slice: stride at axis {i} must be at least 1, got {st}")
+    starts = [builtins.min(builtins.max(s, 0), d - l) if isinstance(s, int) else s
+              for s, l, d in zip(starts, lengths, x.shape)]
     shape = tuple(-(-l // st) for l, st in zip(lengths, strides))
     if builtins.all(isinstance(s, int) for s in starts):
         if shape == x.shape:
@@ -71,22 +110,62 @@ def slice(x, start_indices, lengths, strides=None) -> Tensor:  # noqa: A001
                     strides=strides)
 
 
+def slice_along_axis(x, start_index, length, axis=0, strides=1) -> Tensor:
+    """``slice`` along one axis (Nx's ``slice_along_axis``): ``length`` elements from
+    ``start_index`` (an int or a scalar integer tensor, clamped as in :func:`slice`),
+    every ``strides``-th one; the other axes are kept whole.
+
+    >>> import nxpy as nx
+    >>> nx.slice_along_axis(nx.iota((2, 5)), 0, 3, axis=-1, strides=2).tolist()
+    [[0, 2], [5, 7]]
+    """
+    x = to_tensor(x, "x")
+    axis = _axes_of("slice_along_axis", S.normalize_axis, axis, x.rank, x.names)
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)):
+        raise TypeError(f"slice_along_axis: expected length to be an int, got {length!r}")
+    if isinstance(strides, bool) or not isinstance(strides, (int, np.integer)):
+        raise TypeError(f"slice_along_axis: expected strides to be an int, got {strides!r}")
+    starts = [0] * x.rank
+    starts[axis] = start_index
+    lengths = list(x.shape)
+    lengths[axis] = int(length)
+    st = [1] * x.rank
+    st[axis] = int(strides)
+    return slice(x, starts, lengths, st)
+
+
 def put_slice(x, start_indices, update) -> Tensor:
-    """``x`` with ``update`` written at ``start_indices`` (clamped so it fits)."""
+    """``x`` with ``update`` written at ``start_indices`` (ints or scalar integer tensors),
+    each clamped so the update fits: ``min(max(start, 0), size - update_size)``. The
+    result type merges both types.
+
+    >>> import nxpy as nx
+    >>> nx.put_slice(nx.tensor([[1, 2, 3], [4, 5, 6]]), [1, 1], nx.tensor([[7, 8], [9, 10]])).tolist()
+    [[1, 7, 8], [4, 9, 10]]
+    """
     x = to_tensor(x, "x")
     update = to_tensor(update, "update")
     if update.rank != x.rank or builtins.any(u > d for u, d in zip(update.shape, x.shape)):
         raise ValueError(f"put_slice: update of shape {update.shape} does not fit in tensor "
                          f"of shape {x.shape}")
     starts = _start_indices(x, start_indices, "put_slice")
-    starts = [as_type(s, T.S32) if isinstance(s, Tensor) else _scalar_like(s, T.S32, pick([x]))
-              for s in starts]
+    starts = [as_type(s, T.S32) if isinstance(s, Tensor) else
+              _scalar_like(builtins.min(builtins.max(s, 0), d - u), T.S32, pick([x]))
+              for s, d, u in zip(starts, x.shape, update.shape)]
     t = T.merge(x.type, update.type)
-    return dispatch("put_slice", _out(x.shape, t, x.names), x, starts, update)
+    names = S.merge_names(x.names, update.names, op="put_slice")
+    return dispatch("put_slice", _out(x.shape, t, names), x, starts, update)
 
 
 def index(x, idx) -> Tensor:
-    """``x[idx]`` with ints, slices (positive steps), ``...``, ``None`` and scalar tensors."""
+    """``x[idx]`` with ints, slices (positive steps), ``...``, ``None``, scalar integer
+    tensors (dynamic starts, clamped) and one integer tensor of rank >= 1, which takes
+    along its axis as :func:`take` does (Nx's access with a tensor).
+
+    >>> import nxpy as nx
+    >>> nx.tensor([[1, 2], [3, 4]])[nx.tensor([1, 0, 1])].tolist()
+    [[3, 4], [1, 2], [3, 4]]
+    """
     x = to_tensor(x, "x")
     idx = idx if isinstance(idx, tuple) else (idx,)
     n_real = builtins.sum(1 for i in idx if i is not None and i is not Ellipsis)
@@ -101,7 +180,13 @@ def index(x, idx) -> Tensor:
         else:
             full_idx.append(i)
     full_idx.extend([builtins.slice(None)] * (x.rank - builtins.sum(1 for i in full_idx if i is not None)))
+    takes = [(k, i) for k, i in enumerate(i for i in full_idx if i is not None)
+             if isinstance(i, Tensor) and i.rank > 0]
+    if len(takes) > 1:
+        raise IndexError("only one integer tensor of rank >= 1 may index a tensor (it takes "
+                         "along its axis); use nx.gather to index several axes at once")
     starts, lengths, strides, out_shape, dim = [], [], [], [], 0
+    take_at = None
     for i in full_idx:
         if i is None:
             out_shape.append(1)
@@ -116,6 +201,12 @@ def index(x, idx) -> Tensor:
             lengths.append((n - 1) * s + 1 if n else 0)
             strides.append(s)
             out_shape.append(n)
+        elif isinstance(i, Tensor) and i.rank > 0:
+            take_at = (dim, len(out_shape), i)
+            starts.append(0)
+            lengths.append(d)
+            strides.append(1)
+            out_shape.append(d)
         elif isinstance(i, Tensor):
             starts.append(i)
             lengths.append(1)
@@ -128,7 +219,262 @@ def index(x, idx) -> Tensor:
             lengths.append(1)
             strides.append(1)
         else:
-            raise IndexError(f"unsupported index {i!r}: use ints, slices, ..., None or scalar "
-                             f"integer tensors")
+            raise IndexError(f"unsupported index {i!r}: use ints, slices, ..., None or integer "
+                             f"tensors")
         dim += 1
-    return reshape(slice(x, starts, lengths, strides), out_shape)
+    r = reshape(slice(x, starts, lengths, strides), out_shape)
+    if take_at is not None:
+        r = take(r, take_at[2], axis=take_at[1])
+    return r
+
+
+# ----------------------------------------------------------------------------------------
+# Index tensors: gather, take, take_along_axis, indexed_add, indexed_put
+# ----------------------------------------------------------------------------------------
+def _int_indices(op, indices):
+    indices = to_tensor(indices, "indices")
+    if not indices.type.is_int:
+        raise TypeError(f"{op}: indices must be an integer tensor, got type {indices.type}")
+    return indices
+
+
+def _indexed_axes(op, x, n, axes):
+    """Nx's ``indexed_axes``: the axes the last dim of indices (of size ``n``) indexes."""
+    if axes is None:
+        if n > x.rank:
+            raise ValueError(f"{op}: the last dimension of indices ({n}) must be at most the "
+                             f"rank of the tensor ({x.rank})")
+        return tuple(range(n))
+    axes = _axes_of(op, S.normalize_axes, axes, x.rank, x.names)
+    if list(axes) != sorted(axes):
+        raise ValueError(f"{op}: axes must be an ordered list, got {list(axes)}")
+    if len(axes) != n:
+        raise ValueError(f"{op}: axes must have as many entries as the last dimension of "
+                         f"indices ({n}), got {list(axes)}")
+    return tuple(axes)
+
+
+def gather(x, indices, axes=None) -> Tensor:
+    """Individual elements (or sub-tensors) of ``x`` at ``indices``.
+
+    The last dimension of ``indices`` holds coordinates along ``axes`` (default: the
+    leading axes, one per entry); the result has the shape of ``indices`` without its
+    last dimension, followed by the axes of ``x`` not in ``axes``. Coordinates are
+    clamped into ``[0, size - 1]`` (XLA's gather). Names are dropped, as in Nx.
+
+    >>> import nxpy as nx
+    >>> t = nx.tensor([[1, 2], [3, 4]])
+    >>> nx.gather(t, nx.tensor([[1, 1], [0, 1], [1, 0]])).tolist()
+    [4, 2, 3]
+    >>> nx.gather(nx.tensor([[1, 2, 3], [4, 5, 6]]), nx.tensor([[1], [0], [2]]), axes=[1]).tolist()
+    [[2, 5], [1, 4], [3, 6]]
+    """
+    x = to_tensor(x, "x")
+    indices = _int_indices("gather", indices)
+    if indices.rank == 0:
+        raise ValueError("gather: expected indices rank to be at least 1, got: 0")
+    axes = _indexed_axes("gather", x, indices.shape[-1], axes)
+    inner = [d for i, d in enumerate(x.shape) if i not in axes]
+    shape = tuple(indices.shape[:-1]) + tuple(inner)
+    if S.size(shape) == 0:  # nothing to read (XLA cannot gather from an empty axis)
+        return broadcast(_scalar_like(0, x.type, pick([x, indices])), shape)
+    for a in axes:
+        if x.shape[a] == 0:
+            raise ValueError(f"gather: cannot read elements of axis {a}, of size 0")
+    return dispatch("gather", _out(shape, x.type), x, indices, axes=axes)
+
+
+def take(x, indices, axis=0) -> Tensor:
+    """Slices of ``x`` along ``axis`` at ``indices`` (of any shape, which replaces ``axis``
+    in the result's shape). Indices are clamped into the axis (XLA's gather).
+
+    >>> import nxpy as nx
+    >>> nx.take(nx.tensor([[1, 2], [3, 4]]), nx.tensor([1, 0, 1])).tolist()
+    [[3, 4], [1, 2], [3, 4]]
+    >>> nx.take(nx.tensor([[1, 2], [3, 4]]), nx.tensor([1, 0, 1]), axis=1).tolist()
+    [[2, 1, 2], [4, 3, 4]]
+    """
+    indices = _int_indices("take", indices)
+    x = to_tensor(x, "x")
+    if x.rank == 0:
+        raise ValueError("take: expected a tensor of rank >= 1, got a scalar")
+    axis = _axes_of("take", S.normalize_axis, axis, x.rank, x.names)
+    names = list(x.names[:axis])
+    if indices.rank == 1:
+        names.extend(S.merge_names(x.names[axis:axis + 1], indices.names, op="take"))
+    else:
+        names.extend(indices.names)
+    names.extend(x.names[axis + 1:])
+    g = gather(x, new_axis(indices, indices.rank), axes=[axis])
+    k = indices.rank
+    perm = list(range(k, k + axis)) + list(range(k)) + list(range(k + axis, g.rank))
+    g = transpose(g, perm)
+    return reshape(g, g.shape, names=names)
+
+
+def take_along_axis(x, indices, axis=0) -> Tensor:
+    """Elements of ``x`` along ``axis`` at ``indices``, which has the shape of ``x`` except
+    along ``axis`` (as NumPy's ``take_along_axis``); the result has the shape of
+    ``indices`` and the names of ``x``. Indices are clamped into the axis.
+
+    >>> import nxpy as nx
+    >>> t = nx.tensor([[1, 2, 3], [4, 5, 6]])
+    >>> nx.take_along_axis(t, nx.tensor([[0, 0, 2, 2, 1, 1], [2, 2, 1, 1, 0, 0]]), axis=1).tolist()
+    [[1, 1, 3, 3, 2, 2], [6, 6, 5, 5, 4, 4]]
+    """
+    x = to_tensor(x, "x")
+    indices = _int_indices("take_along_axis", indices)
+    axis = _axes_of("take_along_axis", S.normalize_axis, axis, x.rank, x.names)
+    tmpl = "{" + ", ".join("*" if i == axis else str(d) for i, d in enumerate(x.shape)) + "}"
+    if indices.rank != x.rank:
+        raise ValueError(f"take_along_axis: shapes must have the same number of dimensions. "
+                         f"Expected {tmpl}, got: {indices.shape}")
+    if builtins.any(a != b for i, (a, b) in enumerate(zip(x.shape, indices.shape)) if i != axis):
+        raise ValueError(f"take_along_axis: non-indexing dimensions must match. Expected "
+                         f"{tmpl}, got: {indices.shape}")
+    col = indices.shape + (1,)
+    cols = [reshape(indices, col) if a == axis else iota(col, axis=a, type=indices.type,
+                                                         backend=_like_backend(indices))
+            for a in range(x.rank)]
+    g = gather(x, concatenate(cols, axis=x.rank) if x.rank > 1 else cols[0])
+    return reshape(g, g.shape, names=x.names)
+
+
+def _like_backend(t):
+    """The backend a creation op next to tensor ``t`` should use (None: the default)."""
+    return None if t.backend.name == "numpy" else t.backend
+
+
+def _indexed(op, target, indices, updates, axes):
+    target = to_tensor(target, "target")
+    indices = _int_indices(op, indices)
+    if not isinstance(updates, Tensor) and isinstance(updates, (int, float, complex)) \
+            and not isinstance(updates, bool):
+        updates = _scalar_like(updates, T.merge_scalar(target.type, updates), pick([target]))
+    updates = to_tensor(updates, "updates")
+    if indices.rank == 1:  # Nx's shorthand: one fully qualified index and a scalar update
+        if indices.shape[0] != target.rank:
+            raise ValueError(f"{op}: expected indices to have shape ({target.rank},), got: "
+                             f"{indices.shape}")
+        if updates.shape != ():
+            raise ValueError(f"{op}: updates must be a scalar tensor when indices has rank 1, "
+                             f"got: {updates.shape}")
+        indices, updates = new_axis(indices, 0), new_axis(updates, 0)
+    if indices.rank != 2:
+        raise ValueError(f"{op}: indices must be a rank 1 or 2 tensor, got: {indices.rank}")
+    n, k = indices.shape
+    if updates.rank == 0 or updates.shape[0] != n:
+        raise ValueError(f"{op}: expected the leading axis of indices {indices.shape} and the "
+                         f"leading axis of updates {updates.shape} to match")
+    axes = _indexed_axes(op, target, k, axes)
+    if updates.rank - 1 + k != target.rank:
+        raise ValueError(f"{op}: expected the rank of the input ({target.rank}) to be equal "
+                         f"to the rank of the updates ({updates.rank}) plus the trailing axis "
+                         f"of indices {indices.shape} minus one")
+    rest = [a for a in range(target.rank) if a not in axes]
+    for j, a in enumerate(rest):
+        if updates.shape[1 + j] > target.shape[a]:
+            raise ValueError(f"{op}: axis ({1 + j}) of updates {updates.shape} must be less "
+                             f"than or equal to the axis ({a}) of {target.shape}")
+    t = T.merge(target.type, updates.type)
+    if n == 0 or S.size(target.shape) == 0 or S.size(updates.shape) == 0:
+        return reshape(as_type(target, t), target.shape, names=target.names)
+    return dispatch(op, _out(target.shape, t, target.names), target, indices, updates,
+                    axes=axes)
+
+
+def indexed_add(target, indices, updates, axes=None) -> Tensor:
+    """``target`` with ``updates`` added at ``indices`` (repeated indices accumulate).
+
+    ``indices`` has shape ``(n, k)``: ``n`` coordinates along ``axes`` (default: the
+    first ``k`` axes); ``updates`` has shape ``(n, ...)``, one sub-tensor per coordinate
+    over the other axes (each at most the axis size: it is added at offset 0). A rank-1
+    ``indices`` with a scalar ``updates`` adds one element. The result type merges both
+    types. An update whose coordinates are out of bounds is skipped (XLA's scatter).
+
+    >>> import nxpy as nx
+    >>> t = nx.iota((1, 2, 3))
+    >>> idx = nx.tensor([[0, 0, 0], [0, 1, 1], [0, 0, 0], [0, 0, 2], [0, 1, 2]])
+    >>> nx.indexed_add(t, idx, nx.tensor([1, 3, 1, -2, 5])).tolist()
+    [[[2, 1, 0], [3, 7, 10]]]
+    >>> nx.indexed_add(nx.tensor([[1], [2]]), nx.tensor([1, 0]), 8).tolist()
+    [[1], [10]]
+    """
+    return _indexed("indexed_add", target, indices, updates, axes)
+
+
+def indexed_put(target, indices, updates, axes=None) -> Tensor:
+    """``target`` with ``updates`` written at ``indices`` (shapes as in
+    :func:`indexed_add`). With repeated indices, which update wins is unspecified (Nx and
+    XLA); the NumPy backend and XLA on CPU keep the last. Out-of-bounds updates are skipped.
+
+    >>> import nxpy as nx
+    >>> nx.indexed_put(nx.tensor([0, 0, 0]), nx.tensor([[1], [2]]), nx.tensor([2, 4])).tolist()
+    [0, 2, 4]
+    >>> t = nx.iota((1, 2, 3))
+    >>> idx = nx.tensor([[0, 0], [0, 2]])
+    >>> nx.indexed_put(t, idx, nx.tensor([[0, 30], [20, 50]]), axes=[0, 2]).tolist()
+    [[[0, 1, 20], [30, 4, 50]]]
+    """
+    return _indexed("indexed_put", target, indices, updates, axes)
+
+
+# ----------------------------------------------------------------------------------------
+# Gradient rules (the rule protocol: nxpy.defn.grad_rules)
+# ----------------------------------------------------------------------------------------
+def _zeros(shape, type):
+    return broadcast(full((), 0, type=type), tuple(shape))
+
+
+def _in_bounds(indices, shape, axes):
+    """Per row of ``indices`` (n, k): whether every coordinate lies in its axis (pred[n])."""
+    ok = None
+    for j, a in enumerate(axes):
+        c = reshape(slice(indices, [0, j], [indices.shape[0], 1]), (indices.shape[0],))
+        v = logical_and(greater_equal(c, 0), less(c, shape[a]))
+        ok = v if ok is None else logical_and(ok, v)
+    return ok
+
+
+def _gather_rows(g, indices, updates_shape, axes):
+    """The cotangent of a scatter's updates: ``g`` gathered at ``indices`` (cut to the
+    updates' window), zero for rows that were skipped as out of bounds."""
+    rows = gather(g, indices, axes=axes)
+    if rows.shape != tuple(updates_shape):
+        rows = slice(rows, [0] * rows.rank, updates_shape)
+    ok = _in_bounds(indices, g.shape, axes)
+    if ok is None:
+        return rows
+    ok = broadcast(ok, rows.shape, axes=[0])
+    return select(ok, rows, _zeros(rows.shape, rows.type))
+
+
+@register_grad_rule("gather")
+def _gather_grad(ctx, e, xs, out, g):
+    x, indices = xs
+    axes = e.attrs["axes"]
+    k = indices.shape[-1]
+    n = S.size(indices.shape[:-1])
+    inner = [d for i, d in enumerate(x.shape) if i not in axes]
+    flat_idx = reshape(indices, (n, k))
+    flat_g = reshape(g, (n, *inner))
+    # gather clamps, so the cotangent goes where the clamped index read from
+    clamped = [builtins.max(x.shape[a] - 1, 0) for a in axes]
+    flat_idx = concatenate([clip(slice(flat_idx, [0, j], [n, 1]), 0, clamped[j])
+                            for j in range(k)], axis=1) if k else flat_idx
+    gx = indexed_add(_zeros(x.shape, g.type), flat_idx, flat_g, axes=list(axes))
+    return [gx, None]
+
+
+@register_grad_rule("indexed_add")
+def _indexed_add_grad(ctx, e, xs, out, g):
+    target, indices, updates = xs
+    return [g, None, _gather_rows(g, indices, updates.shape, e.attrs["axes"])]
+
+
+@register_grad_rule("indexed_put")
+def _indexed_put_grad(ctx, e, xs, out, g):
+    target, indices, updates = xs
+    axes = e.attrs["axes"]
+    gt = indexed_put(g, indices, _zeros(updates.shape, g.type), axes=list(axes))
+    return [gt, None, _gather_rows(g, indices, updates.shape, axes)]
