@@ -20,5 +20,6 @@ from .types import Type
 from .registry import PluginError
 from .mesh import Mesh
 from . import backends, compilers, defn, plugins
+from . import nn
 from .defn.compiler import register_compiler
 from .defn.kernel import cond, fori_loop, while_loop

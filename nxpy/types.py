@@ -112,12 +112,37 @@ def merge(a: Type, b: Type) -> Type:
     return Type("s", min(64, max(s.bits, 2 * u.bits)))
 
 
+def _unsigned_size(x: int) -> int:
+    return next((b for b, top in ((8, 255), (16, 65535), (32, 2**32 - 1)) if x <= top), 64)
+
+
+def _signed_size(x: int) -> int:
+    x = -x - 1 if x < 0 else x
+    return next((b for b, top in ((8, 127), (16, 32767), (32, 2**31 - 1)) if x <= top), 64)
+
+
 def merge_scalar(t: Type, value) -> Type:
-    """Promotion with a weakly typed Python scalar: it never widens the tensor."""
+    """Promotion with a weakly typed Python scalar (Nx's ``Nx.Type.merge_number``): the
+    tensor's type is kept as far as it can hold the number. An integer widens an integer
+    type only as much as the value needs, and a negative one makes an unsigned type
+    signed (twice as wide); floats keep float types and make integers f32.
+
+    >>> [str(merge_scalar(parse(t), v)) for t, v in [("u8", 255), ("u8", 256), ("u8", -1),
+    ...                                               ("s8", -129), ("u64", -1), ("f16", 7)]]
+    ['u8', 'u16', 's16', 's16', 's64', 'f16']
+    """
     if isinstance(value, bool):
         return t
     if isinstance(value, int):
-        return S32 if t.is_pred else t
+        if t.is_pred:
+            return Type("s", max(32, _signed_size(value)))
+        if t.kind == "u":
+            if value >= 0:
+                return Type("u", max(t.bits, _unsigned_size(value)))
+            return Type("s", max(min(2 * t.bits, 64), _signed_size(value)))
+        if t.kind == "s":
+            return Type("s", max(t.bits, _signed_size(value)))
+        return t
     if isinstance(value, float):
         return t if t.is_inexact else F32
     if isinstance(value, complex):

@@ -854,10 +854,10 @@ def test_cli_reports_errors_with_locations(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"{bad}:2:42: error: line 2, column 42: unexpected end of input")
     sort = tmp_path / "sort.mlir"
-    sort.write_text(fn('%0 = "stablehlo.popcnt"(%x) : (tensor<2xi32>) -> tensor<2xi32>\n'
-                       "return %0 : tensor<2xi32>", "%x: tensor<2xi32>", "tensor<2xi32>"))
+    sort.write_text(fn('%0 = "stablehlo.cholesky"(%x) : (tensor<2x2xf32>) -> tensor<2x2xf32>\n'
+                       "return %0 : tensor<2x2xf32>", "%x: tensor<2x2xf32>", "tensor<2x2xf32>"))
     assert cli_main([str(sort)]) == 1
-    assert "stablehlo.popcnt at line 2, column 1: nxpy has no equivalent" in capsys.readouterr().err
+    assert "stablehlo.cholesky at line 2, column 1: nxpy has no equivalent" in capsys.readouterr().err
     assert cli_main([str(tmp_path / "missing.mlir")]) == 1
 
 

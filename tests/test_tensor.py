@@ -77,8 +77,12 @@ def test_tensor_with_type_converts_and_names():
     check(t, [[1, -2]], "s8", names=("batch", "x"))
     assert nx.tensor([1, 2]).names == (None,)
     assert nx.tensor(3).names == ()
-    # nx.tensor of a tensor: the same tensor, or a converted one
-    assert nx.tensor(t) is t
+    # nx.tensor of a tensor: the same tensor (as Nx: with the names given, else none), or
+    # a converted one
+    u = nx.tensor([1, 2])
+    assert nx.tensor(u) is u
+    assert nx.tensor(t).names == (None, None) and nx.tensor(t).tolist() == t.tolist()
+    assert nx.tensor(t, names=[None, "x"]).names == (None, "x")
     check(nx.tensor(t, type="f32"), [[1.0, -2.0]], "f32")
     # type spellings: string, (kind, bits), NumPy dtype, Type
     for spec in ["f64", ("f", 64), np.float64, nx.types.parse("f64")]:
@@ -323,7 +327,10 @@ def test_python_scalars_are_weak(ty, scalar, want):
 
 
 def test_weak_scalars_wrap_and_numpy_scalars_are_strong():
-    check(nx.tensor([1, 2], type="s8") + 1000, [-23, -22], "s8")  # 1000 wraps to s8 -24
+    # as Nx's merge_number: a number widens the type as much as it needs, no more
+    check(nx.tensor([1, 2], type="s8") + 1000, [1001, 1002], "s16")
+    check(nx.tensor([1, 2], type="s8") + 100, [101, 102], "s8")
+    check(nx.tensor([0, 1, 2], type="u8") + -1, [-1, 0, 1], "s16")
     check(nx.tensor([1, 2], type="u8") - 2, [255, 0], "u8")
     check(nx.tensor([1, 2]) * 0.5, [0.5, 1.0], "f32")  # int with float gives float
     check(nx.tensor([1.0], type="f32") + np.float64(1), [2.0], "f64")

@@ -42,6 +42,8 @@ from .reductions import REDUCTIONS, argmax, argmin, mean
 from .shaping import (broadcast, concatenate, new_axis, pad, reshape, reverse, squeeze, stack,
                       transpose)
 from .windows import window_max, window_sum
+from .compositions import *  # noqa: F401,F403 - compositions of the ops above, einsum
+from .compositions import __all__ as _COMPOSITIONS
 
 __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "template", "dispatch", "to_tensor", "tensor", "from_numpy", "iota", "eye", "full",
@@ -49,7 +51,7 @@ __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "new_axis", "broadcast", "transpose", "pad", "reverse", "slice", "put_slice", "concatenate",
     "stack", "index", "argmax", "argmin", "mean", "dot", "matmul", "window_sum", "window_max",
     "binary_compute_type", "slice_along_axis", "gather", "take", "take_along_axis", "indexed_add",
-    "indexed_put"])
+    "indexed_put"] + list(_COMPOSITIONS))
 
 RESERVED.update(__all__)
 

@@ -27,7 +27,7 @@ from ..backend import Backend, default_backend, get_backend, pick
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
-__all__ = ["template", "dispatch", "to_tensor", "tensor", "from_numpy", "as_type",
+__all__ = ["template", "dispatch", "to_tensor", "tensor", "from_numpy", "as_type", "renamed",
            "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
            "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable"]
 
@@ -254,7 +254,13 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
     ('f32', 3.0)
     """
     if isinstance(data, Tensor):
-        return data if type is None else as_type(data, type)
+        # as Nx: the tensor's names are replaced by ``names`` (none given: all None), and
+        # must not conflict with them
+        if names is not None:
+            names = _check_names(names, data.shape, "tensor")
+            S.merge_names(data.names, names, op="tensor")
+        t = data if type is None else as_type(data, type)
+        return renamed(t, names)
     if isinstance(data, (np.ndarray, np.generic)):
         arr = np.array(data)  # a copy: tensors are values, later writes to `data` must not show
         t = T.parse(type) if type is not None else T.from_dtype(arr.dtype)
@@ -285,6 +291,22 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
     return b.from_numpy(arr, t, tuple(names) if names is not None else None)
 
 
+def _check_names(names, shape, op):
+    names = tuple(names)
+    if len(names) != len(shape) or not builtins.all(n is None or isinstance(n, str) for n in names):
+        raise ValueError(f"{op}: expected names to be one name (a string) or None per dim of "
+                         f"shape {tuple(shape)}, got {list(names)}")
+    return names
+
+
+def renamed(t: Tensor, names) -> Tensor:
+    """``t`` with other names (None: no names); the data is shared (names are metadata)."""
+    names = tuple(names) if names is not None else (None,) * t.rank
+    if names == tuple(t.names):
+        return t
+    return Tensor(t.raw_data, t.shape, t.type, names, t.backend, t.device_id)
+
+
 def from_numpy(array, names=None, backend=None) -> Tensor:
     """A tensor holding ``array`` (its dtype decides the type)."""
     array = np.asarray(array)
@@ -312,6 +334,8 @@ def _shape_arg(shape, op):
 
 def as_type(x, type) -> Tensor:
     """Converts elementwise to ``type`` (floats to ints truncate; to pred tests non-zero)."""
+    if isinstance(x, _Number) and not isinstance(x, np.generic):
+        return tensor(x, type)  # as Nx: a number is built in the type directly
     x = to_tensor(x, "x")
     t = T.parse(type)
     if t == x.type:

@@ -29,7 +29,7 @@ def _reduce(name, x, axes=None, keep_axes=False):
     t = {"aggregate": T.to_aggregate(x.type), "same": x.type, "pred": T.PRED}[rule]
     if keep_axes:
         shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-        names = tuple(None if i in axes else n for i, n in enumerate(x.names))
+        names = tuple(x.names)  # as Nx: a kept axis keeps its name
     else:
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         names = tuple(n for i, n in enumerate(x.names) if i not in axes)
@@ -70,9 +70,11 @@ def _arg_reduce(name, x, axis, keep_axis, tie_break, type):
                          f"(shape {x.shape})")
     if keep_axis:
         shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape))
+        names = tuple(x.names)
     else:
         shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
-    return dispatch(name, _out(shape, t), x, axis=axis, keep_axis=bool(keep_axis),
+        names = tuple(n for i, n in enumerate(x.names) if i != axis)
+    return dispatch(name, _out(shape, t, names), x, axis=axis, keep_axis=bool(keep_axis),
                     tie_break=tie_break)
 
 

@@ -12,7 +12,7 @@ import builtins
 from .. import shape as S, types as T
 from ..tensor import Tensor
 from .core import (_axes_of, _binary_operands, _out, _shape_arg, as_type, dispatch, primitive,
-                   to_tensor)
+                   renamed, to_tensor)
 
 __all__ = ["reshape", "squeeze", "new_axis", "broadcast", "transpose", "pad", "reverse",
            "concatenate", "stack"]
@@ -70,7 +70,11 @@ def broadcast(x, shape, axes=None, names=None) -> Tensor:
     """Broadcasts ``x`` to ``shape``; ``axes`` says where each dim of ``x`` goes
     (default: right-aligned)."""
     x = to_tensor(x, "x")
-    shape = shape.shape if isinstance(shape, Tensor) else _shape_arg(shape, "broadcast")
+    if isinstance(shape, Tensor):  # as Nx: a shape tensor also gives its names
+        names = shape.names if names is None else names
+        shape = shape.shape
+    else:
+        shape = _shape_arg(shape, "broadcast")
     if axes is None:
         if x.rank > len(shape):
             raise ValueError(f"broadcast: cannot broadcast tensor of shape {x.shape} to "
@@ -85,13 +89,15 @@ def broadcast(x, shape, axes=None, names=None) -> Tensor:
         if d != 1 and d != shape[a]:
             raise ValueError(f"broadcast: cannot broadcast tensor of shape {x.shape} to "
                              f"{shape} with axes {list(axes)}")
-    if shape == x.shape and names is None:
-        return x
-    if names is None:
-        names = [None] * len(shape)
-        for i, a in enumerate(axes):
-            names[a] = x.names[i]
-    return dispatch("broadcast", _out(shape, x.type, tuple(names)), x, axes=axes)
+    # as Nx, broadcasting is destructive with respect to names: the result has the names
+    # given (or those of a shape tensor), else none
+    names = (None,) * len(shape) if names is None else tuple(names)
+    if len(names) != len(shape):
+        raise ValueError(f"broadcast: expected one name per dim of shape {shape}, got "
+                         f"{list(names)}")
+    if shape == x.shape and axes == tuple(range(x.rank)):
+        return renamed(x, names)
+    return dispatch("broadcast", _out(shape, x.type, names), x, axes=axes)
 
 
 def transpose(x, axes=None) -> Tensor:

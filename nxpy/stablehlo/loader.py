@@ -40,6 +40,7 @@ from ..tensor import Tensor, shape_str
 from . import rules_indexing  # noqa: F401 - registers gather and scatter
 from .parser import parse
 from .rules import OPS, LoadError, Scope, UnsupportedOpError, register_op
+from . import rules_compositions  # noqa: F401 - registers the compositions family's rules
 from .sharding import debug_expr_sharded, is_sharded, program_mesh, shard_jit_program
 from .syntax import Module, TensorType
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 from ...backend import register_backend_factory
 from .base import BaseKernels
 from .indexing import IndexingKernels
+from .compositions import CompositionsKernels
 
 __all__ = ["NumpyBackend"]
 
 
-class NumpyBackend(BaseKernels, IndexingKernels):
+class NumpyBackend(BaseKernels, IndexingKernels, CompositionsKernels):
     """Eager ops on NumPy arrays (the kernel families combined)."""
 
     name = "numpy"
