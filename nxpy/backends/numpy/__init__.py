@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from ...backend import register_backend_factory
 from .base import BaseKernels
+from .conv import ConvKernels
+from .windows import WindowKernels
 
 __all__ = ["NumpyBackend"]
 
 
-class NumpyBackend(BaseKernels):
+class NumpyBackend(WindowKernels, ConvKernels, BaseKernels):
     """Eager ops on NumPy arrays (the kernel families combined)."""
 
     name = "numpy"
