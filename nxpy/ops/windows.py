@@ -97,7 +97,7 @@ def _pool(name, shape, window, strides, padding, dilations):
     out = []
     for d, k, s, (lo, hi) in zip(shape, eff, strides, pads):
         span = d + lo + hi - k
-        if d == 0:
+        if span < 0 and d == 0:
             out.append(0)
         elif span < 0:
             raise ValueError(f"{name}: the window {tuple(window)} (dilated to {tuple(eff)}) "
@@ -281,9 +281,10 @@ def reduce(tensor, acc, *args, **kwargs) -> Tensor:
 
 def window_reduce(tensor, acc, window_dimensions, *args, **kwargs) -> Tensor:
     """``Nx.window_reduce(tensor, acc, window_dimensions, opts, fun)``: reduces each window
-    with ``fun(x, acc)`` starting from ``acc``, which is also the padding value. Options:
-    ``strides``, ``padding``, ``window_dilations``. The result has ``tensor``'s shape
-    rules and names and type (as in Nx).
+    with ``fun(x, acc)`` starting from ``acc``. Options: ``strides``, ``padding``,
+    ``window_dilations``; padded positions are skipped (XLA's semantics, what EXLA gives:
+    Nx's BinaryBackend folds ``acc`` in for each of them instead, which differs when
+    ``acc`` is not the function's identity). The result keeps ``tensor``'s type and names.
 
     >>> import nxpy as nx
     >>> t = nx.tensor([[1, 2, 3], [4, 5, 6]])
@@ -558,11 +559,8 @@ def _grad_window_reduce(ctx, e, xs, out, g):
         raise NotImplementedError(_NO_GRAD.format(op="window_reduce",
                                                   what="this window function"))
     w, s, pads, dil = _attrs(e)
-    if kind == "add":
-        # acc is added once per window and once per padded element it covers
-        ones = pad(_zeros_like(x), full((), 1, type=x.type), [(lo, hi, 0) for lo, hi in pads])
-        n_pad = window_sum(ones, w, strides=s, padding="valid", window_dilations=dil)
-        return [_window_sum_grad(x, g, w, s, pads, dil), multiply(g, add(n_pad, 1))]
+    if kind == "add":  # acc enters each window once (the padding is no element)
+        return [_window_sum_grad(x, g, w, s, pads, dil), g]
     if kind == "multiply":
         return [_product_grad(x, g, w, s, pads, dil), None]
     return [_chooser_grad("max" if kind == "max" else "min", x, g, w, s, pads, dil), None]

@@ -54,11 +54,14 @@ def _reduce_window(scope, op, *operands):
     pads = _pairs(a.get("padding"), r)
     if any(lo < 0 or hi < 0 for lo, hi in pads):
         _fail(op, scope, "a reduce_window with negative padding", unsupported=True)
-    if any(b != 1 for b in base):  # holes between the elements hold the init value
-        x = nx.pad(x, init, [(0, 0, b - 1) for b in base])
     body = op.regions[0]
     kind = binary_body(body)
     found = WINDOW_REDUCTIONS.get(kind) if not x.type.is_pred else None
+    if any(b != 1 for b in base):  # the holes are no elements: fill them with the identity
+        if found is None or not _is_identity(scope, op.operands[1], found[1](x.type)):
+            _fail(op, scope, "a reduce_window with base dilations whose body is not a named "
+                             "reducer with its identity as init value", unsupported=True)
+        x = nx.pad(x, init, [(0, 0, b - 1) for b in base])
     if found is not None:
         name, identity = found
         ident = _is_identity(scope, op.operands[1], identity(x.type))

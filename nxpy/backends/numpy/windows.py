@@ -84,12 +84,22 @@ class WindowKernels(BaseKernels):
             return self._wrap(out, np.zeros(out.shape, t.dtype))
         init = convert(np.asarray(acc.data), t)
         a = convert(x.data, t)
-        if any(lo or hi for lo, hi in padding):
+        valid = None
+        if any(lo or hi for lo, hi in padding):  # XLA skips the padding (it is no element)
             a = np.pad(a, padding, constant_values=init)
+            valid = _windows(np.pad(np.ones(x.shape, bool), padding), window_dimensions,
+                             strides, window_dilations, out.shape)
         v = _windows(a, window_dimensions, strides, window_dilations, out.shape)
         r = np.full(out.shape, init, dtype=t.dtype)
         for k in range(v.shape[-1]):
-            r = self._apply(fun, np.ascontiguousarray(v[..., k]), r, t)
+            if valid is None:
+                r = self._apply(fun, np.ascontiguousarray(v[..., k]), r, t)
+                continue
+            ok = valid[..., k]
+            if ok.all():
+                r = self._apply(fun, np.ascontiguousarray(v[..., k]), r, t)
+            elif ok.any():
+                r = np.where(ok, self._apply(fun, np.ascontiguousarray(v[..., k]), r, t), r)
         return self._wrap(out, r)
 
     # --- select and scatter -------------------------------------------------------------
