@@ -27,6 +27,8 @@ def _conv_form(form):
     names = {"stride": "window_strides", "lhs_dilate": "lhs_dilation",
              "rhs_dilate": "rhs_dilation", "pad": "padding", "reverse": "window_reversal"}
     if win:
+        for extra in win[1:]:  # the trailing {...} attribute dictionary
+            attrs.update(attr_of(extra))
         for k, v in attr_of(win[0]).items():
             if k not in names:
                 raise FormError(f"stablehlo.convolution: unknown window field `{k}`")
@@ -49,12 +51,20 @@ def _roles(spec):
 def permutations(dn):
     """Nx's (input, kernel, output) permutations from conv dimension numbers."""
     args = dn.args if isinstance(dn, DialectAttr) else dn
+    if len(args) == 1 and isinstance(args[0], list):  # the generic form's one positional part
+        args = args[0]
     lhs, rhs, out = _roles(args[0]), _roles(args[2]), _roles(args[4])
 
     def perm(roles, a, b):
         n = len(roles)
         return [roles.index(a), roles.index(b)] + [roles.index(i) for i in range(n - 2)]
     return perm(lhs, "b", "f"), perm(rhs, "o", "i"), perm(out, "b", "f")
+
+
+def _int(v):
+    while isinstance(v, list):  # `1 : i64` read from a custom form's {...}
+        v = v[0]
+    return int(v)
 
 
 @register_op("stablehlo.convolution")
@@ -83,6 +93,6 @@ def _convolution(scope, op, x, k):
     return nx.conv(nx.as_type(x, t), nx.as_type(k, t), strides=ints("window_strides"),
                    padding=pads, input_dilation=ints("lhs_dilation"),
                    kernel_dilation=ints("rhs_dilation"),
-                   feature_group_size=int(a.get("feature_group_count", 1)),
-                   batch_group_size=int(a.get("batch_group_count", 1)),
+                   feature_group_size=_int(a.get("feature_group_count", 1)),
+                   batch_group_size=_int(a.get("batch_group_count", 1)),
                    input_permutation=ip, kernel_permutation=kp, output_permutation=opm)

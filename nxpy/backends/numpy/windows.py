@@ -74,7 +74,7 @@ class WindowKernels(BaseKernels):
         a = a.reshape(shape + (-1,))
         r = np.full(shape, convert(np.asarray(acc.data), t), dtype=t.dtype)
         for k in range(a.shape[-1]):
-            r = self._apply(fun, np.ascontiguousarray(a[..., k]), r, t)
+            r = self._apply(fun, np.array(a[..., k]), r, t)
         return self._wrap(out, r.reshape(out.shape))
 
     def window_reduce(self, out, x, acc, window_dimensions, strides, padding, window_dilations,
@@ -93,25 +93,26 @@ class WindowKernels(BaseKernels):
         r = np.full(out.shape, init, dtype=t.dtype)
         for k in range(v.shape[-1]):
             if valid is None:
-                r = self._apply(fun, np.ascontiguousarray(v[..., k]), r, t)
+                r = self._apply(fun, np.array(v[..., k]), r, t)
                 continue
             ok = valid[..., k]
             if ok.all():
-                r = self._apply(fun, np.ascontiguousarray(v[..., k]), r, t)
+                r = self._apply(fun, np.array(v[..., k]), r, t)
             elif ok.any():
-                r = np.where(ok, self._apply(fun, np.ascontiguousarray(v[..., k]), r, t), r)
+                r = np.where(ok, self._apply(fun, np.array(v[..., k]), r, t), r)
         return self._wrap(out, r)
 
     # --- select and scatter -------------------------------------------------------------
     def _select_and_scatter(self, out, x, source, init, window_dimensions, strides, padding,
                             tie_break, kind):
-        t = out.type
+        t = T.merge(x.type, out.type)  # XLA's select_and_scatter runs in one type
         res = np.full(out.shape, convert(np.asarray(init.data), t), dtype=t.dtype)
         if source.size == 0 or x.size == 0:
             return self._wrap(out, res)
         if x.rank == 0:
             return self._wrap(out, res + convert(source.data, t))
-        a = x.data.astype(compute_dtype(x.data.dtype))
+        a = convert(x.data, t)
+        a = a.astype(compute_dtype(a.dtype))
         ones = (1,) * a.ndim
         ap = np.pad(a, padding) if any(lo or hi for lo, hi in padding) else a
         valid = np.pad(np.ones(a.shape, bool), padding)

@@ -60,15 +60,34 @@ SELECT = {("window_scatter_max", "low"): "GE", ("window_scatter_max", "high"): "
 
 @register_lowering("window_scatter_max", "window_scatter_min")
 def _window_scatter(c: Ctx, e: Expr, x, source, init):
+    """As JAX emits it: XLA wants one element type for the operand, the source and the
+    result, and the operand padded by hand (with the type's lowest value for max, its
+    highest for min) before a select_and_scatter without padding, then sliced back."""
     at = e.attrs
     direction = SELECT[(e.op, at["tie_break"])]
-    source, init = c.convert(source, e.type), c.convert(init, e.type)
-    select = c.scalar_region(x.type, 1, lambda s, l, r: [s.compare(l[0], r[0], direction)])
-    scatter = reducer_region(c, "stablehlo.add", e.type)
-    return c.op("stablehlo.select_and_scatter", [x, source, init], out_of(e), {
-        "padding": dense_i64(at["padding"]) if at["padding"] else "dense<> : tensor<0x2xi64>",
+    m = T.merge(x.type, e.type)
+    x, source, init = c.convert(x, m), c.convert(source, m), c.convert(init, m)
+    pads = at["padding"]
+    shape = x.shape
+    if any(lo or hi for lo, hi in pads):
+        fill = T.min_value(m) if e.op == "window_scatter_max" else T.max_value(m)
+        padded = tuple(d + lo + hi for d, (lo, hi) in zip(shape, pads))
+        x = c.op("stablehlo.pad", [x, c.const(fill, m)], (padded, m), {
+            "edge_padding_low": i64_array([lo for lo, _ in pads]),
+            "edge_padding_high": i64_array([hi for _, hi in pads]),
+            "interior_padding": i64_array([0] * len(pads))})
+    select = c.scalar_region(m, 1, lambda s, l, r: [s.compare(l[0], r[0], direction)])
+    scatter = reducer_region(c, "stablehlo.add", m)
+    r = c.op("stablehlo.select_and_scatter", [x, source, init], (x.shape, m), {
+        "padding": dense_i64([(0, 0)] * len(shape)) if shape else "dense<> : tensor<0x2xi64>",
         "window_dimensions": i64_array(at["window_dimensions"]),
         "window_strides": i64_array(at["strides"])}, [select, scatter])
+    if x.shape != shape:
+        r = c.op("stablehlo.slice", [r], (shape, m), {
+            "start_indices": i64_array([lo for lo, _ in pads]),
+            "limit_indices": i64_array([lo + d for d, (lo, _) in zip(shape, pads)]),
+            "strides": i64_array([1] * len(shape))})
+    return c.convert(r, e.type)
 
 
 __all__ = ["fun_region", "SELECT"]
