@@ -1349,6 +1349,8 @@ def test_windows(op, t, shape, window, strides, padding, dil):
     st = (1,) * n if strides is None else ((strides,) * n if isinstance(strides, int) else strides)
     dl = (1,) * n if dil is None else ((dil,) * n if isinstance(dil, int) else dil)
     pad = padding.upper() if isinstance(padding, str) else padding
+    if padding == "same":  # Nx's "same": window - 1 in total, the odd one high (any strides)
+        pad = [((w - 1) * r // 2, (w - 1) * r - (w - 1) * r // 2) for w, r in zip(window, dl)]
     wide = np.complex128 if t in COMPLEX else (np.float64 if t in FLOATS else dt(t))
     xx = x.astype(wide)
     with x64():

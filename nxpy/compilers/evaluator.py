@@ -15,7 +15,7 @@ from ..backend import default_backend, get_backend
 from ..defn import sharding as SH
 from ..defn.compiler import Compiler, register_compiler_factory
 from ..defn.expr import Expr, Fn
-from ..ops import op_method
+from ..ops import BINARY, UNARY, op_method
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
@@ -185,6 +185,44 @@ def _while(ev, e, out, args, env, backend, **ctx):
     while bool(ev.run_fn(c_fn, state, env, backend, **ctx)[0]):
         state = ev.run_fn(b_fn, state, env, backend, **ctx)
     return state
+
+
+#: ops a reduction function may hold for the Evaluator to run it on whole arrays at once
+_ELEMENTWISE = set(UNARY) | set(BINARY) | {"select", "clip", "as_type", "constant", "parameter"}
+
+
+def _fn_caller(ev, fn: Fn, env, backend, ctx):
+    """``fun(a, b)`` running ``fn`` (a reduction function of two scalars): on whole arrays
+    when it is made of elementwise ops only (marked ``nxpy_elementwise``), else on scalars."""
+    if all(n.op in _ELEMENTWISE and n.outs is None for n in fn.nodes):
+        p0, p1 = (p.data.id for p in fn.params)
+
+        def call(a, b):
+            vals = {p0: a, p1: b}
+            for n in fn.nodes:
+                if n.op == "parameter":
+                    continue
+                out = Tensor(None, a.shape, n.type, None)
+                if n.op == "constant":
+                    vals[n.id] = backend.constant(out, n.attrs["value"])
+                    continue
+                args = [vals[x.data.id] if isinstance(x, Tensor) and isinstance(x.data, Expr)
+                        else x for x in n.args]
+                vals[n.id] = op_method(backend, n.op, " needed by the Evaluator")(
+                    out, *args, **n.attrs)
+            return vals[fn.outputs[0].data.id]
+        call.nxpy_elementwise = True
+        return call
+
+    def call(a, b):
+        return ev.run_fn(fn, [a, b], env, backend, **ctx)[0]
+    return call
+
+
+@register_eval_rule("reduce", "window_reduce")
+def _with_fun(ev, e, out, args, env, backend, **ctx):
+    fun = _fn_caller(ev, e.fns[0], env, backend, ctx)
+    return op_method(backend, e.op, " needed by the Evaluator")(out, *args, fun=fun, **e.attrs)
 
 
 @register_eval_rule("all_gather")

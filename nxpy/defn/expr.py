@@ -176,7 +176,40 @@ class ExprBackend(Backend):
 
     def node(self, op, out, *args, fns=(), **attrs) -> Tensor:
         """A node of any op (the generic entry used by ``dispatch`` and kernels)."""
+        if "fun" in attrs:  # an op taking a reduction function (reduce, window_reduce)
+            return self._fun_node(op, out, list(args), attrs)
         return self._new(op, out, list(args), attrs, fns)
+
+    def reduce(self, out, *args, **attrs) -> Tensor:
+        return self._fun_node("reduce", out, list(args), attrs)
+
+    def window_reduce(self, out, *args, **attrs) -> Tensor:
+        return self._fun_node("window_reduce", out, list(args), attrs)
+
+    def _fun_node(self, op, out, args, attrs) -> Tensor:
+        """A node whose ``fun`` (a function of two scalars of the output type, as Nx's
+        ``reduce``/``window_reduce`` take) is traced into its sub-function ``fns[0]``; an
+        already traced :class:`Fn` is kept as it is."""
+        attrs = dict(attrs)
+        fun = attrs.pop("fun")
+        if isinstance(fun, Fn):
+            return self._new(op, out, args, attrs, (fun,))
+        scalar = (), out.type, None
+        fn = trace_fn(fun, [scalar, scalar], parent=_context.current())
+        if len(fn.outputs) != 1 or fn.outputs[0].shape != ():
+            got = [tuple(o.shape) for o in fn.outputs]
+            raise ValueError(f"{op}: the reduction function must return one scalar tensor, "
+                             f"got shape(s) {got}")
+        if fn.captures:
+            raise ValueError(f"{op}: the reduction function can only use its two arguments "
+                             f"and constants, but it uses {len(fn.captures)} tensor(s) from "
+                             f"outside it (as in Nx, pass values in through the arguments)")
+        if fn.outputs[0].type != out.type:
+            with fn.scope:
+                from_t = fn.outputs[0]
+                fn.outputs = [self.as_type(Tensor(None, (), out.type), from_t)]
+            fn.finalize()
+        return self._new(op, out, args, attrs, (fn,))
 
     def multi(self, op, templates, *args, fns=(), **attrs) -> list[Tensor]:
         """A node with several results; returns one ``elem`` tensor per result."""

@@ -22,7 +22,6 @@ handled by the engine itself, which replays and differentiates their sub-functio
 """
 from __future__ import annotations
 
-import itertools
 import math
 
 from .. import ops as O
@@ -373,27 +372,8 @@ def _window_sum(ctx, e, xs, out, g):
     return [O.window_sum(padded, w, strides=1, padding="valid", window_dilations=dil)]
 
 
-@register_grad_rule("window_max")
-def _window_max(ctx, e, xs, out, g):
-    """The cotangent goes to the first maximum of each window (row-major), as XLA's
-    select_and_scatter with ``>=`` (JAX's rule) sends it."""
-    (x,) = xs
-    if not out.type.is_inexact:
-        return [None]
-    w, s, pads, dil = (e.attrs[k] for k in ("window_dimensions", "strides", "padding",
-                                            "window_dilations"))
-    low = O.full((), T.min_value(x.type), type=x.type)
-    xp = O.pad(x, low, [(lo, hi, 0) for lo, hi in pads])
-    offsets = list(itertools.product(*[range(k) for k in w]))
-    lengths = [(n - 1) * st + 1 if n else 0 for n, st in zip(g.shape, s)]
-    picks = [O.slice(xp, [k * r for k, r in zip(off, dil)], lengths, s) for off in offsets]
-    first = O.argmax(O.stack(picks), axis=0, tie_break="low")
-    total = None
-    for i, off in enumerate(offsets):
-        part = O.select(O.equal(first, i), g, _same(_c(g, 0), g))
-        placed = _scatter_strided(part, xp.shape, [k * r for k, r in zip(off, dil)], s)
-        total = placed if total is None else total + placed
-    return [O.slice(total, [lo for lo, _ in pads], x.shape)]
+# window_max's rule (built on window_scatter_max) is registered with the other window ops'
+# rules in nxpy/ops/windows.py.
 
 
 # ----------------------------------------------------------------------------------------

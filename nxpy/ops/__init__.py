@@ -13,6 +13,8 @@ only compute. The families, in the order they build on each other:
 ``reductions``     sum, product, reduce_max/min, all, any, argmax/argmin, mean
 ``contraction``    dot, matmul
 ``windows``        window_sum, window_max
+``windows``        window_min/product/mean/reduce, window_scatter_max/min, reduce
+``conv``           conv
 =================  =======================================================================
 
 This package also gives :class:`~nxpy.tensor.Tensor` its operators (``+``, ``@``,
@@ -42,6 +44,9 @@ from .reductions import REDUCTIONS, argmax, argmin, mean
 from .shaping import (broadcast, concatenate, new_axis, pad, reshape, reverse, squeeze, stack,
                       transpose)
 from .windows import window_max, window_sum
+from .windows import (reduce, window_mean, window_min, window_product, window_reduce,
+                      window_scatter_max, window_scatter_min)
+from .conv import conv
 from .compositions import *  # noqa: F401,F403 - compositions of the ops above, einsum
 from .compositions import __all__ as _COMPOSITIONS
 
@@ -51,7 +56,8 @@ __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "new_axis", "broadcast", "transpose", "pad", "reverse", "slice", "put_slice", "concatenate",
     "stack", "index", "argmax", "argmin", "mean", "dot", "matmul", "window_sum", "window_max",
     "binary_compute_type", "slice_along_axis", "gather", "take", "take_along_axis", "indexed_add",
-    "indexed_put"] + list(_COMPOSITIONS))
+    "indexed_put", "window_min", "window_product", "window_mean", "window_reduce",
+    "window_scatter_max", "window_scatter_min", "reduce", "conv"] + list(_COMPOSITIONS))
 
 RESERVED.update(__all__)
 

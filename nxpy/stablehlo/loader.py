@@ -41,6 +41,7 @@ from . import rules_indexing  # noqa: F401 - registers gather and scatter
 from .parser import parse
 from .rules import OPS, LoadError, Scope, UnsupportedOpError, register_op
 from . import rules_compositions  # noqa: F401 - registers the compositions family's rules
+from . import rules_conv, rules_windows  # noqa: F401 - the window family's and conv's rules
 from .sharding import debug_expr_sharded, is_sharded, program_mesh, shard_jit_program
 from .syntax import Module, TensorType
 

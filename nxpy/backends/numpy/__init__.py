@@ -15,11 +15,14 @@ from ...backend import register_backend_factory
 from .base import BaseKernels
 from .indexing import IndexingKernels
 from .compositions import CompositionsKernels
+from .conv import ConvKernels
+from .windows import WindowKernels
 
 __all__ = ["NumpyBackend"]
 
 
-class NumpyBackend(BaseKernels, IndexingKernels, CompositionsKernels):
+class NumpyBackend(WindowKernels, ConvKernels, BaseKernels, IndexingKernels,
+                   CompositionsKernels):
     """Eager ops on NumPy arrays (the kernel families combined)."""
 
     name = "numpy"

@@ -21,6 +21,7 @@ from .compiler import ExlaCompiler
 from . import lower_indexing  # noqa: F401 - registers the index-tensor ops' lowerings
 from .lowering import LOWERINGS, Ctx, LoweringError, lower_module, register_lowering
 from . import lower_compositions  # noqa: F401 - registers the compositions family's lowerings
+from . import lower_conv, lower_windows  # noqa: F401 - the window family's and conv's lowerings
 from .sharded import lower_replicated, uses_shard_map
 
 __all__ = ["to_mlir", "shard_jit", "register_lowering", "LOWERINGS", "Ctx", "LoweringError",
