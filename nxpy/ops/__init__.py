@@ -13,6 +13,7 @@ only compute. The families, in the order they build on each other:
 ``reductions``     sum, product, reduce_max/min, all, any, argmax/argmin, mean
 ``contraction``    dot, matmul
 ``windows``        window_sum, window_max
+``sorting``        sort, argsort, top_k, cumulative_sum/product/min/max, median, mode
 =================  =======================================================================
 
 This package also gives :class:`~nxpy.tensor.Tensor` its operators (``+``, ``@``,
@@ -29,7 +30,7 @@ here when nxpy is imported.
 from __future__ import annotations
 
 from ..tensor import Tensor
-from .core import (OPS, PRIMITIVES, RESERVED, OpSpec, as_type, dispatch, fallback, from_numpy,
+from .core import (OPS, PRIMITIVES, RESERVED, OpSpec, as_type, dispatch, dispatch_multi, fallback, from_numpy,
                    op_method, primitive, template, tensor, to_tensor)
 from .creation import eye, full, iota
 from .contraction import dot, matmul
@@ -41,13 +42,17 @@ from .reductions import REDUCTIONS, argmax, argmin, mean
 from .shaping import (broadcast, concatenate, new_axis, pad, reshape, reverse, squeeze, stack,
                       transpose)
 from .windows import window_max, window_sum
+from .sorting import (CUMULATIVE, argsort, cumulative_max, cumulative_min, cumulative_product,
+                      cumulative_sum, median, mode, permute_by_key, sort, top_k)
 
 __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "template", "dispatch", "to_tensor", "tensor", "from_numpy", "iota", "eye", "full",
     "floor_divide", "mod", "select", "clip", "as_type", "bitcast", "reshape", "squeeze",
     "new_axis", "broadcast", "transpose", "pad", "reverse", "slice", "put_slice", "concatenate",
     "stack", "index", "argmax", "argmin", "mean", "dot", "matmul", "window_sum", "window_max",
-    "binary_compute_type"])
+    "binary_compute_type"] + [
+    "sort", "argsort", "top_k", "permute_by_key", "cumulative_sum", "cumulative_product",
+    "cumulative_min", "cumulative_max", "median", "mode"])
 
 RESERVED.update(__all__)
 

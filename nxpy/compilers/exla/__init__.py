@@ -18,6 +18,7 @@ from ...defn import Jit, trace
 from ...defn.shard_jit import shard_jit as _shard_jit
 from .backend import ExlaBackend
 from .compiler import ExlaCompiler
+from . import lower_sorting  # noqa: F401 - registers the sorting family's lowerings
 from .lowering import LOWERINGS, Ctx, LoweringError, lower_module, register_lowering
 from .sharded import lower_replicated, uses_shard_map
 
