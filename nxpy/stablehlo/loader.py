@@ -37,6 +37,7 @@ from __future__ import annotations
 from .. import ops as nx
 from ..defn import debug_expr, jit
 from ..tensor import Tensor, shape_str
+from . import rules_sorting  # noqa: F401 - the sorting family's importer rules
 from .parser import parse
 from .rules import OPS, LoadError, Scope, UnsupportedOpError, register_op
 from .sharding import debug_expr_sharded, is_sharded, program_mesh, shard_jit_program

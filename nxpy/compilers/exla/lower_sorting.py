@@ -32,7 +32,7 @@ U8 = T.Type("u", 8)
 
 #: axes of at least this many elements scan with the associative scan (log2(n) levels
 #: of slices), shorter ones with one reduce_window (JAX's form); see docs/ops_sorting.md
-SCAN_THRESHOLD = 64
+SCAN_THRESHOLD = 16
 
 
 def _int(bits, signed=True):
@@ -99,21 +99,35 @@ def _sort(c: Ctx, operands, axis, direction) -> list:
     return res if isinstance(res, list) else [res]
 
 
+def _not(c: Ctx, v: Val) -> Val:
+    return c.op("stablehlo.not", [v], (v.shape, v.type))
+
+
+def _int_sort(c: Ctx, v: Val, axis, direction) -> Val:
+    """A sort of integers with an ``LT`` comparator (XLA:CPU's fast one); descending
+    sorts the bitwise complements, which order the other way round."""
+    if direction == "desc":
+        v = _not(c, v)
+    (s,) = _sort(c, [v], axis, "asc")
+    return _not(c, s) if direction == "desc" else s
+
+
 @register_lowering("sort")
 def _sort_rule(c: Ctx, e: Expr, x: Val):
     axis, direction = e.attrs["axis"], e.attrs["direction"]
     t = x.type
     if t.is_pred:
-        (r,) = _sort(c, [c.convert(x, U8)], axis, direction)
-        return c.convert(r, I1)
+        return c.convert(_int_sort(c, c.convert(x, U8), axis, direction), I1)
     if t.is_float and t.bits <= 32:
         w = t.bits
         wide = _int(2 * w)
         hi = c.binop("stablehlo.shift_left", c.convert(_float_key(c, x), wide),
                      c.const(w, wide, x.shape))
         lo = c.convert(_bitcast(c, x, _int(w, False)), wide)
-        (s,) = _sort(c, [c.binop("stablehlo.or", hi, lo)], axis, direction)
+        s = _int_sort(c, c.binop("stablehlo.or", hi, lo), axis, direction)
         return _bitcast(c, c.convert(s, _int(w, False)), t)
+    if not t.is_inexact:
+        return _int_sort(c, x, axis, direction)
     (r,) = _sort(c, [x], axis, direction)
     return r
 
