@@ -51,6 +51,12 @@ def _unpack(p, dtype):
     return (p & ((1 << (8 * w)) - 1)).astype(_UINT[w]).view(dtype)
 
 
+def _plain(a):
+    """No NaN and no zero in ``a``: equal values have equal bits, so NumPy's own sort
+    gives the packed-key order."""
+    return not (np.isnan(a).any() or (a == 0).any())
+
+
 def _stable_argsort(a, axis, direction):
     k = order_key(a)
     if direction == "desc":
@@ -63,7 +69,7 @@ class SortingKernels(Backend):
 
     def sort(self, out, x, axis, direction):
         a = x.data
-        if x.type.is_float:
+        if x.type.is_float and not _plain(a):
             if a.dtype.itemsize <= 4:
                 s = np.sort(_packed(a), axis=axis)
                 if direction == "desc":
@@ -71,7 +77,7 @@ class SortingKernels(Backend):
                 return self._wrap(out, _unpack(s, a.dtype))
             idx = _stable_argsort(a, axis, direction)
             return self._wrap(out, np.take_along_axis(a, idx, axis))
-        s = np.sort(a, axis=axis, kind="stable")
+        s = np.sort(a, axis=axis)  # equal keys here have equal bits: any order will do
         return self._wrap(out, np.flip(s, axis) if direction == "desc" else s)
 
     def argsort(self, out, x, axis, direction):
@@ -92,7 +98,7 @@ class SortingKernels(Backend):
     # --- scans ---------------------------------------------------------------------------
     def _scan(self, out, x, axis, reverse, f):
         a = convert(x.data, out.type)
-        a = a.astype(compute_dtype(a.dtype))
+        a = a.astype(compute_dtype(a.dtype), copy=False)
         if reverse:
             a = np.flip(a, axis)
         with np.errstate(all="ignore"):
