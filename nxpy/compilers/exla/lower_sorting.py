@@ -244,7 +244,8 @@ def _associative_scan(c: Ctx, x: Val, op, axis) -> Val:
 def _scan_rule(c: Ctx, e: Expr, x: Val):
     axis, reverse = e.attrs["axis"], e.attrs["reverse"]
     pred = e.type.is_pred  # min/max of pred: as u8
-    x = c.convert(x, U8 if pred else e.type)
+    half = e.type.is_float and e.type.bits == 16  # f16/bf16: in f32, rounded once (as NumPy's)
+    x = c.convert(x, U8 if pred else T.F32 if half else e.type)
     n = x.shape[axis]
     if n < 2 or 0 in x.shape:
         r = x
@@ -256,5 +257,5 @@ def _scan_rule(c: Ctx, e: Expr, x: Val):
         r = _associative_scan(c, x, e.op, axis)
         if reverse:
             r = c.op("stablehlo.reverse", [r], (r.shape, r.type), {"dimensions": i64_array([axis])})
-    return c.convert(r, I1) if pred else r
+    return c.convert(r, I1) if pred else c.convert(r, e.type) if half else r
 
