@@ -49,8 +49,10 @@ class Plan:
         for nid, i in last.items():
             if nid not in keep:
                 release[i].append(nid)
-        self.steps = [(e, Tensor(None, e.shape, e.type, e.names) if e.outs is None else None,
-                       release[i]) for i, e in enumerate(nodes)]
+        # a node with several results gets one template per result (its kernel's ``outs``)
+        self.steps = [(e, Tensor(None, e.shape, e.type, e.names) if e.outs is None else
+                       [Tensor(None, s, t, n) for s, t, n in e.outs], release[i])
+                      for i, e in enumerate(nodes)]
         self.outputs = [t.data for t in fn.outputs]
 
 

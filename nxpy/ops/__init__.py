@@ -15,6 +15,7 @@ only compute. The families, in the order they build on each other:
 ``windows``        window_sum, window_max
 ``windows``        window_min/product/mean/reduce, window_scatter_max/min, reduce
 ``conv``           conv
+``sorting``        sort, argsort, top_k, cumulative_sum/product/min/max, median, mode
 =================  =======================================================================
 
 This package also gives :class:`~nxpy.tensor.Tensor` its operators (``+``, ``@``,
@@ -31,7 +32,7 @@ here when nxpy is imported.
 from __future__ import annotations
 
 from ..tensor import Tensor
-from .core import (OPS, PRIMITIVES, RESERVED, OpSpec, as_type, dispatch, fallback, from_numpy,
+from .core import (OPS, PRIMITIVES, RESERVED, OpSpec, as_type, dispatch, dispatch_multi, fallback, from_numpy,
                    op_method, primitive, template, tensor, to_tensor)
 from .creation import eye, full, iota
 from .contraction import dot, matmul
@@ -49,6 +50,8 @@ from .windows import (reduce, window_mean, window_min, window_product, window_re
 from .conv import conv
 from .compositions import *  # noqa: F401,F403 - compositions of the ops above, einsum
 from .compositions import __all__ as _COMPOSITIONS
+from .sorting import (CUMULATIVE, argsort, cumulative_max, cumulative_min, cumulative_product,
+                      cumulative_sum, median, mode, permute_by_key, sort, top_k)
 
 __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "template", "dispatch", "to_tensor", "tensor", "from_numpy", "iota", "eye", "full",
@@ -57,7 +60,9 @@ __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "stack", "index", "argmax", "argmin", "mean", "dot", "matmul", "window_sum", "window_max",
     "binary_compute_type", "slice_along_axis", "gather", "take", "take_along_axis", "indexed_add",
     "indexed_put", "window_min", "window_product", "window_mean", "window_reduce",
-    "window_scatter_max", "window_scatter_min", "reduce", "conv"] + list(_COMPOSITIONS))
+    "window_scatter_max", "window_scatter_min", "reduce", "conv", "sort", "argsort", "top_k",
+    "permute_by_key", "cumulative_sum", "cumulative_product", "cumulative_min",
+    "cumulative_max", "median", "mode"] + list(_COMPOSITIONS))
 
 RESERVED.update(__all__)
 

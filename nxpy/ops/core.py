@@ -27,8 +27,8 @@ from ..backend import Backend, default_backend, get_backend, pick
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
-__all__ = ["template", "dispatch", "to_tensor", "tensor", "from_numpy", "as_type", "renamed",
-           "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
+__all__ = ["template", "dispatch", "dispatch_multi", "to_tensor", "tensor", "from_numpy", "as_type",
+           "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
            "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable"]
 
 _Number = (numbers.Number, np.generic)
@@ -102,6 +102,22 @@ def dispatch(name: str, out: Tensor, *args, backend=None, **attrs) -> Tensor:
         args = _to_backend(args, b)
     fn = getattr(b, name, None) or op_method(b, name)
     return fn(out, *args, **attrs)
+
+
+def dispatch_multi(name: str, templates, *args, **attrs) -> list:
+    """Runs op ``name`` with several results (``templates``: one ``(shape, type, names)``
+    per result) on the backend of its operands: a tracing backend records one node with
+    several results (its ``multi``), an eager one's kernel ``kernel(templates, *args,
+    **attrs)`` returns one tensor per result."""
+    tensors = list(_flat(args))
+    b = pick(tensors)
+    if builtins.any(t.backend is not b for t in tensors):
+        args = _to_backend(args, b)
+    multi = getattr(b, "multi", None)
+    if multi is not None:
+        return multi(name, templates, *args, **attrs)
+    fn = getattr(b, name, None) or op_method(b, name)
+    return list(fn([_out(*t) for t in templates], *args, **attrs))
 
 
 @dataclass

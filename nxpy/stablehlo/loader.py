@@ -42,6 +42,9 @@ from .parser import parse
 from .rules import OPS, LoadError, Scope, UnsupportedOpError, register_op
 from . import rules_compositions  # noqa: F401 - registers the compositions family's rules
 from . import rules_conv, rules_windows  # noqa: F401 - the window family's and conv's rules
+# after rules_windows: its reduce_window rule takes the cumulative forms and hands the
+# others to the rule registered before it
+from . import rules_sorting  # noqa: F401 - the sorting family's importer rules
 from .sharding import debug_expr_sharded, is_sharded, program_mesh, shard_jit_program
 from .syntax import Module, TensorType
 

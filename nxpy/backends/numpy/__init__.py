@@ -17,11 +17,12 @@ from .indexing import IndexingKernels
 from .compositions import CompositionsKernels
 from .conv import ConvKernels
 from .windows import WindowKernels
+from .sorting import SortingKernels
 
 __all__ = ["NumpyBackend"]
 
 
-class NumpyBackend(WindowKernels, ConvKernels, BaseKernels, IndexingKernels,
+class NumpyBackend(WindowKernels, ConvKernels, SortingKernels, BaseKernels, IndexingKernels,
                    CompositionsKernels):
     """Eager ops on NumPy arrays (the kernel families combined)."""
 

@@ -19,6 +19,7 @@ from ...defn.shard_jit import shard_jit as _shard_jit
 from .backend import ExlaBackend
 from .compiler import ExlaCompiler
 from . import lower_indexing  # noqa: F401 - registers the index-tensor ops' lowerings
+from . import lower_sorting  # noqa: F401 - registers the sorting family's lowerings
 from .lowering import LOWERINGS, Ctx, LoweringError, lower_module, register_lowering
 from . import lower_compositions  # noqa: F401 - registers the compositions family's lowerings
 from . import lower_conv, lower_windows  # noqa: F401 - the window family's and conv's lowerings

@@ -97,18 +97,27 @@ class ExlaBackend(Backend):
     def _run(self, op, out, args, attrs):
         tensors = _tensors(args, [])
         dev = tensors[0].device_id if tensors else 0
+        multi = isinstance(out, (list, tuple))
         # names do not change the program: they are not part of the key
-        key = (op, out.shape, out.type, _key(args),
+        key = (op, tuple((o.shape, o.type) for o in out) if multi else (out.shape, out.type),
+               _key(args),
                tuple(sorted((k, _key(v)) for k, v in attrs.items())), dev)
         run = self._programs.get(key)
         if run is None:
             templates = [(t.shape, t.type, None) for t in tensors]
-            plain = Tensor(None, out.shape, out.type)
 
             def one_op(*params):
-                return EXPR.node(op, plain, *_replace(list(args), iter(params)), **attrs)
+                a = _replace(list(args), iter(params))
+                if multi:  # an op with several results (its templates in ``out``)
+                    return EXPR.multi(op, [(o.shape, o.type, None) for o in out], *a, **attrs)
+                return EXPR.node(op, Tensor(None, out.shape, out.type), *a, **attrs)
             graph = trace_fn(one_op, templates)
             run = self._programs[key] = ExlaCompiler().compile(graph, {"device_id": dev})
+        if multi:
+            rs = run(tensors)
+            for r, o in zip(rs, out):
+                r.names = o.names
+            return rs
         r = run(tensors)[0]
         if out.names != r.names:
             r.names = out.names
