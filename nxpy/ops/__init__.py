@@ -13,6 +13,7 @@ only compute. The families, in the order they build on each other:
 ``reductions``     sum, product, reduce_max/min, all, any, argmax/argmin, mean
 ``contraction``    dot, matmul
 ``windows``        window_sum, window_max
+``complex``        real, imag, conjugate, phase, complex, fft, ifft, fft2, ifft2
 =================  =======================================================================
 
 This package also gives :class:`~nxpy.tensor.Tensor` its operators (``+``, ``@``,
@@ -41,13 +42,15 @@ from .reductions import REDUCTIONS, argmax, argmin, mean
 from .shaping import (broadcast, concatenate, new_axis, pad, reshape, reverse, squeeze, stack,
                       transpose)
 from .windows import window_max, window_sum
+from .complex import complex, conjugate, fft, fft2, ifft, ifft2, imag, phase, real  # noqa: A004
 
 __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "template", "dispatch", "to_tensor", "tensor", "from_numpy", "iota", "eye", "full",
     "floor_divide", "mod", "select", "clip", "as_type", "bitcast", "reshape", "squeeze",
     "new_axis", "broadcast", "transpose", "pad", "reverse", "slice", "put_slice", "concatenate",
     "stack", "index", "argmax", "argmin", "mean", "dot", "matmul", "window_sum", "window_max",
-    "binary_compute_type"])
+    "binary_compute_type"] + [
+    "real", "imag", "conjugate", "phase", "complex", "fft", "ifft", "fft2", "ifft2"])
 
 RESERVED.update(__all__)
 

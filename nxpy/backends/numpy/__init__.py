@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from ...backend import register_backend_factory
 from .base import BaseKernels
+from .complex import ComplexKernels
 
 __all__ = ["NumpyBackend"]
 
 
-class NumpyBackend(BaseKernels):
+class NumpyBackend(BaseKernels, ComplexKernels):
     """Eager ops on NumPy arrays (the kernel families combined)."""
 
     name = "numpy"

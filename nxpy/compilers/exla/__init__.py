@@ -19,6 +19,7 @@ from ...defn.shard_jit import shard_jit as _shard_jit
 from .backend import ExlaBackend
 from .compiler import ExlaCompiler
 from .lowering import LOWERINGS, Ctx, LoweringError, lower_module, register_lowering
+from . import lower_complex  # noqa: F401 - registers the complex family's lowerings
 from .sharded import lower_replicated, uses_shard_map
 
 __all__ = ["to_mlir", "shard_jit", "register_lowering", "LOWERINGS", "Ctx", "LoweringError",
