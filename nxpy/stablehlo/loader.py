@@ -39,6 +39,7 @@ from ..defn import debug_expr, jit
 from ..tensor import Tensor, shape_str
 from .parser import parse
 from .rules import OPS, LoadError, Scope, UnsupportedOpError, register_op
+from . import rules_complex  # noqa: F401 - registers the complex family's rules
 from .sharding import debug_expr_sharded, is_sharded, program_mesh, shard_jit_program
 from .syntax import Module, TensorType
 

@@ -13,6 +13,7 @@ from ... import types as T
 from ...defn.expr import Expr
 from .lowering import Ctx, out_of, register_lowering
 from .mlir import Val, i64_array
+from .sharded import manual_region
 
 __all__ = []
 
@@ -72,6 +73,21 @@ def fft_op(c: Ctx, x: Val, fft_type: str, lengths) -> Val:
         "fft_type": f"#stablehlo<fft_type {fft_type}>"})
 
 
+def _global_fft(c: Ctx, e: Expr, x: Val, fft_type: str, lengths, perm) -> Val:
+    """In a sharded module (global view), the transform runs in a manual region whose
+    operand is sharded as ``e``'s input along the other dims and replicated along the
+    transformed ones: XLA:CPU's partitioner can otherwise hand the FFT an operand in a
+    non-row-major layout (after an all-gather), which its FFT kernel rejects at run time
+    (``fft_thunk``: ``IsMonotonicWithDim0Major``; plain JAX programs hit it too)."""
+    in_sh = c.info["propagator"].of(e.args[0])
+    k = len(lengths)
+    sh = tuple(in_sh[p] for p in perm[:len(perm) - k]) + ((),) * k
+
+    def body(s: Ctx, locals_):
+        return [fft_op(s, locals_[0], fft_type, lengths)]
+    return manual_region(c, [x], [sh], [(x.shape, x.type, sh)], body)[0]
+
+
 def _lower_transform(c: Ctx, e: Expr, x: Val, axes, lengths, inverse: bool) -> Val:
     if 0 in e.shape or any(x.shape[a] == 0 for a in axes):  # zero padding, or no elements
         return c.const(0, e.type, e.shape)
@@ -80,7 +96,12 @@ def _lower_transform(c: Ctx, e: Expr, x: Val, axes, lengths, inverse: bool) -> V
         x = _resize(c, x, a, n)
     rank = len(x.shape)
     perm = [d for d in range(rank) if d not in axes] + list(axes)
-    y = fft_op(c, _transpose(c, x, perm), "IFFT" if inverse else "FFT", lengths)
+    x = _transpose(c, x, perm)
+    fft_type = "IFFT" if inverse else "FFT"
+    if c.info.get("propagator") is not None and not c.info.get("manual"):
+        y = _global_fft(c, e, x, fft_type, lengths, perm)
+    else:
+        y = fft_op(c, x, fft_type, lengths)
     return _transpose(c, y, [perm.index(d) for d in range(rank)])
 
 
