@@ -102,7 +102,7 @@ def phase(x) -> Tensor:
 
     >>> import nxpy as nx
     >>> [round(v, 7) for v in nx.phase(nx.tensor([1 + 2j, -2 + 1j])).tolist()]
-    [1.1071487, 2.6779451]
+    [1.1071488, 2.6779451]
     """
     x = to_tensor(x, "x")
     return atan2(imag(x), real(x))
@@ -117,11 +117,11 @@ def complex(real, imag) -> Tensor:  # noqa: A001 - the op, as in Nx
     >>> nx.complex(nx.tensor([1, 2]), nx.tensor([3, 4])).tolist()
     [(1+3j), (2+4j)]
     """
+    for arg, v in (("real", real), ("imag", imag)):
+        t = v.type if isinstance(v, Tensor) else to_tensor(v, arg).type
+        if t.is_complex:
+            raise TypeError(f"complex: expected {arg} to have a real (non-complex) type, got {t}")
     re, im = _binary_operands(real, imag)
-    for arg, v in (("real", re), ("imag", im)):
-        if v.type.is_complex:
-            raise TypeError(f"complex: expected {arg} to have a real (non-complex) type, got "
-                            f"{v.type}")
     shape = S.broadcast(re.shape, im.shape, op="complex")
     names = S.broadcast_names(shape, re, im)
     t = to_complex_type(T.merge(re.type, im.type))

@@ -13,11 +13,11 @@ True
 """
 from __future__ import annotations
 
-from . import base
+from . import base, complex
 from .core import Case
 
 __all__ = ["Case", "CASES", "OP_SET"]
 
-FAMILIES = [base]
+FAMILIES = [base, complex]
 CASES = [c for f in FAMILIES for c in f.CASES]
 OP_SET = [op for f in FAMILIES for op in f.OPS]
