@@ -16,7 +16,7 @@ from .core import REGISTRY, Case, Config, Pair, Skip, case
 __all__ = ["CASE_MODULES", "load_cases", "REGISTRY", "Case", "Config", "Pair", "Skip", "case"]
 
 # Modules defining cases, in table order. Import them only after core.start_xla().
-CASE_MODULES = ["bench.single_device", "bench.grad", "bench.sharded"]
+CASE_MODULES = ["bench.single_device", "bench.grad", "bench.sharded", "bench.ops_complex"]
 
 
 def load_cases() -> dict[str, Case]:
