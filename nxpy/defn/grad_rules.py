@@ -86,6 +86,9 @@ def _unary_rule(f):
         if not out.type.is_inexact:
             return [None]
         if x.type.is_complex and not out.type.is_complex:
+            if e.op == "abs":  # JAX's rule: g * conj(x) / |x|, with |x| == 0 read as 1
+                safe = O.select(O.equal(out, 0), _same(_c(out, 1), out), out)
+                return [O.conjugate(x) * (g / safe)]
             raise NotImplementedError(f"grad: the gradient of {e.op} of a complex value is "
                                       f"not supported yet")
         return [f(O.as_type(x, out.type), out, g)]

@@ -380,6 +380,18 @@ def _concatenate(prop, e, args):
     return _merge(cands)
 
 
+register_sharding_rule("real", "imag", "conjugate")(_same)
+register_sharding_rule("complex")(_elementwise)
+
+
+@register_sharding_rule("fft", "ifft", "fft2", "ifft2")
+def _fft(prop, e, args):
+    """The transformed dims are replicated (each needs its whole axis); the others keep
+    their sharding."""
+    axes = e.attrs["axes"] if "axes" in e.attrs else (e.attrs["axis"],)
+    return tuple(() if d in axes else a for d, a in enumerate(args[0]))
+
+
 @register_sharding_rule("all_gather")
 def _all_gather(prop, e, args):
     opts = e.args[1]

@@ -16,6 +16,7 @@ only compute. The families, in the order they build on each other:
 ``windows``        window_min/product/mean/reduce, window_scatter_max/min, reduce
 ``conv``           conv
 ``sorting``        sort, argsort, top_k, cumulative_sum/product/min/max, median, mode
+``complex``        real, imag, conjugate, phase, complex, fft, ifft, fft2, ifft2
 =================  =======================================================================
 
 This package also gives :class:`~nxpy.tensor.Tensor` its operators (``+``, ``@``,
@@ -52,6 +53,7 @@ from .compositions import *  # noqa: F401,F403 - compositions of the ops above, 
 from .compositions import __all__ as _COMPOSITIONS
 from .sorting import (CUMULATIVE, argsort, cumulative_max, cumulative_min, cumulative_product,
                       cumulative_sum, median, mode, permute_by_key, sort, top_k)
+from .complex import complex, conjugate, fft, fft2, ifft, ifft2, imag, phase, real  # noqa: A004
 
 __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "template", "dispatch", "to_tensor", "tensor", "from_numpy", "iota", "eye", "full",
@@ -62,7 +64,8 @@ __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "indexed_put", "window_min", "window_product", "window_mean", "window_reduce",
     "window_scatter_max", "window_scatter_min", "reduce", "conv", "sort", "argsort", "top_k",
     "permute_by_key", "cumulative_sum", "cumulative_product", "cumulative_min",
-    "cumulative_max", "median", "mode"] + list(_COMPOSITIONS))
+    "cumulative_max", "median", "mode", "real", "imag", "conjugate", "phase", "complex", "fft",
+    "ifft", "fft2", "ifft2"] + list(_COMPOSITIONS))
 
 RESERVED.update(__all__)
 

@@ -48,10 +48,7 @@ from .indexing import slice as _slice
 from .reductions import all, mean, reduce_max, sum
 from .shaping import broadcast, concatenate, new_axis, pad, reshape, reverse, squeeze, transpose
 
-try:  # the complex family (conjugate) lands in parallel; outer/covariance need it for complex
-    from .complex import conjugate as _conjugate
-except ImportError:  # pragma: no cover - before the complex family is merged
-    _conjugate = None
+from .complex import conjugate as _conjugate
 
 __all__ = ["tri", "tril", "triu", "linspace", "make_diagonal", "take_diagonal", "put_diagonal",
            "flatten", "tile", "rename", "split", "reflect", "fill", "outer", "diff", "log2",
@@ -76,13 +73,6 @@ def _slice_axis(x: Tensor, start: int, length: int, axis: int, stride: int = 1) 
     strides = [1] * x.rank
     strides[axis] = stride
     return _slice(x, starts, lengths, strides)
-
-
-def _complex_conjugate(x: Tensor, op: str) -> Tensor:
-    if _conjugate is None:
-        raise NotImplementedError(f"{op} of complex tensors needs nx.conjugate (the complex "
-                                  f"op family)")
-    return _conjugate(x)
 
 
 # ----------------------------------------------------------------------------------------
@@ -430,7 +420,7 @@ def outer(a, b) -> Tensor:
     a, b = to_tensor(a, "a"), to_tensor(b, "b")  # numbers are strong here, as in Nx
     names = (a.names[0] if a.rank else None, b.names[-1] if b.rank else None)
     if T.merge(a.type, b.type).is_complex:
-        b = _complex_conjugate(b, "outer")
+        b = _conjugate(b)
     return renamed(multiply(reshape(a, (a.size, 1)), reshape(b, (1, b.size))), names)
 
 
@@ -602,7 +592,7 @@ def covariance(x, mean_or_none=None, ddof: int = 0) -> Tensor:
     if not _is_int(ddof) or ddof < 0:
         raise ValueError(f"covariance: expected ddof to be a non-negative integer, got {ddof!r}")
     centered = renamed(subtract(x, new_axis(m, -2)), None)
-    conj = _complex_conjugate(centered, "covariance") if centered.type.is_complex else centered
+    conj = _conjugate(centered) if centered.type.is_complex else centered
     batch = list(range(centered.rank - 2))
     total = centered.shape[-2]
     return divide(dot(conj, [-2], batch, centered, [-2], batch), total - ddof)

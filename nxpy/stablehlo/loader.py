@@ -40,6 +40,7 @@ from ..tensor import Tensor, shape_str
 from . import rules_indexing  # noqa: F401 - registers gather and scatter
 from .parser import parse
 from .rules import OPS, LoadError, Scope, UnsupportedOpError, register_op
+from . import rules_complex  # noqa: F401 - registers the complex family's rules
 from . import rules_compositions  # noqa: F401 - registers the compositions family's rules
 from . import rules_conv, rules_windows  # noqa: F401 - the window family's and conv's rules
 # after rules_windows: its reduce_window rule takes the cumulative forms and hands the

@@ -237,6 +237,9 @@ INCOMPATIBLE = {
     "tests/test_shard_jit_fast_path.py::test_per_device_results_stay_pieces_until_used":
         "it checks that sharded results are not split until read, and the round trip reads "
         "them to compare",
+    "tests/test_ops_complex.py::test_eps_cleans_tiny_parts_on_the_numpy_backend_only":
+        "it runs an FFT whose result the NumPy backend's eps clean-up changes; eps is not in "
+        "the StableHLO, so the loaded program runs the transform with eps=0",
     "tests/test_plugins.py::test_override_a_lowering_and_custom_call":
         "it replaces erf's lowering by a different function on purpose, so the module does "
         "not compute what the graph does on the Evaluator",

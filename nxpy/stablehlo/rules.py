@@ -303,42 +303,6 @@ def _round_even(scope, op, x):
     return nx.select(nx.logical_or(nx.is_nan(x), nx.is_infinity(x)), x, r)
 
 
-@register_op("stablehlo.real")
-def _real(scope, op, x):
-    return nx.as_type(x, T.to_real(x.type)) if x.type.is_complex else x
-
-
-def _halves_c64(z):
-    """The real and imaginary parts of a c64 tensor, exactly, through its bits."""
-    u = nx.bitcast(z, "u64")
-    lo = nx.bitcast(nx.as_type(u, "u32"), "f32")
-    hi = nx.bitcast(nx.as_type(nx.right_shift(u, 32), "u32"), "f32")
-    return lo, hi
-
-
-@register_op("stablehlo.imag")
-def _imag(scope, op, z):
-    if not z.type.is_complex:
-        return constant(scope, 0, z.type, z.shape)
-    if z.type.bits == 64:
-        return _halves_c64(z)[1]
-    # c128: Im(z) = Re(z * -i), exact when Re(z) is finite; otherwise through c64
-    re = nx.as_type(z, "f64")
-    via_mul = nx.as_type(nx.multiply(z, -1j), "f64")
-    via_c64 = nx.as_type(_halves_c64(nx.as_type(z, "c64"))[1], "f64")
-    finite = nx.logical_not(nx.logical_or(nx.is_nan(re), nx.is_infinity(re)))
-    return nx.select(finite, via_mul, via_c64)
-
-
-@register_op("stablehlo.complex")
-def _complex(scope, op, re, im):
-    _, t = rtype(op)
-    if t.bits == 64:
-        bits = lambda v: nx.as_type(nx.bitcast(v, "u32"), "u64")  # noqa: E731
-        return nx.bitcast(nx.bitwise_or(nx.left_shift(bits(im), 32), bits(re)), "c64")
-    return nx.add(nx.as_type(re, t), nx.multiply(nx.as_type(im, t), 1j))
-
-
 @register_op("stablehlo.convert")
 def _convert(scope, op, x):
     return nx.as_type(x, rtype(op)[1])

@@ -18,12 +18,13 @@ from .compositions import CompositionsKernels
 from .conv import ConvKernels
 from .windows import WindowKernels
 from .sorting import SortingKernels
+from .complex import ComplexKernels
 
 __all__ = ["NumpyBackend"]
 
 
-class NumpyBackend(WindowKernels, ConvKernels, SortingKernels, BaseKernels, IndexingKernels,
-                   CompositionsKernels):
+class NumpyBackend(WindowKernels, ConvKernels, SortingKernels, ComplexKernels, BaseKernels,
+                   IndexingKernels, CompositionsKernels):
     """Eager ops on NumPy arrays (the kernel families combined)."""
 
     name = "numpy"

@@ -23,6 +23,7 @@ from . import lower_sorting  # noqa: F401 - registers the sorting family's lower
 from .lowering import LOWERINGS, Ctx, LoweringError, lower_module, register_lowering
 from . import lower_compositions  # noqa: F401 - registers the compositions family's lowerings
 from . import lower_conv, lower_windows  # noqa: F401 - the window family's and conv's lowerings
+from . import lower_complex  # noqa: F401 - registers the complex family's lowerings
 from .sharded import lower_replicated, uses_shard_map
 
 __all__ = ["to_mlir", "shard_jit", "register_lowering", "LOWERINGS", "Ctx", "LoweringError",

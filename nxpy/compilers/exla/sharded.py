@@ -49,7 +49,7 @@ def manual_region(c: Ctx, operands, in_shardings, out_results, body) -> list:
     locals_ = [Val(b.fresh().replace("%", "%m"), SH.local_shape(v.shape, s, mesh), v.type)
                for v, s in zip(operands, in_shardings)]
     child = b.child()
-    sub = Ctx(child, {}, c)
+    sub = Ctx(child, {}, c, info={**c.info, "manual": True})  # lowerings may ask where they are
     outs = body(sub, locals_)
     n = len(out_results)
     results = [Val(name if n == 1 else f"{name}#{i}", shape, t)

@@ -13,11 +13,11 @@ True
 """
 from __future__ import annotations
 
-from . import base, compositions, indexing, sorting, windows
+from . import base, complex, compositions, indexing, sorting, windows
 from .core import Case
 
 __all__ = ["Case", "CASES", "OP_SET"]
 
-FAMILIES = [base, indexing, compositions, windows, sorting]
+FAMILIES = [base, indexing, compositions, windows, sorting, complex]
 CASES = [c for f in FAMILIES for c in f.CASES]
 OP_SET = [op for f in FAMILIES for op in f.OPS]
