@@ -14,11 +14,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadgroup
 
 # the whole suite again, every EXLA program also emitted -> parsed -> loaded -> rerun
 roundtrip: $(STAMP)
-	$(PY) -m pytest -q -p nxpy.stablehlo.roundtrip
+	$(PY) -m pytest -q -n auto --dist loadgroup -p nxpy.stablehlo.roundtrip
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

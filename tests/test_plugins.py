@@ -12,6 +12,9 @@ import nxpy as nx
 from nxpy import plugins
 from nxpy import pjrt
 from nxpy.compilers.exla import LOWERINGS, to_mlir
+
+# one worker runs them all under pytest-xdist: they pip-install the example plugin
+pytestmark = pytest.mark.xdist_group("pip")
 from nxpy.backends.numpy import NumpyBackend
 from nxpy.defn import Compiler, jit
 from nxpy.extend import implement, register_lowering, register_op

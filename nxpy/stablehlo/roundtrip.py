@@ -28,6 +28,7 @@ import os
 import threading
 
 import numpy as np
+import pytest
 from .loader import load
 from ..compilers.evaluator import Evaluator
 from ..compilers.exla.compiler import ExlaCompiler
@@ -254,7 +255,6 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     if not _saved:
         return
-    import pytest
     for item in items:
         reason = INCOMPATIBLE.get(item.nodeid)
         if reason:
@@ -264,6 +264,18 @@ def pytest_collection_modifyitems(config, items):
 def pytest_report_header(config):
     if _saved:
         return "nxpy.stablehlo round trip: every EXLA module is parsed, loaded and re-run"
+
+
+def pytest_sessionfinish(session):
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:  # a pytest-xdist worker: hand the counts to the controller
+        out["nxpy_roundtrip"] = dict(STATS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):  # the controller, under pytest-xdist
+    for k, v in getattr(node, "workeroutput", {}).get("nxpy_roundtrip", {}).items():
+        STATS[k] += v
 
 
 def pytest_terminal_summary(terminalreporter):
