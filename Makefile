@@ -4,8 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
+LIMIT := timeout -k 30 1800
 
-.PHONY: test roundtrip demo train bench clean
+.PHONY: test roundtrip distributed demo train bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,11 +16,15 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n auto --dist loadgroup
+	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess"
+
+# meshes across 2 and 4 processes on loopback (tests/test_distributed.py)
+distributed: $(STAMP)
+	$(LIMIT) $(PY) -m pytest -q -n 2 -m multiprocess tests/test_distributed.py
 
 # the whole suite again, every EXLA program also emitted -> parsed -> loaded -> rerun
 roundtrip: $(STAMP)
-	$(PY) -m pytest -q -n auto --dist loadgroup -p nxpy.stablehlo.roundtrip
+	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess" -p nxpy.stablehlo.roundtrip
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

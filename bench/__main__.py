@@ -17,7 +17,8 @@ def _parse(argv):
     p.add_argument("--quick", action="store_true",
                    help="short rounds, 3 per side: a few seconds, noisier numbers")
     p.add_argument("--only", default="",
-                   help="comma-separated case names to run (see --list)")
+                   help="comma-separated case names to run (see --list; 'first_call': the "
+                        "first call in fresh processes, cold and with a warm disk cache)")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.add_argument("--profile", metavar="NAME",
                    help="cProfile the nxpy side of case NAME instead of timing")
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
         _profile(registry[args.profile], cfg)
         return 0
     names = [n for n in args.only.split(",") if n] or list(registry)
-    unknown = [n for n in names if n not in registry]
+    unknown = [n for n in names if n not in registry and n != "first_call"]
     if unknown:
         print(f"unknown case(s) {', '.join(unknown)}; see --list", file=sys.stderr)
         return 2
@@ -73,6 +74,8 @@ def main(argv=None) -> int:
           f"inside rounds; times are the median per call")
     own = {}
     for n in names:
+        if n not in registry:
+            continue
         ccfg = cfg.for_case(registry[n])
         if ccfg is not cfg:
             own.setdefault((ccfg.rounds, ccfg.round_seconds), []).append(n)
@@ -81,7 +84,7 @@ def main(argv=None) -> int:
                             f"{', '.join(cases)}", 92, subsequent_indent="  "))
     print()
     t0 = time.perf_counter()
-    results = core.run_cases([registry[n] for n in names], cfg, len(devices),
+    results = core.run_cases([registry[n] for n in names if n in registry], cfg, len(devices),
                              progress=lambda c: print(f"  running {c.name} ...",
                                                       file=sys.stderr, flush=True))
     print(core.format_table(results))
@@ -89,8 +92,12 @@ def main(argv=None) -> int:
     for r in results:
         if r.info:
             print(f"* {r.case.name}: {r.info}")
-    print(f"\nratio = nxpy time / JAX time (lower is better for nxpy); "
-          f"total {time.perf_counter() - t0:.1f} s")
+    if not args.only or "first_call" in names:
+        from .call_path import print_first_call_table
+        print()
+        print_first_call_table()
+    print(f"\nratio = nxpy time / JAX time (lower is better for nxpy), of the median rounds; "
+          f"min/min: of the fastest rounds; total {time.perf_counter() - t0:.1f} s")
     return 0
 
 

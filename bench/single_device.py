@@ -35,7 +35,7 @@ def _call_sides():
     return nf, (x, y), jf, (jx, jy)
 
 
-@case("call", "call: compiled 4x4 f32 x * 2 + y", aim=2.0)
+@case("call", "call: compiled 4x4 f32 x * 2 + y", aim=1.2)
 def call(cfg):
     nf, (x, y), jf, (jx, jy) = _call_sides()
     return Pair(nxpy=lambda: nf(x, y), jax=lambda: jf(jx, jy),

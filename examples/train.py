@@ -20,6 +20,12 @@ from the same initial weights, and the three loss curves are compared.
 
     train(compiler, steps)  -> list of losses (nxpy; compiler "evaluator" or "exla")
     train_jax(steps)        -> list of losses (JAX)
+    train_data_parallel(steps) -> the same losses, the batch split over processes
+
+Across processes (data parallel: each process holds only its own half of the batch, the
+mesh's "batch" axis runs across the processes; the same loss curve as in one process):
+
+    python -m nxpy.launch -n 2 --local-devices 2 examples/train.py --data-parallel 100
 """
 import sys
 import time
@@ -35,7 +41,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax.sharding import Mesh as JaxMesh, PartitionSpec as P  # noqa: E402
 
-from nxpy.defn import all_gather, jit, psum, shard_map, value_and_grad  # noqa: E402
+from nxpy import distributed  # noqa: E402
+from nxpy.defn import (all_gather, jit, psum, shard_jit, shard_map,  # noqa: E402
+                       value_and_grad)
 
 N_POINTS = 256
 HIDDEN = 32
@@ -161,6 +169,52 @@ def train(compiler, steps, **kw):
 
 
 # ----------------------------------------------------------------------------------------
+# Data parallel across processes: the same step under shard_jit, the batch sharded
+# ----------------------------------------------------------------------------------------
+def _flat_step(w1, b1, w2, b2, x, y, lr):
+    loss, params = nx_step((w1, b1, w2, b2), x, y, lr)
+    return (loss, *params)
+
+
+#: the batch split over "batch" (across processes when there are several: the mesh's
+#: first axis spans them), the weights and the rate replicated, and kept so
+_BATCH = {0: ["batch"]}
+_DP_STEP = shard_jit(_flat_step, MESH, input_shardings=[{}, {}, {}, {}, _BATCH, _BATCH, {}],
+                     output_shardings=[{}] * 5, compiler="exla")
+
+
+def train_data_parallel(steps, *, lr=LEARNING_RATE, n=N_POINTS, hidden=HIDDEN):
+    """The loss before each step, each process holding only its own rows of the batch
+    (process i: block i of the batch, as ``nxpy.distributed.from_process_pieces`` takes
+    it); in one process, the whole batch. The same curve as ``train("exla", steps)``."""
+    x, y, _ = data(n)
+    k, me = distributed.process_count(), distributed.process_index()
+    rows = slice(me * n // k, (me + 1) * n // k)          # what this process holds
+    xs = distributed.from_process_pieces(nx.tensor(x[rows]), MESH, _BATCH)
+    ys = distributed.from_process_pieces(nx.tensor(y[rows]), MESH, _BATCH)
+    params = [nx.tensor(p) for p in init_params(hidden)]
+    rate = nx.tensor(np.float32(lr))
+    per_device = [[*params, xp, yp, rate] for xp, yp in zip(xs, ys)]
+    losses = []
+    for _ in range(steps):
+        outs = _DP_STEP(per_device)                        # this process's devices only
+        losses.append(outs[0][0])                          # the loss is replicated
+        per_device = [[*o[1:], xp, yp, rate] for o, xp, yp in zip(outs, xs, ys)]
+    return [float(v.to_numpy()) for v in losses]
+
+
+def main_data_parallel(steps):
+    losses = train_data_parallel(steps)
+    if distributed.process_index() == 0:
+        print(f"data parallel over {distributed.process_count()} process(es), mesh "
+              f"{MESH.shape} {AXES}, {steps} steps")
+        for i, v in enumerate(losses):
+            print(f"loss {i} {v!r}")
+    distributed.shutdown()
+    return 0
+
+
+# ----------------------------------------------------------------------------------------
 # JAX: the same program
 # ----------------------------------------------------------------------------------------
 def _jax_mesh():
@@ -261,4 +315,6 @@ def main(steps=STEPS, every=EVERY):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--data-parallel":
+        sys.exit(main_data_parallel(int(sys.argv[2]) if len(sys.argv) > 2 else 100))
     sys.exit(main())

@@ -15,11 +15,14 @@ from .backend import (Backend, backend_copy, backend_transfer, block_until_ready
 from .ops import *  # noqa: F401,F403 - the op set is the public API
 from .ops import (UNARY, BINARY, REDUCTIONS, template, tensor, from_numpy, iota, eye, full,
                   broadcast, to_tensor)
-from .tensor import Tensor
+from .tensor import DonatedError, Tensor
 from .types import Type
 from .registry import PluginError
 from .mesh import Mesh
 from . import backends, compilers, defn, plugins
+from . import linalg  # nxpy.linalg: Nx.LinAlg
 from . import nn
+from . import random
+from . import distributed
 from .defn.compiler import register_compiler
 from .defn.kernel import cond, fori_loop, while_loop

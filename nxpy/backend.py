@@ -65,6 +65,13 @@ class Backend:
     ``inspect(t)`` (the values part of ``repr``), ``block_until_ready(tensors)`` (waits
     until asynchronously computed tensors of this backend are ready; the default returns
     at once).
+
+    ``fast_kernel(name, out, *args) -> kernel or None`` (optional, for speed): for an
+    elementwise op of ``nxpy.UNARY``/``nxpy.BINARY`` with tensor operands of this backend,
+    a function ``kernel(*datas) -> data`` computing ``out``'s data from the operands' data
+    with no further checks. The front end asks once per op and operand signature (shapes,
+    types, names), keeps the answer, and calls the kernel directly next time; None means
+    "use the op method".
     """
 
     name = "backend"
@@ -86,6 +93,10 @@ class Backend:
 
     def block_until_ready(self, tensors) -> None:
         """Waits until every tensor of ``tensors`` (all of this backend) is computed."""
+
+    def fast_kernel(self, name, out, *args):
+        """A direct kernel for elementwise op ``name`` on these operands, or None."""
+        return None
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r}>"

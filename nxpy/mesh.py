@@ -22,7 +22,18 @@ __all__ = ["Mesh"]
 
 class Mesh:
     """``Mesh(name, shape, axis_names=None, devices=None)``; ``devices`` are device
-    positions of the XLA client (default: the first ``size`` devices)."""
+    positions of the XLA client: global positions, in process order, when several
+    processes share the distributed runtime (``processes`` says which process owns each
+    partition, ``local_partitions`` which are this process's). A mesh built without devices is *abstract*: a
+    ``shard_jit`` over it runs on the devices its arguments already live on (EXLA tensors,
+    one distinct device per partition) and otherwise on the first ``size`` devices, which
+    ``devices`` reports. Programs are traced and lowered per abstract mesh (name, shape,
+    axis names) and compiled per device assignment.
+
+    >>> m = Mesh("m", (2,))
+    >>> m.is_abstract, m.devices, m.bind([3, 1]).devices, m.bind([3, 1]).is_abstract
+    (True, (0, 1), (3, 1), False)
+    """
 
     def __init__(self, name, shape, axis_names=None, devices=None):
         if not isinstance(name, str) or not name:
@@ -44,6 +55,7 @@ class Mesh:
                              f"got {axis_names!r}")
         self.name, self.shape, self.axis_names = name, shape, axis_names
         self.size = math.prod(shape)
+        self.is_abstract = devices is None
         if devices is None:
             devices = tuple(range(self.size))
             self._check_available()
@@ -62,6 +74,33 @@ class Mesh:
             raise ValueError(
                 f"mesh {self.name!r} of shape {self.shape} needs {needed} devices but the "
                 f"{pjrt.platform()} client has {n}; {pjrt.how_to_get_devices(needed)}")
+
+    @property
+    def processes(self) -> tuple:
+        """The process owning each partition's device (all 0 in one process)."""
+        return tuple(pjrt.process_of(d) for d in self.devices)
+
+    @property
+    def local_partitions(self) -> list:
+        """The partitions whose devices belong to this process, in partition order: the
+        ones a sharded program takes arguments for and returns results of here."""
+        return [p for p, d in enumerate(self.devices) if pjrt.is_local(d)]
+
+    @property
+    def is_multiprocess(self) -> bool:
+        """Whether the mesh's devices belong to more than one process."""
+        return pjrt.process_count() > 1 and len(set(self.processes)) > 1
+
+    def bind(self, devices) -> "Mesh":
+        """This mesh on ``devices`` (one device position per partition)."""
+        return Mesh(self.name, self.shape, self.axis_names, devices)
+
+    @property
+    def abstract(self) -> tuple:
+        """What a program compiled for this mesh depends on besides its devices: the name,
+        shape and axis names (a same-shaped mesh of other devices reuses its trace and
+        lowering, and only compiles for the new devices)."""
+        return (self.name, self.shape, self.axis_names)
 
     def __repr__(self):
         axes = ", ".join(f"{a}={d}" for a, d in zip(self.axis_names, self.shape))

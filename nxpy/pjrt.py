@@ -1,6 +1,8 @@
 """Every jaxlib touchpoint of nxpy, in one file, version-checked: the PJRT client, its
-devices, compiling, buffers, executing. It imports nothing else of nxpy, so any layer can
-ask it about devices (``nx.Mesh`` does) and the EXLA compiler builds on it.
+devices, compiling (each program once per process, and through a persistent cache
+across processes), buffers, executing. It imports only nxpy's foundations (telemetry and
+cache), so any layer can ask it about devices (``nx.Mesh`` does) and the EXLA compiler
+builds on it.
 
 jaxlib's PJRT client methods (``compile_and_load``, ``execute_sharded``,
 ``batched_device_put``) are undocumented, so nxpy pins jax/jaxlib 0.10.2 and an
@@ -8,17 +10,37 @@ upgrade touches only this module.
 
 Host CPU devices: nxpy asks XLA for ``NXPY_CPU_DEVICES`` host devices (default 8)
 before the client starts, so a 2x2 or 2x4 mesh works with no flags.
+
+Platforms: the client is chosen by ``NXPY_PLATFORM`` (or :func:`set_platform`): ``cpu``
+(the default), or ``cuda``/``rocm``/``tpu`` when jaxlib's plugin for it is installed.
+
+Several processes: :func:`initialize_distributed` (before the client starts) connects
+to PJRT's distributed runtime (the coordination service; gloo collectives on CPU, NCCL
+on GPUs); then device *positions* number the GLOBAL devices, in process order, and only
+this process's devices (:func:`is_local`) hold buffers here.
 """
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 import os
+import socket
+import tempfile
 import threading
+import time
+import warnings
 import weakref
 
 import numpy as np
 
+from . import telemetry
+from .cache import LockedCache
+
 SUPPORTED_VERSION = "0.10.2"
 DEFAULT_CPU_DEVICES = 8
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+#: what each platform's collectives run on (for messages and docs; chosen by jaxlib)
+COLLECTIVES = {"cpu": "gloo (TCP)", "cuda": "NCCL", "rocm": "RCCL", "tpu": "ICI"}
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -35,15 +57,50 @@ def _import():
     return jax
 
 
-def requested_cpu_devices() -> int:
-    v = os.environ.get("NXPY_CPU_DEVICES", str(DEFAULT_CPU_DEVICES))
+def _positive_env(name: str, default: int) -> int:
+    """The positive integer in environment variable ``name`` (``default`` if unset)."""
+    v = os.environ.get(name)
+    if v is None:
+        return default
     try:
         n = int(v)
         if n < 1:
             raise ValueError
     except ValueError:
-        raise ValueError(f"NXPY_CPU_DEVICES must be a positive integer, got {v!r}") from None
+        raise ValueError(f"{name} must be a positive integer, got {v!r}") from None
     return n
+
+
+def requested_cpu_devices() -> int:
+    return _positive_env("NXPY_CPU_DEVICES", DEFAULT_CPU_DEVICES)
+
+
+def requested_platform() -> str:
+    """The platform the client is (or will be) created for: :func:`set_platform`'s, else
+    ``NXPY_PLATFORM``, else ``cpu``."""
+    name = _state.get("platform") or os.environ.get("NXPY_PLATFORM") or "cpu"
+    name = name.strip().lower()
+    if name not in PLATFORMS:
+        raise ValueError(f"NXPY_PLATFORM must be one of {', '.join(PLATFORMS)}, got {name!r}")
+    return name
+
+
+def set_platform(name: str) -> None:
+    """Chooses the PJRT platform (``cpu``, ``cuda``, ``rocm``, ``tpu``) before the client
+    starts."""
+    if str(name).strip().lower() not in PLATFORMS:
+        raise ValueError(f"NXPY_PLATFORM must be one of {', '.join(PLATFORMS)}, got {name!r}")
+    if "client" in _state:
+        raise RuntimeError(f"cannot choose the platform {name!r}: nxpy's XLA client already "
+                           f"started on {_state['client'].platform!r}; choose it first (or set "
+                           f"NXPY_PLATFORM before starting Python)")
+    _state["platform"] = name
+
+
+def started() -> bool:
+    """Whether nxpy's XLA client exists (after which platform, device count and the
+    distributed runtime are fixed)."""
+    return "client" in _state
 
 
 def _client():
@@ -53,26 +110,48 @@ def _client():
     with _lock:
         if "client" in st:
             return st["client"]
+        if "dist" not in st and os.environ.get("NXPY_COORDINATOR"):
+            kw = distributed_from_env()  # started by nxpy.launch (or the same variables)
+            initialize_distributed(kw.pop("coordinator_address"), kw.pop("num_processes", None),
+                                   kw.pop("process_id", None), **kw)
         jax = _import()
-        try:
-            jax.config.update("jax_num_cpu_devices", requested_cpu_devices())
-            st["configured"] = True
-        except RuntimeError:  # jax created its CPU client before nxpy: keep its devices
-            st["configured"] = False
+        name = requested_platform()
+        if name == "cpu":
+            n = st.get("local_devices") or requested_cpu_devices()
+            try:
+                jax.config.update("jax_num_cpu_devices", n)
+                st["configured"] = True
+            except RuntimeError:  # jax created its CPU client before nxpy: keep its devices
+                st["configured"] = False
         from jax import core
         from jax.extend import backend as jeb
         from jax.sharding import SingleDeviceSharding
         from jaxlib import _jax, xla_client
-        client = jeb.get_backend("cpu")
+        try:
+            client = jeb.get_backend(name)
+        except RuntimeError as e:
+            raise RuntimeError(
+                f"nxpy cannot start the {name!r} platform: {e}. Install jaxlib's plugin for "
+                f"it (cuda: pip install 'jax[cuda12]=={SUPPORTED_VERSION}'; rocm: the "
+                f"jax-rocm plugin; tpu: 'jax[tpu]=={SUPPORTED_VERSION}'), or unset "
+                f"NXPY_PLATFORM to use the CPU") from None
+        me = client.process_index()
+        # global devices in process order (ids 2048*process + i on CPU); positions index this
+        devs = sorted(client.devices(), key=lambda d: (d.process_index, d.id))
         st.update(jax=jax, core=core, jeb=jeb, xc=xla_client, J=_jax,
                   SingleDeviceSharding=SingleDeviceSharding,
-                  devices=client.local_devices(), single={})
+                  devices=devs, single={}, avals={},
+                  local=frozenset(i for i, d in enumerate(devs) if d.process_index == me),
+                  copy_in=_jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL)
         st["client"] = client
         return client
 
 
 def how_to_get_devices(needed: int) -> str:
     """Advice for a mesh larger than the client, depending on who started XLA."""
+    if process_count() > 1:
+        return (f"start more processes or give each more devices (nxpy.launch "
+                f"--local-devices K, or local_device_count= in nxpy.distributed.initialize)")
     if _state.get("configured", True):
         return (f"on CPU, set NXPY_CPU_DEVICES={needed} (or more) in the environment before "
                 f"nxpy starts XLA (the default is {DEFAULT_CPU_DEVICES})")
@@ -94,6 +173,269 @@ def platform() -> str:
     return _client().platform
 
 
+def process_index() -> int:
+    """This process's index among the processes of the distributed runtime (0 alone)."""
+    return _client().process_index()
+
+
+def process_count() -> int:
+    return _state["dist"]["num_processes"] if "dist" in _state else 1
+
+
+def process_of(position: int) -> int:
+    """The process that owns the device at global position ``position``."""
+    return devices()[position].process_index
+
+
+def is_local(position: int) -> bool:
+    """Whether the device at ``position`` belongs to this process (can hold its buffers)."""
+    _client()
+    return position in _state["local"]
+
+
+def local_positions() -> list:
+    """The positions of this process's devices."""
+    _client()
+    return sorted(_state["local"])
+
+
+def default_device() -> int:
+    """The device programs and tensors use when none is named: this process's first."""
+    _client()
+    st = _state
+    d = st.get("default")
+    if d is None:
+        d = st["default"] = min(st["local"])
+    return d
+
+
+def device_kind(position: int = 0) -> str:
+    return devices()[position].device_kind
+
+
+# --------------------------------------------------------------------------------------
+# The distributed runtime (several processes, one global device set)
+# --------------------------------------------------------------------------------------
+class DistributedError(RuntimeError):
+    """The distributed runtime could not start, or lost a process."""
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _split_address(address: str):
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"coordinator_address must be 'host:port', got {address!r}")
+    return host, int(port)
+
+
+def initialize_distributed(coordinator_address: str, num_processes: int, process_id: int, *,
+                           local_device_count=None, timeout: float = 60.0,
+                           heartbeat_timeout: int = 10) -> None:
+    """Connects this process to PJRT's distributed runtime (process 0 also runs the
+    coordination service at ``coordinator_address``). Must come before the client starts.
+    Raises :class:`DistributedError` when the coordinator cannot be reached within
+    ``timeout`` seconds, or when the processes disagree on ``num_processes``."""
+    if "client" in _state:
+        raise RuntimeError(
+            "nxpy.distributed.initialize must be called before anything starts the XLA "
+            "backend (creating a Mesh, an EXLA tensor, a jit call, nxpy.pjrt.devices(), or "
+            "jax itself); call it first in the program")
+    if "dist" in _state:
+        raise RuntimeError("nxpy.distributed.initialize was already called in this process")
+    host, port = _split_address(coordinator_address)
+    if not isinstance(num_processes, int) or num_processes < 1:
+        raise ValueError(f"num_processes must be a positive int, got {num_processes!r}")
+    if not isinstance(process_id, int) or not 0 <= process_id < num_processes:
+        raise ValueError(f"process_id must be an int in [0, {num_processes}), got {process_id!r}")
+    jax = _import()
+    from jax._src import distributed as jdist
+    if jdist.global_state.client is not None:
+        raise RuntimeError("jax.distributed was already initialized in this process: let "
+                           "nxpy.distributed.initialize do it (and only once)")
+    if local_device_count is not None:
+        _state["local_devices"] = int(local_device_count)
+    bind = f"{host}:{port}" if _loopback(host) else f"0.0.0.0:{port}"
+    wait = max(1, int(round(timeout)))
+    try:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    except Exception:  # pragma: no cover - another jaxlib
+        pass
+    try:
+        _start_runtime(jdist.global_state, f"{host}:{port}", bind, num_processes, process_id,
+                       wait, int(heartbeat_timeout))
+    except DistributedError:
+        _reset_jax_distributed(jdist)
+        raise
+    except Exception as e:
+        _reset_jax_distributed(jdist)
+        raise DistributedError(
+            f"process {process_id} could not join the distributed runtime at "
+            f"{coordinator_address} within {wait} s ({num_processes} processes expected): "
+            f"{type(e).__name__}: {_first_line(e)}. Check that process 0 runs with the same "
+            f"coordinator address and num_processes, that every process was started, and "
+            f"that the port is reachable") from None
+    _state["dist"] = {"address": f"{host}:{port}", "num_processes": num_processes,
+                      "process_id": process_id, "timeout_ms": wait * 1000,
+                      "kv": jdist.global_state.client, "seq": 0}
+    # every process must agree on the number of processes: each compares with process
+    # 0's, and process 0 with everyone's
+    kv = jdist.global_state.client
+    others = range(1, num_processes) if process_id == 0 else [0]
+    try:
+        kv.key_value_set(f"nxpy/num_processes/{process_id}", str(num_processes))
+        theirs = {p: int(kv.blocking_key_value_get(f"nxpy/num_processes/{p}", wait * 1000))
+                  for p in others}
+    except Exception as e:
+        raise DistributedError(f"process {process_id}: the coordination service did not "
+                               f"answer within {wait} s: {_first_line(e)}") from None
+    for p, n in theirs.items():
+        if n != num_processes:
+            raise DistributedError(
+                f"process {process_id} was started with num_processes={num_processes} but "
+                f"process {p} with num_processes={n}: start every process with the same count")
+
+
+def _start_runtime(gs, address, bind, num_processes, process_id, wait, heartbeat):
+    """What ``jax.distributed.initialize`` does (jax's global state is filled in, so
+    jax's CPU client gets gloo collectives over it), with nxpy's timeouts and without
+    the preemption service (which would catch the launcher's SIGTERM). When another
+    process stops, the coordination service notices within ``heartbeat`` seconds and
+    the runtime ends this process (SIGABRT) with "Terminating process because the JAX
+    distributed service detected fatal errors ... another task died": jaxlib 0.10.2 cannot
+    hand that status to a Python callback (``missed_heartbeat_callback`` fails with
+    std::bad_cast), and the main thread may be blocked in a collective anyway."""
+    from jaxlib import _jax
+    if process_id == 0:
+        gs.service = _jax.get_distributed_runtime_service(
+            bind, num_processes, heartbeat_timeout=heartbeat, shutdown_timeout=wait)
+    else:  # the runtime aborts the process when it cannot connect: find out first
+        _wait_for_coordinator(address, wait, process_id)
+    gs.num_processes = num_processes
+    gs.process_id = process_id
+    gs.coordinator_address = address
+    gs.client = _jax.get_distributed_runtime_client(
+        address, process_id, init_timeout=wait, heartbeat_timeout=heartbeat,
+        shutdown_timeout=wait, use_compression=True)
+    # the runtime also aborts when not every process joins in time: say why first
+    late = threading.Timer(max(0.5, wait - 0.5), lambda: os.write(2, (
+        f"nxpy.distributed: process {process_id}: not all {num_processes} processes joined "
+        f"the coordinator at {address} within {wait} s (is every process started, with the "
+        f"same num_processes?); the runtime will end this process\n").encode()))
+    late.daemon = True
+    late.start()
+    try:
+        gs.client.connect()
+    finally:
+        late.cancel()
+
+
+def _wait_for_coordinator(address, wait, process_id):
+    host, port = _split_address(address)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), port), timeout=1.0):
+                return
+        except OSError as e:
+            if time.monotonic() > deadline:
+                raise DistributedError(
+                    f"process {process_id} could not reach the coordinator at {address} "
+                    f"within {wait} s ({e}): is process 0 running, with this address?") from None
+            time.sleep(0.2)
+
+
+def _first_line(e) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def _reset_jax_distributed(jdist):
+    st = jdist.global_state
+    for attr in ("client", "service"):
+        obj = getattr(st, attr, None)
+        if obj is not None:
+            try:
+                obj.shutdown()
+            except Exception:
+                pass
+            setattr(st, attr, None)
+
+
+ENV = {"coordinator_address": "NXPY_COORDINATOR", "num_processes": "NXPY_NUM_PROCESSES",
+       "process_id": "NXPY_PROCESS_ID", "local_device_count": "NXPY_LOCAL_DEVICES",
+       "timeout": "NXPY_DIST_TIMEOUT"}
+
+
+def distributed_from_env(**given) -> dict:
+    """``initialize_distributed``'s arguments: those given, else from the environment
+    (``NXPY_COORDINATOR``, ``NXPY_NUM_PROCESSES``, ``NXPY_PROCESS_ID``,
+    ``NXPY_LOCAL_DEVICES``, ``NXPY_DIST_TIMEOUT``, which ``python -m nxpy.launch`` sets)."""
+    out = {}
+    for key, var in ENV.items():
+        v = given.get(key)
+        if v is None and os.environ.get(var):
+            raw = os.environ[var]
+            try:
+                v = raw if key == "coordinator_address" else (
+                    float(raw) if key == "timeout" else int(raw))
+            except ValueError:
+                raise ValueError(f"{var} must be {'a number' if key == 'timeout' else 'an integer'}"
+                                 f", got {raw!r}") from None
+        if v is not None:
+            out[key] = v
+    return out
+
+
+def distributed_info():
+    """``{"address", "num_processes", "process_id"}`` when initialized, else None."""
+    d = _state.get("dist")
+    return None if d is None else {k: d[k] for k in ("address", "num_processes", "process_id")}
+
+
+def shutdown_distributed() -> None:
+    """Leaves the distributed runtime (waits for the other processes to leave too)."""
+    if "dist" not in _state:
+        return
+    jax = _state.get("jax") or _import()
+    try:
+        jax.distributed.shutdown()
+    finally:
+        _state.pop("dist", None)
+
+
+def allgather_bytes(payload: bytes) -> list:
+    """Every process's ``payload``, in process order, through the coordination service's
+    key-value store (for small host-side exchanges; every process must call it the same
+    number of times, in the same order, as for any collective)."""
+    d = _state.get("dist")
+    if d is None:
+        return [payload]
+    d["seq"] += 1
+    seq, me, kv, ms = d["seq"], d["process_id"], d["kv"], d["timeout_ms"]
+    kv.key_value_set_bytes(f"nxpy/x/{seq}/{me}", payload)
+    out = []
+    for p in range(d["num_processes"]):
+        try:
+            out.append(payload if p == me else kv.blocking_key_value_get_bytes(f"nxpy/x/{seq}/{p}", ms))
+        except Exception as e:
+            raise DistributedError(f"process {me}: process {p} did not send its data within "
+                                   f"{ms // 1000} s (has it stopped?): {_first_line(e)}") from None
+    if seq > 2:  # having read everyone's round seq-1, everyone has read all of seq-2
+        try:
+            kv.key_value_delete(f"nxpy/x/{seq - 2}/{me}")
+        except Exception:
+            pass
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # Compile
 # --------------------------------------------------------------------------------------
@@ -101,10 +443,40 @@ class CompileError(RuntimeError):
     """XLA rejected a module nxpy emitted (a bug in nxpy or a plugin's lowering)."""
 
 
+#: executables by (module text, devices, SPMD): each program compiles once per process
+_EXECUTABLES = LockedCache()
+
+
+def lapack_ready() -> None:
+    """Makes the LAPACK custom-call targets jaxlib ships for CPU (``lapack_spotrf_ffi``,
+    ...) runnable: importing jax registers them with XLA's CPU FFI registry
+    (``jax._src.lax.linalg.register_module_custom_calls(jaxlib.lapack)``), but their
+    LAPACK function pointers are only bound by ``jaxlib.cpu._lapack.initialize()`` (from
+    scipy's ``cython_lapack``), which JAX calls when it first lowers a linalg op. Running a
+    module that calls them before that crashes the process (a null function pointer), so
+    :func:`compile` calls this for every module that names a ``lapack_`` target."""
+    if _state.get("lapack"):
+        return
+    _client()
+    from jax._src.lax import linalg as _jax_linalg  # noqa: F401 - registers the FFI targets
+    from jaxlib import lapack
+    lapack._lapack.initialize()
+    _state["lapack"] = True
+
+
 def compile(module_text: str, device_ids, *, spmd: bool = False):
-    """Compiles MLIR text for the given device positions (one per partition)."""
+    """The executable of MLIR text for the given device positions (one per partition):
+    compiled once per process (concurrent callers wait for the one compile), and loaded
+    from the persistent cache when one is set (:func:`set_cache_dir`)."""
+    key = (module_text, tuple(int(d) for d in device_ids), bool(spmd))
+    return _EXECUTABLES.get(key, lambda: _compile_or_load(module_text, key[1], spmd))
+
+
+def _compile_or_load(module_text, device_ids, spmd):
     client = _client()
     st = _state
+    if "lapack_" in module_text and not st.get("lapack"):
+        lapack_ready()
     devs = [st["devices"][i] for i in device_ids]
     n = len(devs)
     opts = st["jeb"].get_compile_options(num_replicas=1, num_partitions=n,
@@ -112,11 +484,149 @@ def compile(module_text: str, device_ids, *, spmd: bool = False):
     if spmd:
         opts.executable_build_options.use_spmd_partitioning = True
         opts.executable_build_options.use_shardy_partitioner = True
+    device_list = st["xc"].DeviceList(tuple(devs))
+    disk = _disk_cache()
+    if disk is not None:
+        digest = _digest(module_text, opts, devs)
+        payload = disk.load(digest)
+        if payload is not None:
+            try:
+                exe = client.deserialize_executable(payload, device_list, opts)
+            except Exception as e:  # an entry of another jaxlib, or damaged past the checks
+                warnings.warn(f"nxpy: the cached executable {digest[:16]}... in {disk.root} "
+                              f"could not be loaded ({type(e).__name__}: {e}); compiling it "
+                              f"again", RuntimeWarning, stacklevel=2)
+            else:
+                telemetry.event("disk_hit", key=digest)
+                return exe
+        telemetry.event("disk_miss", key=digest)
     try:
-        return client.compile_and_load(module_text, st["xc"].DeviceList(tuple(devs)), opts)
+        with telemetry.timed("compile", key=hash(module_text)):
+            exe = client.compile_and_load(module_text, device_list, opts)
     except Exception as e:  # XLA's own error text, with the module for debugging
         raise CompileError(f"XLA could not compile the module nxpy emitted: {e}\n\n"
                            f"{module_text}") from None
+    if disk is not None:
+        disk.store(digest, client.serialize_executable(exe))
+    return exe
+
+
+# ----------------------------------------------------------------------------------------
+# The persistent executable cache
+# ----------------------------------------------------------------------------------------
+DEFAULT_CACHE_MAX_BYTES = 2 << 30
+_MAGIC = b"NXPYEXE1"
+
+
+def set_cache_dir(path) -> None:
+    """Stores compiled executables under ``path`` (None: no persistent cache) and loads
+    them from there, across processes. Also read from ``NXPY_CACHE_DIR``. Only point it
+    at a directory you trust: loading an executable runs its code."""
+    _state["cache_dir"] = None if path is None else os.fspath(path)
+    _state.pop("disk", None)
+
+
+def cache_dir():
+    """The persistent cache's directory, or None."""
+    if "cache_dir" in _state:
+        return _state["cache_dir"]
+    return os.environ.get("NXPY_CACHE_DIR") or None
+
+
+def _disk_cache():
+    root = cache_dir()
+    if root is None:
+        return None
+    d = _state.get("disk")
+    if d is None or d.root != root:
+        d = _state["disk"] = _DiskCache(root, _max_bytes())
+    return d
+
+
+def _max_bytes() -> int:
+    return _positive_env("NXPY_CACHE_MAX_BYTES", DEFAULT_CACHE_MAX_BYTES)
+
+
+def _digest(module_text, opts, devs) -> str:
+    """What an executable depends on: the module, the compile options (device assignment
+    included), the devices' kind and the jaxlib version."""
+    h = hashlib.sha256()
+    for part in (module_text.encode(), opts.SerializeAsString(),
+                 f"{platform()}|{devs[0].device_kind}|{len(devs)}|{device_count()}|"
+                 f"{SUPPORTED_VERSION}".encode()):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
+
+
+class _DiskCache:
+    """Files ``<digest>.exe``: a magic header, the SHA-256 of the payload, the payload.
+    Written to a temporary file and renamed (safe with concurrent processes); a damaged
+    entry is reported and replaced; the least recently used entries go when the
+    directory exceeds ``max_bytes``."""
+
+    def __init__(self, root, max_bytes):
+        self.root, self.max_bytes = root, max_bytes
+        os.makedirs(root, exist_ok=True)
+
+    def _path(self, digest):
+        return os.path.join(self.root, digest + ".exe")
+
+    def load(self, digest):
+        path = self._path(digest)
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            warnings.warn(f"nxpy: cannot read the cached executable {path}: {e}", RuntimeWarning,
+                          stacklevel=3)
+            return None
+        head = len(_MAGIC) + 32
+        payload = blob[head:]
+        if (len(blob) < head or blob[:len(_MAGIC)] != _MAGIC
+                or hashlib.sha256(payload).digest() != blob[len(_MAGIC):head]):
+            warnings.warn(f"nxpy: the cached executable {path} is truncated or damaged; "
+                          f"compiling it again", RuntimeWarning, stacklevel=3)
+            return None
+        try:
+            os.utime(path)  # recently used: evicted last
+        except OSError:
+            pass
+        return payload
+
+    def store(self, digest, payload):
+        path = self._path(digest)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".exe")
+            with os.fdopen(fd, "wb") as f:
+                f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+            os.replace(tmp, path)
+        except OSError as e:
+            warnings.warn(f"nxpy: cannot write the executable cache in {self.root}: {e}",
+                          RuntimeWarning, stacklevel=3)
+            return
+        self._evict()
+
+    def _evict(self):
+        entries = []
+        for name in os.listdir(self.root):
+            if name.endswith(".exe") and not name.startswith(".tmp-"):
+                try:
+                    st = os.stat(os.path.join(self.root, name))
+                except OSError:
+                    continue
+                entries.append((st.st_mtime, st.st_size, name))
+        total = sum(size for _, size, _ in entries)
+        for _, size, name in sorted(entries):
+            if total <= self.max_bytes:
+                break
+            try:
+                os.remove(os.path.join(self.root, name))
+                total -= size
+            except OSError:
+                pass
 
 
 def hlo_text(exe) -> str:
@@ -136,13 +646,31 @@ def _single(device_index: int):
 
 def to_device(array: np.ndarray, device_index: int = 0):
     """A single-device buffer holding ``array`` (64-bit types kept as they are)."""
-    _client()
     st = _state
-    array = np.ascontiguousarray(array).reshape(np.shape(array))  # keeps 0-d arrays 0-d
-    aval = st["core"].ShapedArray(array.shape, array.dtype)
+    if "avals" not in st:
+        _client()
+    if device_index not in st["local"]:
+        raise ValueError(f"device {device_index} belongs to process "
+                         f"{process_of(device_index)}, not to this process "
+                         f"({process_index()}): it cannot hold a buffer here (this process's "
+                         f"devices: {local_positions()})")
+    if type(array) is not np.ndarray or not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array).reshape(np.shape(array))  # keeps 0-d arrays 0-d
+    key = (array.shape, array.dtype)
+    aval = st["avals"].get(key)
+    if aval is None:
+        aval = st["avals"][key] = st["core"].ShapedArray(array.shape, array.dtype)
+    # copied during the call: the buffer never aliases the array (a donated buffer may be
+    # overwritten by its program's results, and host tensors share arrays with views)
     return st["J"].batched_device_put(aval, _single(device_index), [array],
                                       [st["devices"][device_index]], True, False,
-                                      st["J"].HostBufferSemantics.ZERO_COPY, True)
+                                      st["copy_in"], True)
+
+
+def array_type():
+    """The type of the single-device buffers :func:`to_device` and executables return."""
+    _client()
+    return _state["J"].ArrayImpl
 
 
 def to_host(buffer) -> np.ndarray:
@@ -165,6 +693,49 @@ def executor(exe, outputs, device_index: int):
     def run(buffers):
         return exe.execute_sharded(buffers).consume_with_handlers(handlers)
     return run
+
+
+#: dtypes JAX's C++ dispatch would narrow when its x64 mode is off (nxpy keeps them)
+_WIDE = {np.dtype(d) for d in (np.int64, np.uint64, np.float64, np.complex128)}
+
+
+def dispatcher(exe, inputs, outputs, device_index: int):
+    """JAX's own C++ dispatch (the one ``jax.jit`` calls go through) around a
+    single-partition executable: ``call(*datas) -> [buffer per output]`` where each data is
+    a buffer on the device or a NumPy array of the input's dtype (copied in by C++).
+    ``inputs``/``outputs``: ``[(shape, dtype), ...]``. The first call with a new kind of
+    arguments runs :func:`executor`'s path and teaches the C++ side. None when the program
+    has 64-bit inputs (JAX's dispatch narrows them unless its x64 mode is on) or this jaxlib
+    lacks the pieces."""
+    st = _state
+    if any(np.dtype(dt) in _WIDE for _, dt in inputs):
+        return None
+    try:
+        from jax._src import tree_util
+        from jax._src.interpreters import pxla
+        make, fastpath = st["J"].pjit, pxla.MeshExecutableFastpathData
+        keys, registry, shard_arg = (pxla.JitGlobalCppCacheKeys(), tree_util.dispatch_registry,
+                                     pxla.cc_shard_arg)
+        out_tree = tree_util.tree_structure([0] * len(outputs))
+    except (ImportError, AttributeError):  # pragma: no cover - another jaxlib
+        return None
+    execute = executor(exe, outputs, device_index)
+    single = _single(device_index)
+    array = st["J"].ArrayImpl
+    core = st["core"]
+    n = len(inputs)
+    data = fastpath(exe, out_tree, [single] * n, [single] * len(outputs),
+                    [core.ShapedArray(tuple(s), np.dtype(d)) for s, d in outputs],
+                    [True] * len(outputs), [True] * n, [None] * n, [])
+
+    def cache_miss(*datas):
+        ours = all(type(d) is np.ndarray or (type(d) is array and d.sharding == single)
+                   for d in datas)
+        outs = execute([d if type(d) is array else to_device(d, device_index) for d in datas])
+        return outs, (data if ours else None), False
+
+    cpp = make("nxpy", None, cache_miss, [], [], keys, registry, shard_arg)
+    return cpp
 
 
 def _named_sharding(mesh_devices, mesh_shape, axis_names, spec):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Deferred", "Tensor", "shape_str"]
+__all__ = ["Deferred", "Donated", "DonatedError", "Tensor", "shape_str"]
 
 
 def shape_str(shape, names=None) -> str:
@@ -46,6 +46,27 @@ class Deferred:
 
     def resolve(self):
         raise NotImplementedError
+
+
+class DonatedError(RuntimeError):
+    """A tensor was used after it was donated to a compiled function
+    (``jit(f, donate_argnums=...)``): its memory holds that function's result now."""
+
+
+class Donated(Deferred):
+    """The data of a donated tensor: reading it raises :class:`DonatedError`, naming the
+    function and the argument it was donated as."""
+
+    __slots__ = ("where",)
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def resolve(self):
+        raise DonatedError(f"this tensor was donated to {self.where} and cannot be used after "
+                           f"that call (its memory may hold the result now); pass a copy "
+                           f"(nx.backend_copy(t, 'exla') for example) if you need it afterwards, "
+                           f"or do not donate it")
 
 
 class Tensor:
@@ -78,6 +99,16 @@ class Tensor:
         """The data as the backend stored it: possibly a :class:`Deferred` not yet
         resolved (for backends that can use it as it is)."""
         return self._data
+
+    def donate(self, where: str) -> None:
+        """Marks the tensor donated to ``where`` (a compiled function that may reuse its
+        memory): any later use raises :class:`DonatedError`."""
+        self._data = Donated(where)
+
+    @property
+    def donated(self) -> bool:
+        """Whether the tensor was donated to a compiled function (and so is unusable)."""
+        return type(self._data) is Donated
 
     # --- inspection -----------------------------------------------------------------
     @property
@@ -123,6 +154,8 @@ class Tensor:
 
     def __repr__(self) -> str:
         head = f"{self.type}{shape_str(self.shape, self.names)}"
+        if type(self._data) is Donated:
+            return f"#Nx.Tensor<\n  {head}\n  donated to {self._data.where}\n>"
         if self.backend is None:
             return f"#Nx.Tensor<\n  {head}\n  template\n>"
         body = self.backend.inspect(self)

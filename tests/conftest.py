@@ -26,12 +26,15 @@ def _numpy_default():
 
 @pytest.fixture
 def compiles(monkeypatch):
-    """The MLIR texts ``pjrt.compile`` is called with during the test."""
+    """The MLIR texts XLA compiles (or loads from the persistent cache) during the test:
+    ``pjrt.compile``'s cache misses. The process-wide executable cache is set aside for
+    the test, so a program an earlier test compiled counts again."""
     calls = []
-    real = pjrt.compile
+    real = pjrt._compile_or_load
 
     def counting(text, *a, **k):
         calls.append(text)
         return real(text, *a, **k)
-    monkeypatch.setattr(pjrt, "compile", counting)
+    monkeypatch.setattr(pjrt, "_compile_or_load", counting)
+    monkeypatch.setattr(pjrt, "_EXECUTABLES", type(pjrt._EXECUTABLES)())
     return calls

@@ -38,3 +38,10 @@ def test_loss_decreases(curves, run):
     assert all(b < a for a, b in zip(losses, losses[1:])), losses
     assert losses[-1] < 0.9 * losses[0], losses
 
+
+
+def test_data_parallel_step_same_curve(train, curves):
+    """The shard_jit data-parallel step (examples/train.py --data-parallel) in one
+    process: the same losses as the jit step (tests/test_distributed.py runs it over 2
+    processes)."""
+    assert train.train_data_parallel(STEPS) == curves["exla"]

@@ -11,6 +11,11 @@ that are not plain backend calls (control flow, and plugins' own ops).
 """
 from __future__ import annotations
 
+import json
+
+import numpy as np
+
+from .. import pjrt
 from ..backend import default_backend, get_backend
 from ..defn import sharding as SH
 from ..defn.compiler import Compiler, register_compiler_factory
@@ -33,7 +38,7 @@ register_eval_rule = rule_registrar(
 class Plan:
     """Per-function evaluation order and, for each node, which values die after it."""
 
-    __slots__ = ("fn", "steps", "outputs")
+    __slots__ = ("fn", "steps", "outputs", "fast", "_local_operands", "output_steps")
 
     def __init__(self, fn: Fn):
         self.fn = fn
@@ -54,6 +59,17 @@ class Plan:
                        [Tensor(None, s, t, n) for s, t, n in e.outs], release[i])
                       for i, e in enumerate(nodes)]
         self.outputs = [t.data for t in fn.outputs]
+        step_of = {e.id: i for i, e in enumerate(nodes)}
+        #: the step computing each output (the last step for outputs from outside)
+        self.output_steps = [step_of.get(o.id, -1) for o in self.outputs]
+        #: per backend, per step: the backend's fast kernel for an elementwise node whose
+        #: operands are values of this function (found on the first run), or None
+        self.fast: dict = {}
+        self._local_operands = [
+            [a.data.id for a in e.args] if e.op in _FAST_OPS and all(
+                isinstance(a, Tensor) and isinstance(a.data, Expr) and a.data.id in local
+                for a in e.args) else None
+            for e in nodes]
 
 
 class Env:
@@ -79,6 +95,11 @@ class Evaluator(Compiler):
 
     name = "evaluator"
     options = frozenset({"backend"})
+
+    def supports(self, op: str) -> bool:
+        """Every op: a node runs as its backend's kernel, and a backend without one runs
+        the op's portable implementation (``nxpy.ops.core.op_method``)."""
+        return True
 
     def plan(self, fn: Fn) -> Plan:
         """``fn``'s Plan, computed once and kept on ``fn`` (so it dies with the graph)."""
@@ -108,20 +129,30 @@ class Evaluator(Compiler):
         check = opts.get("check_replicas", True)
         self.plan(graph)
 
+        parts = mesh.local_partitions
+        everywhere = len(parts) == mesh.size
+
         def run(per_device):
+            """``per_device``: the argument leaves of this process's partitions. With
+            several processes every process simulates the whole mesh: the sharded
+            arguments' local shards are exchanged through the distributed runtime's
+            coordination service (replicated ones are taken as they are here)."""
             b = fixed or default_backend()
+            local = [[a.to_numpy() for a in d] for d in per_device]
+            every = local if everywhere else _gather_shards(local, parts, in_shardings, mesh)
             args = []
             for i, (p, s) in enumerate(zip(graph.params, in_shardings)):
-                g = SH.unshard_arrays([d[i].to_numpy() for d in per_device], s, mesh,
-                                      check=check, what=f"argument leaf {i}")
+                shards = [d[i] for d in every]
+                g = SH.unshard_arrays(shards, s, mesh, check=check, what=f"argument leaf {i}")
                 args.append(b.from_numpy(g, p.type, p.names))
             outs = self.run_fn(graph, args, None, b)
-            per = [[None] * len(outs) for _ in range(mesh.size)]
+            per = [[None] * len(outs) for _ in parts]
             for o, (t, s) in enumerate(zip(outs, out_shardings)):
-                for p, part in enumerate(SH.shard_array(t.to_numpy(), s, mesh)):
-                    r = b.from_numpy(part, t.type, t.names)
+                pieces = SH.shard_array(t.to_numpy(), s, mesh)
+                for j, p in enumerate(parts):
+                    r = b.from_numpy(pieces[p], t.type, t.names)
                     r.device_id = mesh.devices[p]
-                    per[p][o] = r
+                    per[j][o] = r
             return per
         return run, None
 
@@ -131,12 +162,38 @@ class Evaluator(Compiler):
         vals = env.values
         for p, a in zip(fn.params, args):
             vals[p.data.id] = a
-        for e, out, release in plan.steps:
-            if e.op != "parameter":
-                vals[e.id] = self.eval_node(e, out, env, backend, **ctx)
+        fast = plan.fast.get(backend)
+        first = fast is None
+        if first:
+            fast = plan.fast[backend] = [None] * len(plan.steps)
+        for i, (e, out, release) in enumerate(plan.steps):
+            f = fast[i]
+            if f is not None:
+                if type(f) is Tensor:  # a constant, computed on the first run
+                    vals[e.id] = f
+                else:
+                    k, ids, dev = f
+                    operands = [vals[j] for j in ids]
+                    if operands[0].device_id == dev:
+                        vals[e.id] = Tensor(k(*[v.data for v in operands]), out.shape,
+                                            out.type, out.names, backend, dev)
+                    else:
+                        vals[e.id] = self.eval_node(e, out, env, backend, **ctx)
+            elif e.op != "parameter":
+                v = vals[e.id] = self.eval_node(e, out, env, backend, **ctx)
+                if first:
+                    ids = plan._local_operands[i]
+                    if ids is not None:
+                        fast[i] = _fast_step(backend, e, out, [vals[j] for j in ids], ids)
+                    elif e.op == "constant" and type(v) is Tensor:
+                        fast[i] = v
             for nid in release:
                 del vals[nid]
-        return [env.get(o) for o in plan.outputs]
+        outs = [env.get(o) for o in plan.outputs]
+        # a result that is a kept constant gets a tensor of its own (callers may donate it)
+        return [Tensor(v.raw_data, v.shape, v.type, v.names, v.backend, v.device_id)
+                if j >= 0 and type(v) is Tensor and fast[j] is v else v
+                for v, j in zip(outs, plan.output_steps)]
 
     def eval_node(self, e: Expr, out, env: Env, backend, **ctx):
         args = [_arg(a, env) for a in e.args]
@@ -144,6 +201,58 @@ class Evaluator(Compiler):
         if rule is not None:
             return rule(self, e, out, args, env, backend, **ctx)
         return op_method(backend, e.op, " needed by the Evaluator")(out, *args, **e.attrs)
+
+
+def _gather_shards(local, parts, in_shardings, mesh) -> list:
+    """Every partition's argument shards (``[partition][leaf]`` NumPy arrays) from this
+    process's (``local``, for partitions ``parts``): the shards of sharded arguments go
+    through the coordination service (:func:`nxpy.pjrt.allgather_bytes`); a replicated
+    argument's local copy stands for every partition's."""
+    sharded = [i for i, s in enumerate(in_shardings) if any(s)]
+    every = [[local[0][i] for i in range(len(in_shardings))] for _ in range(mesh.size)]
+    if not sharded:
+        return every
+    for blob in pjrt.allgather_bytes(_pack({(p, i): local[j][i] for j, p in enumerate(parts)
+                                             for i in sharded})):
+        for (p, i), arr in _unpack(blob).items():
+            every[p][i] = arr
+    return every
+
+
+def _pack(arrays: dict) -> bytes:
+    """``{(partition, leaf): array}`` as bytes: a JSON header (keys, dtypes, shapes) and the
+    raw data (no pickle: peers' bytes are never executed)."""
+    head, data = [], []
+    for (p, i), a in arrays.items():
+        a = np.ascontiguousarray(a)
+        head.append([p, i, a.dtype.name, list(a.shape), a.nbytes])
+        data.append(a.tobytes())
+    h = json.dumps(head).encode()
+    return len(h).to_bytes(8, "little") + h + b"".join(data)
+
+
+def _unpack(blob: bytes) -> dict:
+    n = int.from_bytes(blob[:8], "little")
+    out, off = {}, 8 + n
+    for p, i, dt, shape, nbytes in json.loads(blob[8:off]):
+        out[(p, i)] = np.frombuffer(blob[off:off + nbytes], dtype=np.dtype(dt)).reshape(shape)
+        off += nbytes
+    return out
+
+
+_FAST_OPS = frozenset(UNARY) | frozenset(BINARY)
+
+
+def _fast_step(backend, e, out, operands, ids):
+    """The backend's direct kernel for elementwise node ``e`` (Backend.fast_kernel), when
+    every operand is a tensor of ``backend`` on one device and the node has no attributes."""
+    if e.attrs or not all(isinstance(v, Tensor) and v.backend is backend for v in operands):
+        return None
+    dev = operands[0].device_id
+    if any(v.device_id != dev for v in operands):
+        return None
+    k = backend.fast_kernel(e.op, out, *operands)
+    return None if k is None else (k, ids, dev)
 
 
 def _arg(a, env):

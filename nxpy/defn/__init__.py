@@ -49,6 +49,7 @@ from .grad import custom_grad, grad, stop_grad, value_and_grad
 from .kernel import cond, fori_loop, while_loop
 from .shard_jit import ShardJit, shard_jit
 from .shard_map import ShardMap, shard_map
+from . import portable  # noqa: F401 - registers the linear-algebra primitives' portable implementations
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler", "Jit",
            "Compiled", "register_compiler", "register_compiler_factory", "trace", "cond",

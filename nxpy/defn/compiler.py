@@ -33,6 +33,10 @@ class Compiler:
         and caches what ``compile`` returns. ``run(args: list[Tensor]) -> list[Tensor]``
         gets tensors of the parameters' shapes and types (of any backend: move them where
         needed) and returns one tensor per output.
+    ``run.copies_inputs``  (optional attribute of ``run``)
+        True when ``run`` never returns memory of its argument tensors (its results are
+        fresh buffers): ``defn`` then hands it a caller's NumPy arrays without copying
+        them first.
     ``result_backend(opts) -> Backend``  (optional)
         The backend the results live on (default: the default backend).
     ``compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts)``  (optional)
@@ -40,6 +44,12 @@ class Compiler:
         where ``run(per_device_args) -> per_device_results`` (lists indexed by partition).
         Shardings are tuples of mesh-axis tuples, one per dim. Without it, ``shard_jit``
         refuses the compiler with a clear error.
+    ``supports(op) -> bool``  (optional)
+        Whether the compiler runs built-in op ``op`` natively. Ops that have a portable
+        implementation (``nxpy.ops.core.PORTABLE``: the linear-algebra primitives) and that
+        the compiler does not support are traced as that composition of other ops, so the
+        compiler never sees them. A compiler without ``supports`` gets every such op
+        expanded (see ``docs/linalg.md``).
     """
 
     name = "compiler"

@@ -16,9 +16,12 @@ import inspect
 
 import numpy as np
 
-from .. import _context
+from .. import _context, pjrt, telemetry, types as T
+from ..backend import default_backend
+from ..cache import FunctionCache
 from ..tensor import Tensor, shape_str
 from ..ops import to_tensor
+from ..ops.core import PORTABLE
 from . import tree as tree_mod
 from .compiler import check_options, get_compiler
 from .expr import Fn, trace_fn
@@ -28,15 +31,25 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Jit", "Co
 
 _DEFAULTS: dict = {"compiler": "evaluator"}
 _VERSION = [0]  # bumped when the defaults change, invalidating Jit fast paths
+_LOCAL = _context._local  # the defn stack lives here (read directly on the hot path)
 
 
 def default_options(**opts) -> dict:
     """With no arguments, the current default options; otherwise sets them (``compiler=``
-    and that compiler's options) and returns the previous ones."""
+    and that compiler's options) and returns the previous ones. ``cache_dir=`` sets the
+    persistent executable cache (``NXPY_CACHE_DIR``; None turns it off), for every
+    compiler that compiles with XLA (the previous value is returned under ``cache_dir``
+    when it is given)."""
     if not opts:
         return dict(_DEFAULTS)
     _context.forbid_inside_defn("nxpy.defn.default_options(...)")
     new = dict(opts)
+    if "cache_dir" in new:
+        old = {**_DEFAULTS, "cache_dir": pjrt.cache_dir()}
+        pjrt.set_cache_dir(new.pop("cache_dir"))
+        if new:
+            default_options(**new)
+        return old
     new.setdefault("compiler", _DEFAULTS["compiler"])
     comp = get_compiler(new["compiler"])
     check_options(comp, {k: v for k, v in new.items() if k != "compiler"})
@@ -121,9 +134,21 @@ def _template_str(t):
     return f"{t.type}{shape_str(t.shape)}"
 
 
-def trace(fun, args, kwargs=None, templates=None) -> Fn:
+def expansions(compiler) -> frozenset:
+    """The built-in ops with a portable implementation (``nxpy.ops.core.PORTABLE``) that
+    ``compiler`` has no rule for, so a trace for it records their compositions instead:
+    a compiler declares what it runs natively with ``supports(op) -> bool``; one that does
+    not declare it gets every portable op expanded (it cannot know ops added after it)."""
+    supports = getattr(compiler, "supports", None)
+    if supports is None:
+        return frozenset(PORTABLE)
+    return frozenset(op for op in PORTABLE if not supports(op))
+
+
+def trace(fun, args, kwargs=None, templates=None, expand=None) -> Fn:
     """Traces ``fun(*args, **kwargs)`` into a graph. Tensor leaves of ``args`` (and tensor
-    values of ``kwargs``) become parameters; other kwargs are static."""
+    values of ``kwargs``) become parameters; other kwargs are static. Ops in ``expand``
+    are recorded as their portable implementations (see :func:`expansions`)."""
     kwargs = kwargs or {}
     static = {k: v for k, v in kwargs.items() if not isinstance(v, (Tensor, np.ndarray))}
     tensor_kw = {k: v for k, v in kwargs.items() if k not in static}
@@ -137,21 +162,112 @@ def trace(fun, args, kwargs=None, templates=None) -> Fn:
         a, kw = tree_mod.unflatten(tree, params)
         return fun(*a, **static, **kw)
 
-    return trace_fn(call, templates)
+    name = getattr(fun, "__name__", "function")
+    telemetry.note_trace(fun, name)
+    with telemetry.timed("trace", key=tuple(templates), function=name):
+        graph = trace_fn(call, templates, expand=expand)
+    graph.where = name
+    return graph
+
+
+def check_donate_argnums(donate_argnums, what: str) -> tuple:
+    """``donate_argnums`` (an int or a sequence of ints) as a sorted tuple, or an error."""
+    if donate_argnums is None:
+        return ()
+    nums = donate_argnums if isinstance(donate_argnums, (list, tuple)) else (donate_argnums,)
+    out = set()
+    for n in nums:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"{what}: donate_argnums must be an int or a sequence of ints "
+                            f"(positions of the arguments to donate), got {donate_argnums!r}")
+        if n < 0:
+            raise ValueError(f"{what}: donate_argnums must be non-negative positions, got "
+                             f"{donate_argnums!r}")
+        if int(n) in out:
+            raise ValueError(f"{what}: donate_argnums names argument {int(n)} twice: "
+                             f"{donate_argnums!r}")
+        out.add(int(n))
+    return tuple(sorted(out))
+
+
+def donated_leaves(args, argnums, what: str) -> tuple:
+    """The flat leaf positions of the positional arguments ``argnums`` (every tensor of a
+    donated container argument is donated)."""
+    if argnums and argnums[-1] >= len(args):
+        raise ValueError(f"{what}: donate_argnums={argnums} but it was called with "
+                         f"{len(args)} positional argument{'' if len(args) == 1 else 's'}")
+    leaves, start = [], 0
+    for i, a in enumerate(args):
+        n = len(tree_mod.flatten(a)[0])
+        if i in argnums:
+            leaves.extend(range(start, start + n))
+        start += n
+    return tuple(leaves)
+
+
+def check_not_reused(leaves, donated, where: str) -> None:
+    """A donated tensor must not also be another argument of the same call."""
+    seen = {id(leaves[i]): i for i in donated}
+    for j, x in enumerate(leaves):
+        i = seen.get(id(x))
+        if i is not None and i != j:
+            raise ValueError(f"{where}: the same tensor is passed as donated argument leaf {i} "
+                             f"and as argument leaf {j}; a donated tensor cannot also be used "
+                             f"by the same call (pass a copy)")
+
+
+def give_up(leaves, outs, donated, where: str) -> None:
+    """Marks the donated argument tensors unusable (a result that is one of them itself is
+    replaced by a fresh tensor of the same data, so it stays usable)."""
+    ids = {id(leaves[i]) for i in donated}
+    for k, o in enumerate(outs):
+        if id(o) in ids:
+            outs[k] = Tensor(o.raw_data, o.shape, o.type, o.names, o.backend, o.device_id)
+    for i in donated:
+        x = leaves[i]
+        if isinstance(x, Tensor) and not x.donated:
+            x.donate(f"{where} (argument leaf {i})")
+
+
+def donating(run, donated, where: str):
+    """``run`` that, after each call, marks the donated argument tensors unusable (on every
+    compiler, so a program does not work on one and fail on another)."""
+    if not donated:
+        return run
+
+    def run_donating(leaves):
+        check_not_reused(leaves, donated, where)
+        outs = run(leaves)
+        give_up(leaves, outs, donated, where)
+        return outs
+    return run_donating
+
+
+#: NumPy dtypes that are nxpy types (arrays of these take the hot path as they are)
+_NUMPY_TYPES = {t.dtype: t for t in T.ALL_TYPES}
+
+#: compiled programs of every jitted function, process-wide: ``function → {(compiler,
+#: options, argument structure, static options, argument templates) → (run, out_tree)}``.
+#: A second ``jit`` of the same function finds them; concurrent first calls compile once.
+PROGRAMS = FunctionCache()
 
 
 class Jit:
     """A function compiled on first call for each distinct set of argument shapes and
-    types (and static keyword arguments), then cached. Calling it inside another defn
-    inlines it."""
+    types (and static keyword arguments), then cached (process-wide: another ``jit`` of
+    the same function reuses it). Calling it inside another defn inlines it."""
 
-    def __init__(self, fun, compiler=None, **opts):
+    def __init__(self, fun, compiler=None, donate_argnums=None, **opts):
         functools.update_wrapper(self, fun)
+        if "__name__" not in self.__dict__:  # a partial, a callable object: still named
+            self.__name__ = getattr(fun, "__name__", type(fun).__name__)
         self.fun = fun
         self.compiler = compiler
         self.opts = opts
-        self.cache: dict = {}
-        self._fast: dict = {}  # (defaults version, arg templates) -> (run, out_tree) for plain tensor args
+        self.donate_argnums = check_donate_argnums(
+            donate_argnums, f"jit({getattr(fun, '__name__', 'function')})")
+        self._fast: dict = {}  # arg templates -> (run, out_tree) for plain tensor args
+        self._fast_version = _VERSION[0]  # the defaults the entries were made under
         self.trace_count = 0
         try:
             self._sig = inspect.signature(fun)
@@ -161,15 +277,17 @@ class Jit:
             _resolve(compiler, opts)  # reject unknown compilers and options early
 
     def __call__(self, *args, **kwargs):
-        if _context.stack():  # a defn calling a defn inlines it
+        if getattr(_LOCAL, "stack", None):  # a defn calling a defn inlines it
             return self.fun(*args, **kwargs)
-        # hot path: positional Tensor arguments whose templates were seen before
+        # hot path: positional Tensor (or NumPy array) arguments whose templates were seen
         if not kwargs:
+            if self._fast_version != _VERSION[0]:
+                self._fast.clear()
+                self._fast_version = _VERSION[0]
             try:
-                hit = self._fast.get((_VERSION[0],) + tuple([(a.shape, a.type, a.names)
-                                                             for a in args]))
+                hit = self._fast.get(tuple([(a.shape, a.type, a.names) for a in args]))
             except AttributeError:
-                hit = None
+                hit, args = self._fast_numpy(args)
             if hit is not None:
                 run, out_tree = hit
                 outs = run(args)
@@ -183,18 +301,46 @@ class Jit:
         else:
             static, tkw = (), {}
         leaves, tree = _leaves_of(self.fun, args, tkw)
-        key = (comp, tuple(sorted(opts.items())), tree, static,
-               tuple([(t.shape, t.type, t.names) for t in leaves]))
-        exe = self.cache.get(key)
-        if exe is None:
+        templates = tuple([(t.shape, t.type, t.names) for t in leaves])
+        key = (comp, tuple(sorted(opts.items())), tree, static, templates, self.donate_argnums)
+
+        def build():
             self._check_arity(args, kwargs)
-            graph = trace(self.fun, args, kwargs, [(t.shape, t.type, t.names) for t in leaves])
+            where = (f"{getattr(self.fun, '__name__', 'function')} "
+                     f"(donate_argnums={self.donate_argnums})")
+            donated = donated_leaves(args, self.donate_argnums, where)
+            graph = trace(self.fun, args, kwargs, list(templates), expand=expansions(comp))
+            graph.donated = donated
             self.trace_count += 1
-            exe = self.cache[key] = (comp.compile(graph, opts), graph.tree)
-        if not kwargs and all(isinstance(a, Tensor) for a in args):
-            self._fast[(_VERSION[0],) + tuple([(a.shape, a.type, a.names) for a in args])] = exe
+            return donating(comp.compile(graph, opts), donated, where), graph.tree
+
+        exe = PROGRAMS.get(self.fun, key, build)
+        if not kwargs and all(type(x) is Tensor or type(x) is np.ndarray for x in args) \
+                and len(leaves) == len(args):
+            self._fast[tuple([(t.shape, t.type, t.names) for t in leaves])] = exe
         run, out_tree = exe
         return tree_mod.unflatten(out_tree, run(leaves))
+
+    def _fast_numpy(self, args):
+        """The hot path's lookup when some arguments are NumPy arrays (of nxpy's dtypes):
+        ``(hit or None, args with the arrays wrapped as host tensors)``."""
+        sig = []
+        for a in args:
+            if type(a) is Tensor:
+                sig.append((a.shape, a.type, a.names))
+            elif type(a) is np.ndarray and a.dtype in _NUMPY_TYPES:
+                sig.append((a.shape, _NUMPY_TYPES[a.dtype], (None,) * a.ndim))
+            else:
+                return None, args
+        hit = self._fast.get(tuple(sig))
+        if hit is None:
+            return None, args
+        # a copy, as to_tensor makes (a result must not alias the caller's array), unless
+        # the compiled program copies its inputs in itself
+        copy = not getattr(hit[0], "copies_inputs", False)
+        b = default_backend()
+        return hit, [a if type(a) is Tensor else b.from_numpy(a.copy() if copy else a, t, n)
+                     for a, (_, t, n) in zip(args, sig)]
 
     def _check_arity(self, args, kwargs):
         if self._sig is not None:
@@ -207,15 +353,30 @@ class Jit:
         return self if obj is None else functools.partial(self, obj)
 
 
-def jit(fun, compiler=None, **opts) -> Jit:
+def jit(fun, compiler=None, *, donate_argnums=None, **opts) -> Jit:
     """Compiles ``fun`` with ``compiler`` (``"evaluator"`` by default, or ``"exla"``).
 
     >>> import nxpy as nx
     >>> from nxpy.defn import jit
     >>> jit(lambda x: x * 2 + 1, compiler="exla")(nx.tensor([1.0, 2.0])).tolist()
     [3.0, 5.0]
+
+    ``donate_argnums`` (positions) gives those arguments' memory to the call: EXLA writes
+    a result of the same shape and type in place of each (an update of a large state
+    needs no second copy), and the donated tensors are unusable afterwards, on every
+    compiler:
+
+    >>> step = jit(lambda w, g: w - 0.5 * g, compiler="exla", donate_argnums=0)
+    >>> w = nx.tensor([1.0, 2.0])
+    >>> w2 = step(w, nx.tensor([2.0, 2.0]))
+    >>> w2.tolist(), w.donated
+    ([0.0, 1.0], True)
+    >>> w.tolist()
+    Traceback (most recent call last):
+    ...
+    nxpy.tensor.DonatedError: this tensor was donated to <lambda> (donate_argnums=(0,)) (argument leaf 0) and cannot be used after that call (its memory may hold the result now); pass a copy (nx.backend_copy(t, 'exla') for example) if you need it afterwards, or do not donate it
     """
-    return Jit(fun, compiler, **opts)
+    return Jit(fun, compiler, donate_argnums, **opts)
 
 
 def defn(fun=None, **opts):
@@ -249,11 +410,18 @@ class Compiled:
             except TypeError as e:
                 raise TypeError(f"compile: {self.__name__} cannot be called with the "
                                 f"{len(templates)} templates given: {e}") from None
+        opts = dict(opts)
+        argnums = check_donate_argnums(opts.pop("donate_argnums", None),
+                                       f"compile({self.__name__})")
         comp, opts = _resolve(compiler, opts)
+        where = f"{self.__name__} (donate_argnums={argnums})"
+        donated = donated_leaves(templates, argnums, where)
         graph = trace(fun, tree_mod.unflatten(tree, self.templates)[0], None,
-                      [(t.shape, t.type, t.names) for t in self.templates])
+                      [(t.shape, t.type, t.names) for t in self.templates],
+                      expand=expansions(comp))
+        graph.donated = donated
         self.graph = graph
-        self._run = comp.compile(graph, opts)
+        self._run = donating(comp.compile(graph, opts), donated, where)
 
     def __call__(self, *args):
         if len(args) != self._n:
@@ -304,7 +472,7 @@ def compile(fun, *templates, compiler=None, **opts) -> Compiled:  # noqa: A001
     """
     if isinstance(fun, Jit):
         compiler = compiler if compiler is not None else fun.compiler
-        opts = {**fun.opts, **opts}
+        opts = {**fun.opts, "donate_argnums": fun.donate_argnums, **opts}
         fun = fun.fun
     return Compiled(fun, templates, compiler, opts)
 

@@ -16,6 +16,7 @@ from .. import _context
 from ..backend import Backend
 from ..format import format_array
 from ..ops import primitive, to_tensor
+from ..ops.core import PORTABLE
 from ..tensor import Tensor, shape_str
 from ..types import convert
 from . import tree as tree_mod
@@ -81,10 +82,15 @@ class Scope:
 
     _ids = itertools.count()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, expand=None):
         self.id = next(Scope._ids)
         self.parent = parent
         self.backend = EXPR
+        #: built-in ops recorded as their portable implementation (``nxpy.ops.core.PORTABLE``)
+        #: rather than as one node: those the target compiler has no rule for (see
+        #: :func:`nxpy.defn.core.expansions`); sub-functions inherit the set
+        self.expand = expand if expand is not None else (
+            parent.expand if parent is not None else frozenset())
 
     def __enter__(self):
         _context.stack().append(self)
@@ -98,10 +104,14 @@ class Fn:
     """A traced function: parameter tensors, flat output tensors with their container
     ``tree``, and the outer nodes it captures."""
 
-    __slots__ = ("params", "outputs", "tree", "scope", "captures", "_nodes", "cache", "where")
+    __slots__ = ("params", "outputs", "tree", "scope", "captures", "_nodes", "cache", "where",
+                 "donated")
 
     def __init__(self, params, outputs, tree, scope):
         self.where = None  # where the function was traced from, for error messages
+        #: the parameters (flat positions) the caller donates: a compiler may reuse their
+        #: memory for results (EXLA aliases each to an output of the same shape and type)
+        self.donated = ()
         self.params = params
         self.outputs = outputs
         self.tree = tree
@@ -139,10 +149,11 @@ class Fn:
         return [(t.shape, t.type, t.names) for t in self.outputs]
 
 
-def trace_fn(fun, templates, *, tree=None, parent=None, wrap_output=None) -> Fn:
+def trace_fn(fun, templates, *, tree=None, parent=None, wrap_output=None, expand=None) -> Fn:
     """Traces ``fun`` in a new scope with one parameter per template (rebuilt into
-    ``tree`` when given); outputs may be any container of tensors and numbers."""
-    scope = Scope(parent)
+    ``tree`` when given); outputs may be any container of tensors and numbers. Ops in
+    ``expand`` are traced as their portable implementations (default: the parent's set)."""
+    scope = Scope(parent, expand)
     with scope:
         params = [EXPR.parameter(Tensor(None, s, t, n), index=i)
                   for i, (s, t, n) in enumerate(templates)]
@@ -214,6 +225,9 @@ class ExprBackend(Backend):
     def multi(self, op, templates, *args, fns=(), **attrs) -> list[Tensor]:
         """A node with several results; returns one ``elem`` tensor per result."""
         scope = _context.current()
+        if scope is not None and op in scope.expand:
+            return list(PORTABLE[op]([Tensor(None, s, t, n) for s, t, n in templates],
+                                     *args, **attrs))
         e = Expr(op, list(args), attrs, None, None, None, scope, fns, tuple(templates))
         return [self._new("elem", Tensor(None, s, t, n), [e], {"index": i})
                 for i, (s, t, n) in enumerate(templates)]
@@ -226,6 +240,9 @@ class ExprBackend(Backend):
             raise AttributeError(op)
 
         def method(out, *args, **attrs):
+            scope = _context.current()
+            if scope is not None and op in scope.expand:
+                return PORTABLE[op](out, *args, **attrs)
             return self._new(op, out, list(args), attrs)
         method.__name__ = op
         object.__setattr__(self, op, method)

@@ -19,19 +19,35 @@ per-device results.
 from __future__ import annotations
 
 from .. import _context
+from ..cache import FunctionCache
 from ..mesh import Mesh
 from ..ops import template, to_tensor
 from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import mesh_context
-from .core import Jit, _resolve, trace
+from .core import (Jit, _resolve, check_donate_argnums, check_not_reused, donated_leaves,
+                   expansions, give_up, trace)
 
 __all__ = ["shard_jit", "ShardJit", "ShardedExecutable"]
 
 
 _SEQ = (list, tuple)
 _FLAT_TREES: dict = {}
+
+#: traced sharded programs and their executables, process-wide, keyed by the function:
+#: ``(compiler, options, abstract mesh, shardings, argument templates)`` → the traced
+#: program, and the same plus the mesh's devices → the compiled one
+SHARDED = FunctionCache()
+
+
+def _freeze(spec):
+    """A user's sharding spec (dicts, lists) as a hashable key."""
+    if isinstance(spec, dict):
+        return ("dict", tuple(sorted((str(k), _freeze(v)) for k, v in spec.items())))
+    if isinstance(spec, (list, tuple)):
+        return (type(spec).__name__, tuple(_freeze(v) for v in spec))
+    return spec
 
 
 def _flat_tree(n):
@@ -68,7 +84,7 @@ class ShardJit:
     """The callable ``shard_jit`` returns: ``f(per_device_args) -> per_device_results``."""
 
     def __init__(self, fun, mesh, input_shardings=None, output_shardings=None, compiler=None,
-                 check_replicas=None, **opts):
+                 check_replicas=None, donate_argnums=None, **opts):
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_jit: expected mesh to be an nx.Mesh, got {mesh!r}")
         if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
@@ -78,21 +94,46 @@ class ShardJit:
         self.input_shardings = list(input_shardings)
         self.output_shardings_spec = output_shardings
         self.check_replicas = check_replicas
+        self.donate_argnums = check_donate_argnums(donate_argnums, "shard_jit")
         self.compiler, self.opts = _resolve(compiler, opts)
         if not hasattr(self.compiler, "compile_sharded"):
             raise ValueError(f"compiler {self.compiler.name!r} has no sharded entry point "
                              f"(compile_sharded), so it cannot run shard_jit programs")
         self.cache: dict = {}
         self.last = None
+        self._local_parts = None
 
     # --- argument handling ----------------------------------------------------------------
-    def _leaves(self, per_device_args):
+    def _local(self):
+        """This process's partitions of the mesh (all of them in one process)."""
+        loc = self._local_parts
+        if loc is None:
+            loc = self._local_parts = self.mesh.local_partitions
+            if not loc:
+                raise ValueError(f"mesh {self.mesh.name!r} has no device of this process: "
+                                 f"every process must own at least one of its devices")
+        return loc
+
+    def _local_args(self, per_device_args):
+        """The arguments of this process's partitions: ``per_device_args`` holds either
+        those (one list per local partition, in partition order) or every partition's
+        (then this process keeps its own)."""
         mesh = self.mesh
-        if not isinstance(per_device_args, (list, tuple)) or len(per_device_args) != mesh.size:
+        loc = self._local()
+        if not isinstance(per_device_args, (list, tuple)) or len(per_device_args) not in (
+                mesh.size, len(loc)):
             got = len(per_device_args) if isinstance(per_device_args, (list, tuple)) else \
                 type(per_device_args).__name__
+            local = "" if len(loc) == mesh.size else (
+                f", or {len(loc)} (one per device of this process: partitions {loc})")
             raise ValueError(f"expected {mesh.size} argument lists (one per device of mesh "
-                             f"{mesh.name!r}, in partition order), got {got}")
+                             f"{mesh.name!r}, in partition order){local}, got {got}")
+        if len(per_device_args) != len(loc):
+            per_device_args = [per_device_args[p] for p in loc]
+        return per_device_args
+
+    def _leaves(self, per_device_args):
+        per_device_args = self._local_args(per_device_args)
         flat = []
         for p, args in enumerate(per_device_args):
             if not isinstance(args, (list, tuple)):
@@ -132,7 +173,8 @@ class ShardJit:
         already compiled. Returns ``(exe, per_device_leaves)``, or None for anything else
         (then ``_prepare`` validates in full and raises its errors). Accepts exactly the
         arguments ``_prepare`` accepts without compiling, with the same result."""
-        if type(per_device_args) not in _SEQ or len(per_device_args) != self.mesh.size:
+        loc = self._local_parts
+        if type(per_device_args) not in _SEQ or loc is None or len(per_device_args) != len(loc):
             return None
         args0 = per_device_args[0]
         if type(args0) not in _SEQ:
@@ -149,7 +191,10 @@ class ShardJit:
             for x, (shape, type_) in zip(args, sig):
                 if type(x) is not Tensor or x.shape != shape or x.type != type_:
                     return None
-        exe = self.cache.get((_flat_tree(n), tuple(sig)))
+        key = (_flat_tree(n), tuple(sig))
+        if self.mesh.is_abstract:
+            key += (self._devices_of(per_device_args),)
+        exe = self.cache.get(key)
         if exe is None or _context.tracing():
             return None
         self.last = exe
@@ -158,12 +203,19 @@ class ShardJit:
     # --- compile and run ------------------------------------------------------------------
     def _prepare(self, per_device_args):
         _context.forbid_inside_defn("shard_jit(...)(args)")
+        per_device_args = self._local_args(per_device_args)
         leaves, tree, _ = self._leaves(per_device_args)
         local = leaves[0]
         key = (tree, tuple((t.shape, t.type) for t in local))
+        mesh = self.mesh
+        if mesh.is_abstract:
+            devices = self._devices_of(leaves)
+            key += (devices,)
+            if devices is not None:
+                mesh = mesh.bind(devices)
         exe = self.cache.get(key)
         if exe is None:
-            exe = self.cache[key] = self._compile(tree, per_device_args[0], local)
+            exe = self.cache[key] = self._compile(tree, per_device_args[0], local, mesh)
         self.last = exe
         return exe, leaves
 
@@ -171,16 +223,46 @@ class ShardJit:
         """Validates the arguments and compiles (or fetches) the program for them."""
         return self._prepare(per_device_args)[0]
 
-    def _compile(self, tree, args0, local):
-        mesh = self.mesh
-        in_sh = self._arg_shardings(args0, local)
+    def _devices_of(self, per_device):
+        """For an abstract mesh: the devices the arguments live on (the first leaf of each
+        partition, when they are all on distinct devices), else None (the default)."""
+        if len(per_device) != self.mesh.size:  # several processes: the default devices
+            return None
+        devices = []
+        for args in per_device:
+            if not args or type(args[0]) is not Tensor or args[0].device_id is None:
+                return None
+            devices.append(args[0].device_id)
+        return tuple(devices) if len(set(devices)) == len(devices) else None
+
+    def _compile(self, tree, args0, local, mesh):
+        """The program for these local templates: traced and lowered once per process for
+        the abstract mesh (a same-shaped mesh of other devices reuses both), compiled once
+        per device assignment."""
+        in_sh = tuple(self._arg_shardings(args0, local))
+        key = (self.compiler, tuple(sorted(self.opts.items())), self.check_replicas,
+               mesh.abstract, in_sh, _freeze(self.output_shardings_spec), tree,
+               tuple((t.shape, t.type, t.names) for t in local), self.donate_argnums)
+        donated = donated_leaves(args0, self.donate_argnums, self._where())
+        traced = SHARDED.get(self.fun, key,
+                             lambda: self._trace(tree, local, list(in_sh), donated, mesh))
+        return SHARDED.get(self.fun, key + (mesh.devices,),
+                           lambda: self._compile_traced(traced, mesh))
+
+    def _where(self):
+        return (f"shard_jit({getattr(self.fun, '__name__', 'function')}) "
+                f"(donate_argnums={self.donate_argnums})")
+
+    def _trace(self, tree, local, in_sh, donated, mesh):
         globals_ = [template(SH.global_shape(t.shape, s, mesh), t.type, t.names)
                     for t, s in zip(local, in_sh)]
         prop = SH.Propagator(mesh, in_sh)
         args = tree_mod.unflatten(tree, globals_)
         with mesh_context(mesh, prop):
-            graph = trace(self.fun, args, None, [(t.shape, t.type, t.names) for t in globals_])
+            graph = trace(self.fun, args, None, [(t.shape, t.type, t.names) for t in globals_],
+                          expand=expansions(self.compiler))
             out_sh = [prop.of(o) for o in graph.outputs]
+        graph.donated = donated
         if self.output_shardings_spec is not None:
             specs = self.output_shardings_spec
             specs = list(specs) if isinstance(specs, (list, tuple)) else [specs]
@@ -198,10 +280,16 @@ class ShardJit:
                         raise ValueError(f"output sharding {i}: dim {d} of size {o.shape[d]} "
                                          f"cannot be split over {f} devices")
                 out_sh.append(sh)
+        return graph, in_sh, out_sh, prop
+
+    def _compile_traced(self, traced, mesh):
+        graph, in_sh, out_sh, prop = traced
         opts = dict(self.opts)
         if self.check_replicas is not None:
             opts["check_replicas"] = self.check_replicas
         run, module = self.compiler.compile_sharded(graph, mesh, in_sh, out_sh, prop, opts)
+        if graph.donated:
+            run = _donating_sharded(run, graph.donated, self._where())
         return ShardedExecutable(graph, mesh, in_sh, out_sh, run, module)
 
     def __call__(self, per_device_args):
@@ -211,6 +299,21 @@ class ShardJit:
         if exe.single_output:
             return [o[0] for o in outs]
         return [tree_mod.unflatten(exe.graph.tree, o) for o in outs]
+
+    def call_global(self, *args):
+        """Calls the program with whole (global) tensors, one per argument, given alike
+        on every process: each process slices out its own partitions' shards (per
+        ``input_shardings``) and gets its own partitions' results."""
+        specs = SH.normalize_list(self.input_shardings, len(args))
+        loc = self._local()
+        per_arg = []
+        for i, (spec, a) in enumerate(zip(specs, args)):
+            leaves, tree = tree_mod.flatten(a)
+            cols = [SH.shard(to_tensor(x, f"argument {i}"), self.mesh, spec, partitions=loc)
+                    for x in leaves]
+            per_arg.append([tree_mod.unflatten(tree, [c[j] for c in cols])
+                            for j in range(len(loc))])
+        return self([[pa[j] for pa in per_arg] for j in range(len(loc))])
 
     def debug_expr(self, per_device_args):
         """The program's outputs as Expr tensors, traced at global shapes under the mesh
@@ -234,9 +337,25 @@ class ShardJit:
         return self.last.output_shardings
 
 
+def _donating_sharded(run, donated, where):
+    """``run(per_device_leaves)`` that gives up the donated leaves of every device."""
+    def run_donating(per_device_leaves):
+        for leaves in per_device_leaves:
+            check_not_reused(leaves, donated, where)
+        outs = run(per_device_leaves)
+        for leaves, o in zip(per_device_leaves, outs):
+            give_up(leaves, o, donated, where)
+        return outs
+    return run_donating
+
+
 def shard_jit(fun, mesh, *, input_shardings=None, output_shardings=None, compiler=None,
               **opts) -> ShardJit:
     """Runs ``fun`` across ``mesh``. The result takes a list of per-device argument lists
     (partition order, each holding that device's local shards) and returns a list of
-    per-device results (each tensor knows its ``device_id``)."""
+    per-device results (each tensor knows its ``device_id``). With several processes
+    (``nxpy.distributed``) each process passes and gets its own partitions only
+    (``mesh.local_partitions``; passing every partition's arguments works too), or calls
+    ``f.call_global(*whole_tensors)``. ``donate_argnums`` gives
+    those arguments' shards to the call, as for :func:`~nxpy.defn.jit`."""
     return ShardJit(fun, mesh, input_shardings, output_shardings, compiler, **opts)

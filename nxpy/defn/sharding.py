@@ -159,13 +159,16 @@ def unshard_arrays(shards: list, sharding, mesh, *, check=True, what="tensor") -
     return out
 
 
-def shard(t, mesh, sharding) -> list:
+def shard(t, mesh, sharding, *, partitions=None) -> list:
     """Splits a global tensor into per-device tensors (partition order) for ``sharding``
-    (a dict or a normalised tuple)."""
+    (a dict or a normalised tuple); ``partitions``: only those partitions' pieces."""
     t = O.to_tensor(t, "tensor")
     sh = normalize(sharding, t.shape, mesh, t.names)
     arr = t.to_numpy()
-    return [t.backend.from_numpy(a, t.type, t.names) for a in shard_array(arr, sh, mesh)]
+    parts = shard_array(arr, sh, mesh)
+    if partitions is not None:
+        parts = [parts[p] for p in partitions]
+    return [t.backend.from_numpy(a, t.type, t.names) for a in parts]
 
 
 def assemble(per_device, mesh, sharding, *, check=True):
@@ -390,6 +393,15 @@ def _fft(prop, e, args):
     their sharding."""
     axes = e.attrs["axes"] if "axes" in e.attrs else (e.attrs["axis"],)
     return tuple(() if d in axes else a for d, a in enumerate(args[0]))
+
+
+@register_sharding_rule("cholesky", "triangular_solve", "solve")
+def _batched_linalg(prop, e, args):
+    """Linear algebra on a batch of matrices: the batch dims keep the first operand's
+    sharding (each matrix is solved where it lives); the matrix dims are replicated."""
+    nb = len(e.args[0].shape) - 2
+    a = args[0] or ((),) * len(e.args[0].shape)
+    return tuple(a[:nb]) + ((),) * (len(e.shape) - nb)
 
 
 @register_sharding_rule("all_gather")

@@ -17,6 +17,7 @@ only compute. The families, in the order they build on each other:
 ``conv``           conv
 ``sorting``        sort, argsort, top_k, cumulative_sum/product/min/max, median, mode
 ``complex``        real, imag, conjugate, phase, complex, fft, ifft, fft2, ifft2
+``linalg``         cholesky, triangular_solve, lu, qr, eigh, svd, solve (``nxpy.linalg``)
 =================  =======================================================================
 
 This package also gives :class:`~nxpy.tensor.Tensor` its operators (``+``, ``@``,
@@ -54,6 +55,7 @@ from .compositions import __all__ as _COMPOSITIONS
 from .sorting import (CUMULATIVE, argsort, cumulative_max, cumulative_min, cumulative_product,
                       cumulative_sum, median, mode, permute_by_key, sort, top_k)
 from .complex import complex, conjugate, fft, fft2, ifft, ifft2, imag, phase, real  # noqa: A004
+from . import linalg  # the linear-algebra primitives (public in nxpy.linalg, not here)
 
 __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "template", "dispatch", "to_tensor", "tensor", "from_numpy", "iota", "eye", "full",

@@ -29,6 +29,7 @@ from ..tensor import Tensor
 
 __all__ = ["template", "dispatch", "dispatch_multi", "to_tensor", "tensor", "from_numpy", "as_type",
            "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
+           "PORTABLE", "register_portable", "portable",
            "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable"]
 
 _Number = (numbers.Number, np.generic)
@@ -190,13 +191,40 @@ def fallback(name):
     return run
 
 
+#: portable implementations of built-in primitives, by op name: ``impl(out, *args,
+#: **options)`` computes the op as a composition of other ops (``out`` is the output
+#: template, or the list of templates of an op with several results), so it runs on any
+#: backend and traces into any compiler. :func:`op_method` uses it when a backend has no
+#: kernel of its own; a compiler that does not ``supports(op)`` gets the composition
+#: traced in place of the op (``nxpy.defn.core.expansions``). Filled by
+#: :func:`register_portable` (the linear-algebra primitives register theirs from
+#: ``nxpy.defn.portable``, as they need ``while_loop``; ``solve``'s from ``nxpy.ops.linalg``).
+PORTABLE: dict = {}
+
+register_portable = rule_registrar(
+    PORTABLE, "register_portable", "a portable implementation",
+    """Decorator: ``impl(out, *args, **options) -> Tensor or list of Tensors`` for the
+    built-in ops named: how to compute them with other ops when a backend or a compiler
+    has no kernel of its own.""")
+
+
+def portable(op: str):
+    """The portable implementation of built-in op ``op`` (see :data:`PORTABLE`), or None."""
+    return PORTABLE.get(op)
+
+
 def op_method(backend: Backend, op: str, needed_by: str = ""):
     """``backend``'s kernel for ``op`` (a callable ``(out, *args, **options)``): its own
-    method, else the op's portable implementation (``nxpy.extend.register_op(...,
-    evaluate=...)``); a NotImplementedError naming both when there is neither."""
+    method, else the portable implementation of a built-in primitive (:data:`PORTABLE`,
+    a composition of other ops, which runs on this backend), else the portable
+    implementation of a registered op (``nxpy.extend.register_op(..., evaluate=...)``);
+    a NotImplementedError naming both when there is none."""
     fn = getattr(backend, op, None)
     if fn is not None:
         return fn
+    impl = PORTABLE.get(op)
+    if impl is not None:
+        return impl
     fb = fallback(op)
     if fb is None:
         raise NotImplementedError(f"backend {backend.name!r} does not implement the op {op!r}"

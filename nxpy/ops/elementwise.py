@@ -65,17 +65,52 @@ def binary_compute_type(op: str, out: Tensor, a: Tensor, b: Tensor) -> T.Type:
     return out.type
 
 
-def _unary(name, x):
+#: per op, ``(backend, operand devices and signatures) → (shape, type, names, backend,
+#: kernel, device)`` or
+#: False: eager elementwise ops on tensors seen before skip validation and inference and
+#: run the backend's ``fast_kernel`` directly (see Backend.fast_kernel)
+_FAST: dict = {}
+_FAST_MAX = 1024  # signatures per op
+
+
+def _remember(cache, key, name, out, backend, args):
+    if len(cache) >= _FAST_MAX:
+        cache.clear()
+    k = backend.fast_kernel(name, out, *args)
+    cache[key] = False if k is None else (out.shape, out.type, out.names, backend, k,
+                                          args[0].device_id)
+
+
+def _unary(name, x, cache=None):
+    if type(x) is Tensor and x.backend is not None and not x.backend.is_expr and cache is not None:
+        out = _unary_out(name, x)
+        _remember(cache, (x.backend, x.device_id, x.shape, x.type, x.names), name, out,
+                  x.backend, (x,))
+        return dispatch(name, out, x)
     x = to_tensor(x, "x")
+    return dispatch(name, _unary_out(name, x), x)
+
+
+def _unary_out(name, x):
     rule, kinds = UNARY[name]
     check_kind(name, "x", x.type, kinds)
     t = {"same": x.type, "float": T.to_floating(x.type), "pred": T.PRED,
          "real": T.to_real(x.type)}[rule]
-    return dispatch(name, _out(x.shape, t, x.names), x)
+    return _out(x.shape, t, x.names)
 
 
-def _binary(name, a, b):
+def _binary(name, a, b, cache=None):
+    if (cache is not None and type(a) is Tensor and type(b) is Tensor and a.backend is b.backend
+            and a.backend is not None and not a.backend.is_expr):
+        out = _binary_out(name, a, b)
+        _remember(cache, (a.backend, a.device_id, a.shape, a.type, a.names, b.device_id, b.shape,
+                          b.type, b.names), name, out, a.backend, (a, b))
+        return dispatch(name, out, a, b)
     a, b = _binary_operands(a, b)
+    return dispatch(name, _binary_out(name, a, b), a, b)
+
+
+def _binary_out(name, a, b):
     rule, kinds = BINARY[name]
     check_kind(name, "left operand", a.type, kinds)
     check_kind(name, "right operand", b.type, kinds)
@@ -88,11 +123,21 @@ def _binary(name, a, b):
         t = T.to_floating(m)
     else:
         t = T.PRED
-    return dispatch(name, _out(shape, t, names), a, b)
+    return _out(shape, t, names)
 
 
 def _make_unary(name):
+    cache = _FAST[name] = {}
+    get = cache.get
+
     def f(x):
+        if type(x) is Tensor:
+            hit = get((x.backend, x.device_id, x.shape, x.type, x.names))
+            if hit:
+                shape, t, names, b, k, dev = hit
+                return Tensor(k(x.data), shape, t, names, b, dev)
+            if hit is None:
+                return _unary(name, x, cache)
         return _unary(name, x)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}``; type rule: {UNARY[name][0]}."
@@ -100,7 +145,19 @@ def _make_unary(name):
 
 
 def _make_binary(name):
+    cache = _FAST[name] = {}
+    get = cache.get
+
     def f(a, b):
+        if type(a) is Tensor and type(b) is Tensor:
+            hit = get((a.backend, a.device_id, a.shape, a.type, a.names, b.device_id, b.shape,
+                       b.type, b.names))
+            if hit:
+                shape, t, names, bk, k, dev = hit
+                if bk is b.backend:
+                    return Tensor(k(a.data, b.data), shape, t, names, bk, dev)
+            elif hit is None:
+                return _binary(name, a, b, cache)
         return _binary(name, a, b)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` with broadcasting; type rule: {BINARY[name][0]}."

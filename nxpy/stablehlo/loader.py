@@ -46,6 +46,7 @@ from . import rules_conv, rules_windows  # noqa: F401 - the window family's and 
 # after rules_windows: its reduce_window rule takes the cumulative forms and hands the
 # others to the rule registered before it
 from . import rules_sorting  # noqa: F401 - the sorting family's importer rules
+from . import rules_linalg  # noqa: F401 - custom_call: the LAPACK targets (linear algebra)
 from .sharding import debug_expr_sharded, is_sharded, program_mesh, shard_jit_program
 from .syntax import Module, TensorType
 

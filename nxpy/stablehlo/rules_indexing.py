@@ -94,7 +94,7 @@ def _gather(scope, op, x, idx):
     offset_dims, collapsed = _ints(dn, "offset_dims"), _ints(dn, "collapsed_slice_dims")
     index_map = _ints(dn, "start_index_map")
     obd, sibd = _ints(dn, "operand_batching_dims"), _ints(dn, "start_indices_batching_dims")
-    ivd = int(dn["index_vector_dim"])
+    ivd = int(dn.get("index_vector_dim", 0))  # printed only when not 0 (its default)
     sizes = [int(v) for v in op.attributes["slice_sizes"]]
     out_shape, _ = rtype(op)
     idx = _index_last(idx, ivd)
@@ -158,7 +158,7 @@ def _scatter(scope, op, *operands):
     uwd, iwd = _ints(dn, "update_window_dims"), _ints(dn, "inserted_window_dims")
     index_map = _ints(dn, "scatter_dims_to_operand_dims")
     ibd, sibd = _ints(dn, "input_batching_dims"), _ints(dn, "scatter_indices_batching_dims")
-    ivd = int(dn["index_vector_dim"])
+    ivd = int(dn.get("index_vector_dim", 0))  # printed only when not 0 (its default)
     idx = _index_last(idx, ivd)
     nb = idx.rank - 1
     # updates as [scatter (batch) dims..., window dims...]

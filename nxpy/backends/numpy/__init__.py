@@ -19,12 +19,13 @@ from .conv import ConvKernels
 from .windows import WindowKernels
 from .sorting import SortingKernels
 from .complex import ComplexKernels
+from .linalg import LinalgKernels
 
 __all__ = ["NumpyBackend"]
 
 
-class NumpyBackend(WindowKernels, ConvKernels, SortingKernels, ComplexKernels, BaseKernels,
-                   IndexingKernels, CompositionsKernels):
+class NumpyBackend(WindowKernels, ConvKernels, SortingKernels, ComplexKernels, LinalgKernels,
+                   BaseKernels, IndexingKernels, CompositionsKernels):
     """Eager ops on NumPy arrays (the kernel families combined)."""
 
     name = "numpy"

@@ -53,8 +53,10 @@ class ExlaBackend(Backend):
     def __init__(self):
         self._programs: dict = {}
 
-    def from_numpy(self, array, type, names=None, device_id=0) -> Tensor:
+    def from_numpy(self, array, type, names=None, device_id=None) -> Tensor:
         arr = convert(np.asarray(array), type)
+        if device_id is None:
+            device_id = pjrt.default_device()
         return Tensor(pjrt.to_device(arr, device_id), arr.shape, type, names, self, device_id)
 
     def from_tensor(self, t: Tensor) -> Tensor:
@@ -94,14 +96,29 @@ class ExlaBackend(Backend):
         object.__setattr__(self, op, method)
         return method
 
+    def fast_kernel(self, name, out, *args):
+        """The op's executable called on the operands' buffers directly (operands on one
+        device, one result)."""
+        dev = args[0].device_id
+        if any(a.device_id != dev for a in args):
+            return None
+        self._run(name, out, args, {})  # compiles (or finds) the program
+        run = self._programs[self._key(name, out, args, {}, dev)]
+        execute = pjrt.executor(run.executable, [(out.shape, out.type.dtype)], dev)
+        return lambda *datas: execute(list(datas))[0]
+
+    @staticmethod
+    def _key(op, out, args, attrs, dev):
+        # names do not change the program: they are not part of the key
+        multi = isinstance(out, (list, tuple))
+        return (op, tuple((o.shape, o.type) for o in out) if multi else (out.shape, out.type),
+                _key(args), tuple(sorted((k, _key(v)) for k, v in attrs.items())), dev)
+
     def _run(self, op, out, args, attrs):
         tensors = _tensors(args, [])
-        dev = tensors[0].device_id if tensors else 0
+        dev = tensors[0].device_id if tensors else pjrt.default_device()
         multi = isinstance(out, (list, tuple))
-        # names do not change the program: they are not part of the key
-        key = (op, tuple((o.shape, o.type) for o in out) if multi else (out.shape, out.type),
-               _key(args),
-               tuple(sorted((k, _key(v)) for k, v in attrs.items())), dev)
+        key = self._key(op, out, args, attrs, dev)
         run = self._programs.get(key)
         if run is None:
             templates = [(t.shape, t.type, None) for t in tensors]

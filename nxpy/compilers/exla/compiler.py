@@ -1,22 +1,30 @@
 """The EXLA compiler: Expr graph → StableHLO text → PJRT executable, cached by ``defn``."""
 from __future__ import annotations
 
-from ... import pjrt
+import numpy as np
+
+from ... import pjrt, telemetry
 from ...backend import get_backend
 from ...defn.compiler import Compiler, register_compiler_factory
 from ...tensor import Tensor
-from .lowering import lower_module
+from .lowering import LOWERINGS, lower_module
 from .sharded import compile_replicated, compile_sharded, uses_shard_map
 
 __all__ = ["ExlaCompiler"]
 
 
 def _device_option(opts) -> int:
-    dev = opts.get("device_id", 0)
+    dev = opts.get("device_id")
+    if dev is None:
+        return pjrt.default_device()
     n = pjrt.device_count()
     if isinstance(dev, bool) or not isinstance(dev, int) or not 0 <= dev < n:
         raise ValueError(f"option device_id must be an integer in [0, {n}) (the devices of "
                          f"the {pjrt.platform()} client), got {dev!r}")
+    if not pjrt.is_local(dev):
+        raise ValueError(f"option device_id={dev} names a device of process "
+                         f"{pjrt.process_of(dev)}; this is process {pjrt.process_index()} "
+                         f"(its devices: {pjrt.local_positions()})")
     return dev
 
 
@@ -26,22 +34,26 @@ class ExlaCompiler(Compiler):
     name = "exla"
     options = frozenset({"device_id"})
 
-    #: executables by (module text, device): the same program is compiled once per process,
-    #: whichever Jit, ``compile`` or eager op asks for it
-    _executables: dict = {}
+    def supports(self, op: str) -> bool:
+        """Whether ``op`` has a lowering (ops with a portable implementation and none
+        are traced as their composition: :func:`nxpy.defn.core.expansions`)."""
+        return op in LOWERINGS
 
     def executable(self, text: str, dev: int):
-        key = (text, dev)
-        exe = self._executables.get(key)
-        if exe is None:
-            exe = self._executables[key] = pjrt.compile(text, [dev])
-        return exe
+        """The executable of ``text`` on device ``dev``: compiled once per process, whichever
+        Jit, ``compile`` or eager op asks for it (``nxpy.pjrt.compile`` keeps them)."""
+        return pjrt.compile(text, [dev])
 
     def result_backend(self, opts):
         return get_backend("exla")
 
     def lower(self, graph, opts) -> str:
-        return lower_module(graph)
+        """The module text of ``graph`` (lowered once per graph)."""
+        text = graph.cache.get("exla_module")
+        if text is None:
+            with telemetry.timed("lower", key=id(graph)):
+                text = graph.cache["exla_module"] = lower_module(graph)
+        return text
 
     def compile(self, graph, opts):
         dev = _device_option(opts)
@@ -56,15 +68,43 @@ class ExlaCompiler(Compiler):
         templates = [(t.shape, t.type, t.names) for t in graph.outputs]
         execute = pjrt.executor(exe, [(t.shape, t.type.dtype) for t in graph.outputs], dev)
         move = backend.buffer_on
+        array = pjrt.array_type()
+        # JAX's C++ dispatch when it applies (host arrays are copied in by C++ too)
+        cpp = None if graph.donated else pjrt.dispatcher(
+            exe, [(p.shape, p.type.dtype) for p in graph.params],
+            [(t.shape, t.type.dtype) for t in graph.outputs], dev)
+        if cpp is not None:
+            execute = lambda bufs: cpp(*bufs)  # noqa: E731
 
-        def run(args):
-            bufs = [a.data if a.backend is backend and a.device_id == dev else move(a, dev)
-                    for a in args]
-            outs = execute(bufs)
-            return [Tensor(o, s, t, n, backend, dev) for o, (s, t, n) in zip(outs, templates)]
+        def buffers(args):
+            bufs = []
+            for a in args:
+                d = a._data  # the common cases read directly: a buffer of ours on `dev`,
+                if type(d) is array:  # or a host array (for the C++ dispatch)
+                    if a.backend is backend and a.device_id == dev:
+                        bufs.append(d)
+                        continue
+                elif type(d) is np.ndarray and cpp is not None and d.dtype == a.type.dtype:
+                    bufs.append(d)
+                    continue
+                bufs.append(a.data if a.backend is backend and a.device_id == dev
+                            else move(a, dev))
+            return bufs
+
+        if len(templates) == 1:  # one result: no zip, no loop
+            (s0, t0, n0), = templates
+
+            def run(args):
+                return [Tensor(execute(buffers(args))[0], s0, t0, n0, backend, dev)]
+        else:
+            def run(args):
+                outs = execute(buffers(args))
+                return [Tensor(o, s, t, n, backend, dev)
+                        for o, (s, t, n) in zip(outs, templates)]
 
         run.module = text
         run.executable = exe
+        run.copies_inputs = True  # results are fresh buffers: host arrays need no copy first
         return run
 
     def compile_sharded(self, graph, mesh, in_shardings, out_shardings, propagator, opts):

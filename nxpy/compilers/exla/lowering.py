@@ -7,6 +7,8 @@ with tensors replaced by their lowered :class:`~.mlir.Val`; static options are i
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ... import types as T
@@ -552,10 +554,41 @@ def _while(c: Ctx, e: Expr, init):
 # ----------------------------------------------------------------------------------------
 # Modules
 # ----------------------------------------------------------------------------------------
+def donation_aliases(graph: Fn, in_shardings=None, out_shardings=None) -> dict:
+    """``{parameter: output}`` for the donated parameters: each goes to the first output
+    not yet taken of the same shape and type (and sharding), as JAX pairs them. A donated
+    parameter without one gets a warning (its memory cannot be reused; it is still given
+    up)."""
+    taken, alias, unusable = set(), {}, []
+    for i in graph.donated:
+        p = graph.params[i]
+        for j, o in enumerate(graph.outputs):
+            if (j not in taken and o.shape == p.shape and o.type == p.type
+                    and (in_shardings is None
+                         or tuple(in_shardings[i]) == tuple(out_shardings[j]))):
+                alias[i] = j
+                taken.add(j)
+                break
+        else:
+            unusable.append(f"{p.type}{list(p.shape)}")
+    if unusable:
+        warnings.warn(f"{graph.where or 'a function'}: some donated arguments could not be reused, no result has their shape "
+                      f"and type{' and sharding' if in_shardings is not None else ''}: "
+                      f"{', '.join(unusable)}", UserWarning, stacklevel=2)
+    return alias
+
+
 def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
-                 arg_attrs=None, result_attrs=None, preamble: str = "", info=None) -> str:
+                 arg_attrs=None, result_attrs=None, preamble: str = "", info=None,
+                 in_shardings=None, out_shardings=None) -> str:
     """The whole module for ``graph`` as ``main``; ``arg_attrs``/``result_attrs`` are
-    optional per-position attribute dicts (shardings)."""
+    optional per-position attribute dicts (shardings). Donated parameters are aliased to
+    results (``tf.aliasing_output``, as JAX emits it)."""
+    if graph.donated:
+        arg_attrs = [dict(a) for a in arg_attrs] if arg_attrs else \
+            [{} for _ in graph.params]
+        for i, j in donation_aliases(graph, in_shardings, out_shardings).items():
+            arg_attrs[i]["tf.aliasing_output"] = f"{j} : i32"
     b = Builder()
     ctx = Ctx(b, {}, info=info or {})
     params = [Val(f"%arg{i}", p.shape, p.type) for i, p in enumerate(graph.params)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ... import pjrt
+from ... import pjrt, telemetry
 from ... import types as T
 from ...backend import get_backend
 from ...defn import sharding as SH
@@ -250,11 +250,12 @@ def lower_replicated(graph, mesh) -> str:
 
 def compile_replicated(graph, mesh, opts):
     """A plain-jit graph containing shard_map: every argument replicated on the mesh, every
-    result replicated, results read from partition 0."""
+    result replicated, results read from this process's first partition."""
     run, text = compile_sharded(graph, mesh, *_replicated(graph, mesh), opts)
+    n_local = len(mesh.local_partitions)
 
     def run_one(args):
-        return run([list(args)] * mesh.size)[0]
+        return run([list(args)] * n_local)[0]
     run_one.module = text
     return run_one
 
@@ -266,34 +267,52 @@ def lower_sharded(graph, mesh, in_shardings, out_shardings, propagator, name="nx
         graph, name=name, num_partitions=mesh.size, preamble=preamble,
         arg_attrs=[{"sdy.sharding": sdy_sharding(s, mesh)} for s in in_shardings],
         result_attrs=[{"sdy.sharding": sdy_sharding(s, mesh)} for s in out_shardings],
-        info={"mesh": mesh, "propagator": propagator})
+        info={"mesh": mesh, "propagator": propagator}, in_shardings=in_shardings,
+        out_shardings=out_shardings)
+
+
+def lowered(graph, mesh, in_shardings, out_shardings, propagator) -> str:
+    """``lower_sharded``, once per graph and abstract mesh (the module names no devices:
+    a same-shaped mesh of other devices reuses it)."""
+    key = ("exla_sharded", mesh.abstract, tuple(map(tuple, in_shardings)),
+           tuple(map(tuple, out_shardings)))
+    text = graph.cache.get(key)
+    if text is None:
+        with telemetry.timed("lower", key=key[:2], function="shard_jit"):
+            text = graph.cache[key] = lower_sharded(graph, mesh, in_shardings, out_shardings,
+                                                    propagator)
+    return text
 
 
 def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
     """``run(per_device_leaves) -> per_device_outputs`` and the module text."""
-    text = lower_sharded(graph, mesh, in_shardings, out_shardings, propagator)
+    text = lowered(graph, mesh, in_shardings, out_shardings, propagator)
     exe = pjrt.compile(text, mesh.devices, spmd=True)
     backend = get_backend("exla")
-    check = opts.get("check_replicas", False)
-    devices = mesh.devices
     n = mesh.size
+    parts = mesh.local_partitions  # this process's partitions (all of them in one process)
+    if not parts:
+        raise ValueError(f"mesh {mesh.name!r} has no device of this process")
+    devices = [mesh.devices[p] for p in parts]
+    # replicas can be compared only where every partition's shard is at hand
+    check = opts.get("check_replicas", False) and len(parts) == n
     # per argument: its sharding and a function wrapping its per-partition buffers into
     # one global array (abstract value and sharding built here, once)
-    arg_specs = [(s, pjrt.assembler(p.shape, p.type.dtype, devices, mesh.shape,
+    arg_specs = [(s, pjrt.assembler(p.shape, p.type.dtype, mesh.devices, mesh.shape,
                                     mesh.axis_names, SH.partition_spec(s, mesh)))
                  for p, s in zip(graph.params, in_shardings)]
     execute = pjrt.sharded_executor(
         exe, [(o.shape, o.type.dtype, SH.partition_spec(s, mesh))
               for o, s in zip(graph.outputs, out_shardings)],
-        devices, mesh.shape, mesh.axis_names)
+        mesh.devices, mesh.shape, mesh.axis_names)
     out_t = [(SH.local_shape(o.shape, s, mesh), o.type, o.names, sh)
              for o, s, sh in zip(graph.outputs, out_shardings, execute.shardings)]
     move = backend.buffer_on
-    parts = range(n)
+    local = range(len(parts))
 
     def whole_of(per_device, i, sharding):
-        """The global array argument ``i`` already is: every partition's piece of one
-        result with the sharding this argument needs, in partition order; else None."""
+        """The global array argument ``i`` already is: every (local) partition's piece of
+        one result with the sharding this argument needs, in partition order; else None."""
         d = per_device[0][i].raw_data
         if type(d) is not Piece or d.p != 0 or d.whole.sharding is not sharding:
             return None
@@ -305,10 +324,11 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
         return whole.array
 
     def run(per_device):
+        """``per_device``: the argument leaves of this process's partitions."""
         arrays = []
         for i, (sh, assemble) in enumerate(arg_specs):
             if check:
-                SH.unshard_arrays([per_device[p][i].to_numpy() for p in parts], sh, mesh,
+                SH.unshard_arrays([per_device[p][i].to_numpy() for p in local], sh, mesh,
                                   what=f"argument leaf {i}")
             array = whole_of(per_device, i, assemble.sharding)
             if array is None:
@@ -320,7 +340,7 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
                 array = assemble(bufs)
             arrays.append(array)
         wholes = [GlobalResult(g, sh) for g, (_, _, _, sh) in zip(execute(arrays), out_t)]
-        return [[Tensor(Piece(w, p), s, t, nm, backend, devices[p])
-                 for w, (s, t, nm, _) in zip(wholes, out_t)] for p in parts]
+        return [[Tensor(Piece(w, j), s, t, nm, backend, devices[j])
+                 for w, (s, t, nm, _) in zip(wholes, out_t)] for j in local]
 
     return run, text

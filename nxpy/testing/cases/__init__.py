@@ -13,11 +13,12 @@ True
 """
 from __future__ import annotations
 
-from . import base, complex, compositions, indexing, sorting, windows
+from . import base, complex, compositions, indexing, linalg, sorting, windows
+from . import random
 from .core import Case
 
 __all__ = ["Case", "CASES", "OP_SET"]
 
-FAMILIES = [base, indexing, compositions, windows, sorting, complex]
+FAMILIES = [base, indexing, compositions, windows, sorting, complex, random, linalg]
 CASES = [c for f in FAMILIES for c in f.CASES]
 OP_SET = [op for f in FAMILIES for op in f.OPS]

@@ -1,0 +1,161 @@
+"""Meshes across processes and machines, on PJRT's distributed runtime.
+
+Every process runs the same program (SPMD, as with ``jax.distributed``). Each calls
+:func:`initialize` first (or is started by ``python -m nxpy.launch``, which sets the
+environment so that nxpy initializes itself); then ``nx.Mesh`` numbers the devices of
+*all* processes (process 0's first), ``shard_jit`` and ``shard_map`` compile over the
+global device assignment, and each process passes and gets the shards of its own devices
+(``mesh.local_partitions``). XLA moves the data between processes: gloo over TCP on CPU,
+NCCL on GPUs. nxpy adds no transport of its own.
+
+In one process (nothing initialized) everything here still works, with one process:
+
+>>> import nxpy as nx
+>>> from nxpy import distributed
+>>> distributed.process_index(), distributed.process_count()
+(0, 1)
+>>> mesh = nx.Mesh("m", (2, 2))
+>>> [t.tolist() for t in distributed.local_shards(nx.iota((4,)), mesh, {0: [0]})]
+[[0, 1], [0, 1], [2, 3], [2, 3]]
+>>> f = nx.defn.shard_jit(lambda x: x * 2, mesh, input_shardings=[{0: [0]}])
+>>> out = f.call_global(nx.iota((4,)))
+>>> distributed.fetch(out, mesh, f.output_shardings).tolist()
+[0, 2, 4, 6]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import pjrt
+from .defn import sharding as SH
+from .defn.shard_jit import shard_jit
+from .mesh import Mesh
+from .ops import to_tensor
+from .tensor import Tensor
+
+__all__ = ["initialize", "shutdown", "process_index", "process_count", "is_initialized",
+           "local_shards", "from_process_pieces", "fetch", "DistributedError"]
+
+DistributedError = pjrt.DistributedError
+DEFAULT_TIMEOUT = 60.0
+
+
+def initialize(coordinator_address=None, num_processes=None, process_id=None,
+               local_device_count=None, *, timeout=None, heartbeat_timeout=10,
+               platform=None) -> None:
+    """Joins the distributed runtime: ``coordinator_address`` (``host:port``; process 0
+    serves it), ``num_processes``, this process's ``process_id``, and the number of devices
+    this process contributes (``local_device_count``, CPU: host devices, default
+    ``NXPY_CPU_DEVICES``). Each argument left out is read from the environment
+    (``NXPY_COORDINATOR``, ``NXPY_NUM_PROCESSES``, ``NXPY_PROCESS_ID``,
+    ``NXPY_LOCAL_DEVICES``; ``NXPY_DIST_TIMEOUT`` for ``timeout``, in seconds, default 60).
+
+    Call it before anything starts the XLA backend. Errors: :class:`RuntimeError` after
+    the backend started; :class:`DistributedError` when the coordinator cannot be reached
+    within ``timeout`` or the processes disagree on ``num_processes``. When a process
+    stops, the others end within ``heartbeat_timeout`` seconds plus a few (see
+    docs/distributed.md)."""
+    if platform is not None:
+        pjrt.set_platform(platform)
+    kw = pjrt.distributed_from_env(coordinator_address=coordinator_address,
+                                   num_processes=num_processes, process_id=process_id,
+                                   local_device_count=local_device_count, timeout=timeout)
+    for key in ("coordinator_address", "num_processes", "process_id"):
+        if key not in kw:
+            raise ValueError(f"nxpy.distributed.initialize: {key} was not given and "
+                             f"{pjrt.ENV[key]} is not set")
+    pjrt.initialize_distributed(kw.pop("coordinator_address"), kw.pop("num_processes"),
+                                kw.pop("process_id"), timeout=kw.pop("timeout", DEFAULT_TIMEOUT),
+                                heartbeat_timeout=heartbeat_timeout, **kw)
+
+
+def shutdown() -> None:
+    """Leaves the distributed runtime (every process should call it at the end; it waits
+    for the others). Nothing happens when it was never initialized."""
+    pjrt.shutdown_distributed()
+
+
+def is_initialized() -> bool:
+    return pjrt.distributed_info() is not None
+
+
+def process_index() -> int:
+    """This process's index (0 when there is one process)."""
+    info = pjrt.distributed_info()
+    return 0 if info is None else info["process_id"]
+
+
+def process_count() -> int:
+    return pjrt.process_count()
+
+
+def local_shards(t, mesh: Mesh, sharding) -> list:
+    """This process's shards of a whole tensor ``t`` (the same on every process), per
+    ``sharding`` (``{dim: [mesh axes]}``): one per local partition, in partition order,
+    as ``shard_jit`` takes them."""
+    return SH.shard(t, mesh, sharding, partitions=mesh.local_partitions)
+
+
+def from_process_pieces(piece, mesh: Mesh, sharding) -> list:
+    """This process's shards of a global tensor of which each process holds only its own
+    *piece*: the block its partitions cover (``jax.make_array_from_process_local_data``'s
+    rule). The local partitions must cover one block of the global tensor (true when the
+    sharded mesh axes split along process boundaries, as in data parallelism)."""
+    piece = to_tensor(piece, "piece")
+    sh = SH.normalize(sharding, piece.shape, mesh, piece.names)
+    parts = mesh.local_partitions
+    rank = len(piece.shape)
+    # block coordinates each local partition holds, per dim
+    blocks = [sorted({SH.block_index(p, d, sh, mesh) for p in parts}) for d in range(rank)]
+    counts = [len(b) for b in blocks]
+    for d, b in enumerate(blocks):
+        if b != list(range(b[0], b[0] + len(b))):
+            raise ValueError(f"from_process_pieces: this process's partitions {parts} hold "
+                             f"blocks {b} of dim {d}, not one contiguous range")
+        if piece.shape[d] % counts[d]:
+            raise ValueError(f"from_process_pieces: dim {d} of the piece (size "
+                             f"{piece.shape[d]}) is not divisible by the {counts[d]} blocks "
+                             f"this process holds")
+    arr = piece.to_numpy()
+    out = []
+    for p in parts:
+        idx = []
+        for d in range(rank):
+            n = piece.shape[d] // counts[d]
+            b = SH.block_index(p, d, sh, mesh) - blocks[d][0]
+            idx.append(slice(b * n, (b + 1) * n))
+        out.append(piece.backend.from_numpy(np.ascontiguousarray(arr[tuple(idx)]), piece.type,
+                                            piece.names))
+    return out
+
+
+_GATHER: dict = {}
+
+
+def _identity(x):
+    return x
+
+
+def fetch(per_device, mesh: Mesh, sharding) -> Tensor:
+    """The whole value of a sharded result on every process: ``per_device`` are this
+    process's per-device results (as a ``shard_jit`` call returns them), ``sharding`` their
+    sharding (``f.output_shardings``). A compiled all-gather over the mesh moves the data
+    (every process must call it, as for any collective); a replicated result needs no
+    communication."""
+    if isinstance(sharding, (list, tuple)) and len(sharding) == 1 and isinstance(sharding[0], dict):
+        sharding = sharding[0]
+    if not isinstance(sharding, dict):
+        raise TypeError(f"fetch: expected the sharding of one result, a dict {{dim: [mesh "
+                        f"axes]}}, got {sharding!r}")
+    ts = [to_tensor(t, "result") for t in per_device]
+    if not ts:
+        raise ValueError("fetch: no per-device results given")
+    if not any(sharding.values()):
+        return ts[0]
+    compiler = "exla" if ts[0].backend.name == "exla" else "evaluator"
+    key = (mesh, repr(sorted((str(k), tuple(v)) for k, v in sharding.items())), compiler)
+    f = _GATHER.get(key)
+    if f is None:
+        f = _GATHER[key] = shard_jit(_identity, mesh, input_shardings=[sharding],
+                                     output_shardings=[{}], compiler=compiler)
+    return f([[t] for t in ts])[0]

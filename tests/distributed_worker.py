@@ -1,0 +1,89 @@
+"""The collectives of tests/test_distributed.py, runnable two ways: imported by the test
+process (one process, the reference per-device results) and as the script every process
+of ``python -m nxpy.launch`` runs (each writes its own partitions' results to OUTDIR).
+
+    python -m nxpy.launch -n 2 --local-devices 2 tests/distributed_worker.py OUTDIR 2x2 exla
+"""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import nxpy as nx
+from nxpy.defn import (all_gather, all_to_all, axis_index, pmax, pmean, ppermute, psum,
+                       psum_scatter, shard_jit, shard_map)
+
+AXES = ("x", "y")
+IN_SPEC = {0: ["x"], 1: ["y"]}
+
+
+def cases(shape):
+    """``(name, per-shard function)`` for every collective on each axis and both."""
+    out = []
+    for axes in ("x", "y", ("x", "y")):
+        tag = axes if isinstance(axes, str) else "xy"
+        for tiled in (True, False):
+            out.append((f"all_gather-{tag}-tiled{int(tiled)}",
+                        lambda a, axes=axes, tiled=tiled: all_gather(a, axes=axes,
+                                                                     all_gather_dim=0, tiled=tiled)))
+        for name, f in (("psum", psum), ("pmax", pmax), ("pmean", pmean)):
+            out.append((f"{name}-{tag}", lambda a, f=f, axes=axes: f(a, axes)))
+        out.append((f"psum_scatter-{tag}",
+                    lambda a, axes=axes: psum_scatter(a, axes, scatter_dimension=0, tiled=True)))
+        out.append((f"axis_index-{tag}", lambda a, axes=axes: a + axis_index(axes)))
+    for ax, n in zip(AXES, shape):
+        out.append((f"all_to_all-{ax}", lambda a, ax=ax: all_to_all(a, ax, 0, 1, tiled=True)))
+        perm = [(i, (i + 1) % n) for i in range(n)]
+        out.append((f"ppermute-{ax}", lambda a, ax=ax, perm=perm: ppermute(a, ax, perm)))
+    return out
+
+
+def global_input(shape):
+    rows, cols = 4 * shape[0] * shape[1], 2 * shape[1] * shape[0]
+    return np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) - 7.5
+
+
+def programs(mesh, compiler):
+    """``name -> shard_jit`` whose per-device results are each partition's local output
+    (shard_map inside, its output laid out over every mesh axis on dim 0)."""
+    progs = {}
+    for name, body in cases(mesh.shape):
+        sm = shard_map(body, mesh, in_specs=("x", "y"), out_specs=(AXES,), check_vma=False)
+        progs[name] = shard_jit(lambda a, sm=sm: sm(a), mesh, input_shardings=[IN_SPEC],
+                                output_shardings=[{0: list(AXES)}], compiler=compiler)
+    # a global-view program: all_gather inside shard_jit (no shard_map)
+    progs["shard_jit-all_gather"] = shard_jit(
+        lambda a: all_gather(a * 2, axes=["x"], all_gather_dim=0), mesh,
+        input_shardings=[IN_SPEC], compiler=compiler)
+    return progs
+
+
+def run(mesh, compiler):
+    """``{name: {partition: array}}`` for this process's partitions."""
+    x = nx.tensor(global_input(mesh.shape))
+    parts = mesh.local_partitions
+    out = {}
+    for name, f in programs(mesh, compiler).items():
+        res = f.call_global(x)
+        out[name] = {p: r.to_numpy() for p, r in zip(parts, res)}
+    return out
+
+
+def main(outdir, mesh_shape, compiler):
+    from nxpy import distributed
+    distributed.initialize()
+    shape = tuple(int(d) for d in mesh_shape.split("x"))
+    mesh = nx.Mesh("mesh", shape, axis_names=AXES)
+    me = distributed.process_index()
+    res = run(mesh, compiler)
+    np.savez(Path(outdir) / f"process{me}.npz",
+             **{f"{name}|{p}": a for name, per in res.items() for p, a in per.items()})
+    (Path(outdir) / f"process{me}.json").write_text(json.dumps(
+        {"process": me, "count": distributed.process_count(), "partitions": mesh.local_partitions,
+         "processes": list(mesh.processes)}))
+    distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

@@ -1,0 +1,90 @@
+"""The hot call paths give the slow paths' results: Jit with NumPy arrays, JAX's C++
+dispatch around EXLA executables (and the cases it must not take), eager fast kernels."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nxpy as nx
+from nxpy.defn import jit
+
+DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int8, np.uint16, np.int32, np.bool_,
+          np.complex64, np.float64, np.int64, np.uint64, np.complex128]
+
+
+def _value(dt, shape=(2, 3)):
+    a = np.arange(6).reshape(shape) % 5
+    return (a % 2 == 0) if dt is np.bool_ else a.astype(dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_numpy_arguments_on_the_hot_path(dt, compiler):
+    f = jit(lambda x, y: nx.select(nx.not_equal(x, y), x, y), compiler=compiler)
+    a, b = _value(dt), _value(dt)[::-1].copy()
+    want = np.where(a != b, a, b)
+    for _ in range(3):  # first call: slow path; then the hot path (and the C++ dispatch)
+        r = f(a, b)
+        assert r.type == nx.types.from_dtype(np.dtype(dt))
+        np.testing.assert_array_equal(r.to_numpy(), want)
+    # mixed with tensors, and in the other order
+    np.testing.assert_array_equal(f(nx.tensor(a), b).to_numpy(), want)
+    np.testing.assert_array_equal(f(b, nx.tensor(a)).to_numpy(), np.where(a != b, b, a))
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_results_do_not_alias_the_callers_arrays(compiler):
+    f = jit(lambda x: nx.reshape(x, (4,)), compiler=compiler)
+    a = np.arange(4, dtype=np.float32).reshape(2, 2)
+    for _ in range(3):
+        r = f(a)
+    a[0, 0] = 100.0  # the caller writes to its array afterwards
+    assert r.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_device_tensors_on_another_device_are_moved():
+    f = jit(lambda x: x + 1, compiler="exla")
+    exla = nx.get_backend("exla")
+    x0 = exla.from_numpy(np.float32([1, 2]), nx.types.F32, device_id=0)
+    x1 = exla.from_numpy(np.float32([5, 6]), nx.types.F32, device_id=1)
+    for _ in range(3):
+        assert f(x0).tolist() == [2.0, 3.0]
+        assert f(x1).tolist() == [6.0, 7.0]
+    assert f(x1).device_id == 0
+
+
+def test_sharded_results_feed_a_jit():
+    """Per-device pieces of a sharded result (Deferred data) are valid hot-path inputs."""
+    mesh = nx.Mesh("m", (2,), axis_names=("a",), devices=[0, 1])
+    pieces = nx.defn.shard_jit(lambda x: x * 2, mesh, input_shardings=[{0: ["a"]}],
+                               compiler="exla")([[nx.tensor([1.0])], [nx.tensor([2.0])]])
+    f = jit(lambda x: x + 1, compiler="exla")
+    for _ in range(3):
+        assert f(pieces[0]).tolist() == [3.0]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "exla"])
+def test_eager_fast_kernels_match_the_op_methods(backend):
+    """The second call of an eager op (fast kernel) gives what the first gave, for every
+    unary and binary op on a few dtypes, names included."""
+    rng = np.random.default_rng(0)
+    for dt in (np.float32, np.int32, np.uint8):
+        a = nx.tensor((rng.random((2, 3)) * 4 + 1).astype(dt), names=["i", None], backend=backend)
+        b = nx.tensor((rng.random((1, 3)) * 3 + 1).astype(dt), backend=backend)
+        for name in nx.UNARY:
+            fn = getattr(nx, name)
+            try:
+                first = fn(a)
+            except TypeError:
+                continue
+            again = fn(a)
+            assert (again.type, again.names, again.shape) == (first.type, first.names, first.shape)
+            np.testing.assert_array_equal(again.to_numpy(), first.to_numpy(), err_msg=name)
+        for name in nx.BINARY:
+            fn = getattr(nx, name)
+            try:
+                first = fn(a, b)
+            except TypeError:
+                continue
+            again = fn(a, b)
+            assert (again.type, again.names, again.shape) == (first.type, first.names, first.shape)
+            np.testing.assert_array_equal(again.to_numpy(), first.to_numpy(), err_msg=name)
