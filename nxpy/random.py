@@ -668,27 +668,26 @@ def choice(key, tensor, p=None, *, samples=1, axis=None, replace=True):
 # ----------------------------------------------------------------------------------------
 # Multivariate normal
 # ----------------------------------------------------------------------------------------
-def _cholesky(a):
-    """The lower Cholesky factor of a small symmetric positive-definite ``a`` (n static),
-    right-looking: one column per step, as vectorized ops."""
-    n = a.shape[0]
-    rows = O.iota((n,), type=S32)
-    cols = []
-    for j in range(n):
-        col = O.squeeze(O.slice_along_axis(a, j, 1, axis=1), [1])
-        d = O.sqrt(col[j])
-        col = O.select(O.greater_equal(rows, j), O.divide(col, d), O.tensor(0, type=a.type))
-        a = O.subtract(a, O.multiply(O.new_axis(col, 1), O.new_axis(col, 0)))
-        cols.append(col)
-    return O.stack(cols, axis=1)
+def _factor(cov, method):
+    """``F`` with ``F @ F.T == cov``, as ``jax.random.multivariate_normal`` builds it."""
+    if method == "svd":
+        u, sv, _ = O.linalg.svd(cov)
+        return O.multiply(u, O.new_axis(O.sqrt(sv), 0))
+    if method == "eigh":
+        w, v = O.linalg.eigh(cov)
+        return O.multiply(v, O.new_axis(O.sqrt(w), 0))
+    return O.linalg.cholesky(cov)
 
 
 def multivariate_normal_split(key, mean, covariance, *, shape=None, type=None,
                               names=None, method="cholesky") -> Tensor:
     """Samples of the normal distribution with ``mean`` (rank 1, size n) and positive
-    definite ``covariance`` (n x n) from ``key`` as given: ``mean + z @ L.T`` with ``z``
-    from ``normal_split`` and ``L`` the Cholesky factor. ``shape`` is the batch shape (the
-    result has ``shape + (n,)``; default ``()``).
+    definite ``covariance`` (n x n) from ``key`` as given: ``mean + z @ F.T`` with ``z``
+    from ``normal_split`` and ``F @ F.T == covariance``. ``shape`` is the batch shape (the
+    result has ``shape + (n,)``; default ``()``). ``method`` builds ``F`` as
+    ``jax.random.multivariate_normal`` does: ``"cholesky"`` (the Cholesky factor),
+    ``"svd"`` (``u * sqrt(s)``) or ``"eigh"`` (``v * sqrt(w)``; the last two also take
+    positive semi-definite covariances).
 
     >>> import nxpy as nx
     >>> s = multivariate_normal_split(key(12), nx.tensor([0.0, 0.0]), nx.eye(2, type="f32"))
@@ -700,9 +699,6 @@ def multivariate_normal_split(key, mean, covariance, *, shape=None, type=None,
     if method not in ("cholesky", "svd", "eigh"):
         raise ValueError(f"{op}: expected method to be one of 'cholesky', 'svd', 'eigh', got "
                          f"{method!r}")
-    if method != "cholesky":
-        raise NotImplementedError(f"{op}: method={method!r} needs the linalg family's "
-                                  f"{method}; use method='cholesky'")
     mean = O.to_tensor(mean, "mean")
     cov = O.to_tensor(covariance, "covariance")
     t = _float_type(op, mean, cov, type)
@@ -724,7 +720,7 @@ def multivariate_normal_split(key, mean, covariance, *, shape=None, type=None,
     batch = () if shape is None else _shape(shape, op)
     out_shape = batch + (n,)
     mean, cov = O.as_type(mean, t), O.as_type(cov, t)
-    factor = _cholesky(cov)
+    factor = _factor(cov, method)
     z = O.reshape(normal_split(key, shape=out_shape, type=t), (math.prod(batch), n))
     out = O.add(mean, O.dot(z, [1], factor, [1]))
     return O.reshape(out, out_shape, names=_names(names, out_shape, op))

@@ -413,6 +413,32 @@ def test_multivariate_normal():
     np.testing.assert_allclose(one.to_numpy(), 2 * z.to_numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("method", ["cholesky", "svd", "eigh"])
+def test_multivariate_normal_like_jax(method):
+    mean = np.array([1.0, -2.0, 0.5], np.float32)
+    cov = np.array([[2.0, 0.6, 0.2], [0.6, 1.0, -0.3], [0.2, -0.3, 0.5]], np.float32)
+    want = np.asarray(jax.jit(lambda k: jax.random.multivariate_normal(
+        k, mean, cov, (4, 2), method=method))(_jkey(7)))
+
+    def f(k):
+        return R.multivariate_normal_split(k, nx.tensor(mean), nx.tensor(cov), shape=(4, 2),
+                                           method=method)
+    runs = {"numpy": f(R.key(7))}
+    for c in COMPILERS:
+        runs[c] = jit(f, compiler=c)(R.key(7))
+    for where, got in runs.items():
+        got = got.to_numpy()
+        assert got.shape == want.shape == (4, 2, 3), where
+        if method == "cholesky" or where == "exla":  # the same factor, up to rounding
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=where)
+        else:  # eigenvector signs are the LAPACK build's choice: compare F @ F.T's samples
+            z = R.normal_split(R.key(7), shape=(4, 2, 3)).to_numpy()
+            # got - mean == z @ F.T for some F with F F^T == cov: same norms under cov^-1
+            d = got - mean
+            q = np.einsum("...i,ij,...j->...", d, np.linalg.inv(cov), d)
+            np.testing.assert_allclose(q, (z ** 2).sum(-1), rtol=1e-4, err_msg=where)
+
+
 # ----------------------------------------------------------------------------------------
 # Errors name the argument
 # ----------------------------------------------------------------------------------------
