@@ -78,11 +78,16 @@ def _compute_type(t: T.Type) -> T.Type:
     return t if t in (T.F32, T.F64) else T.F32
 
 
+def _rows_cols(c: Ctx, shape):
+    """s32 ``shape``: the row and the column index in the two last dims."""
+    r = len(shape)
+    return [c.op("stablehlo.iota", [], (tuple(shape), T.S32), {"iota_dimension": f"{d} : i64"})
+            for d in (r - 2, r - 1)]
+
+
 def _mask(c: Ctx, shape, lower: bool, k: int = 0) -> Val:
     """pred ``shape``: ``j <= i + k`` (lower) or ``j >= i + k`` (upper) in the two last dims."""
-    r = len(shape)
-    rows = c.op("stablehlo.iota", [], (tuple(shape), T.S32), {"iota_dimension": f"{r - 2} : i64"})
-    cols = c.op("stablehlo.iota", [], (tuple(shape), T.S32), {"iota_dimension": f"{r - 1} : i64"})
+    rows, cols = _rows_cols(c, shape)
     if k:
         rows = c.binop("stablehlo.add", rows, c.const(k, T.S32, shape))
     return c.compare(cols, rows, "LE" if lower else "GE")
@@ -125,10 +130,7 @@ def _identity(c: Ctx, shape, t: T.Type) -> Val:
 
 
 def _mask_eq(c: Ctx, shape) -> Val:
-    r = len(shape)
-    rows = c.op("stablehlo.iota", [], (tuple(shape), T.S32), {"iota_dimension": f"{r - 2} : i64"})
-    cols = c.op("stablehlo.iota", [], (tuple(shape), T.S32), {"iota_dimension": f"{r - 1} : i64"})
-    return c.compare(rows, cols, "EQ")
+    return c.compare(*_rows_cols(c, shape), "EQ")
 
 
 def _empty(shape) -> bool:
@@ -263,10 +265,7 @@ def _solve_local(c: Ctx, e: Expr, a: Val, b: Val, shape):
                     batch_dims=nb, config={"side": "L", "uplo": "L", "trans_x": "N", "diag": "U"})
     x = lapack_call(c, "trsm", [f, y], [(b.shape, ct)], matrix_in=[True, True], matrix_out=[True],
                     batch_dims=nb, config={"side": "L", "uplo": "U", "trans_x": "N", "diag": "N"})
-    ok = c.compare(info, c.const(0, T.S32, info.shape), "EQ")
-    x = c.select(c.bcast(ok, x.shape, dims=tuple(range(nb))), x,
-                 c.const(float("nan"), ct, x.shape))
-    return c.convert(c.reshape(x, shape), e.type)
+    return c.convert(c.reshape(_nan_unless_ok(c, info, x), shape), e.type)
 
 
 @register_lowering("qr")
