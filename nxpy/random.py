@@ -358,7 +358,13 @@ def _uniform(key, minval, maxval, shape, t):
     fb = O.bitwise_or(O.right_shift(b, rng_bits - nmant), one_bits)
     floats = O.subtract(O.bitcast(fb, t), O.tensor(1.0, type=t))
     lo, hi = O.as_type(minval, t), O.as_type(maxval, t)
-    return O.max(lo, O.add(O.multiply(floats, O.subtract(hi, lo)), lo))
+    span = O.subtract(hi, lo)
+    if t == T.F32:  # XLA fuses this multiply-add: one rounding, computed in f64 everywhere
+        scaled = O.as_type(O.add(O.multiply(O.as_type(floats, T.F64), O.as_type(span, T.F64)),
+                                 O.as_type(lo, T.F64)), t)
+    else:
+        scaled = O.add(O.multiply(floats, span), lo)
+    return O.max(lo, scaled)
 
 
 def _float_or_complex(t, shape, fn):

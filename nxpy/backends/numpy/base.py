@@ -12,6 +12,7 @@ from ...backend import Backend
 from ...ops import binary_compute_type
 from ...tensor import Tensor
 from ...types import HALF_DTYPES, compute_dtype, convert
+from . import xla_f32
 
 __all__ = ["BaseKernels"]
 
@@ -55,7 +56,11 @@ def _erfc(x):
 
 
 def _erf_inv(x):
-    """Inverse error function: Giles' approximation refined by Newton steps in float64."""
+    """Inverse error function. f32 (and f16/bf16, computed in f32): XLA's own algorithm,
+    bit for bit (so ``nxpy.random.normal`` gives JAX's bits here too); f64: Giles'
+    approximation refined by Newton steps."""
+    if x.dtype == np.float32:
+        return xla_f32.erf_inv(x)
     y = x.astype(np.float64)
     w = -np.log((1.0 - y) * (1.0 + y))
     small = w < 5.0
