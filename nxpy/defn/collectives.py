@@ -151,9 +151,9 @@ def all_gather(tensor, opts=None, **kwargs):
 
 def _channel(o, op):
     channel = o.get("channel_id", 1)
-    if isinstance(channel, bool) or not isinstance(channel, int) or channel < 1:
+    if S.as_int(channel) is None or S.as_int(channel) < 1:
         raise ValueError(f"{op}: channel_id must be a positive integer, got {channel!r}")
-    return channel
+    return S.as_int(channel)
 
 
 # ----------------------------------------------------------------------------------------
@@ -347,7 +347,9 @@ def all_to_all(x, axes, split_axis, concat_axis, tiled=False, *, axis_index_grou
 def _pairs(ctx, axes, perm, op):
     n = _group_size(ctx.mesh, axes)
     try:
-        perm = [(int(s), int(d)) for s, d in perm]
+        perm = [S.integers(p, "pair") for p in perm]
+        if any(len(p) != 2 for p in perm):
+            raise ValueError
     except (TypeError, ValueError):
         raise TypeError(f"{op}: perm must be a list of (source, destination) index pairs, "
                         f"got {perm!r}") from None
@@ -388,8 +390,7 @@ def shift(x, axes, offset, rotate=False):
     axes = _axes(ctx, axes, "shift")
     if len(axes) != 1:
         raise ValueError(f"shift: moves along one mesh axis, got {len(axes)}")
-    if isinstance(offset, bool) or not isinstance(offset, int):
-        raise TypeError(f"shift: offset must be an integer, got {offset!r}")
+    offset = S.integer(offset, "shift: offset")
     n = ctx.mesh.shape[axes[0]]
     perm = [(k, (k + offset) % n) for k in range(n)] if rotate else \
         [(k, k + offset) for k in range(n) if 0 <= k + offset < n]
@@ -404,7 +405,7 @@ def collective_broadcast(x, axes, source=0):
     x = _local_tensor(x, "collective_broadcast")
     axes = _axes(ctx, axes, "collective_broadcast")
     n = _group_size(ctx.mesh, axes)
-    if isinstance(source, bool) or not isinstance(source, int) or not 0 <= source < n:
+    if S.as_int(source) is None or not 0 <= S.as_int(source) < n:
         raise ValueError(f"collective_broadcast: source must be an index in [0, {n}), got "
                          f"{source!r}")
     return _node("collective_broadcast", x.shape, x.type, x, x.names, axes=axes,

@@ -16,7 +16,7 @@ import inspect
 
 import numpy as np
 
-from .. import _context, pjrt, telemetry, types as T
+from .. import _context, pjrt, shape as S, telemetry, types as T
 from ..backend import default_backend
 from ..cache import FunctionCache
 from ..tensor import Tensor, shape_str
@@ -177,7 +177,7 @@ def check_donate_argnums(donate_argnums, what: str) -> tuple:
     nums = donate_argnums if isinstance(donate_argnums, (list, tuple)) else (donate_argnums,)
     out = set()
     for n in nums:
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        if S.as_int(n) is None:
             raise TypeError(f"{what}: donate_argnums must be an int or a sequence of ints "
                             f"(positions of the arguments to donate), got {donate_argnums!r}")
         if n < 0:

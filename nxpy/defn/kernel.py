@@ -153,8 +153,9 @@ def _caller() -> str:
 
 
 def _capped_while(cond_fun, body_fun, state, n):
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+    if S.as_int(n) is None or S.as_int(n) < 0:
         raise ValueError(f"while_loop: max_iterations must be a non-negative integer, got {n!r}")
+    n = S.as_int(n)
 
     def capped_cond(s):
         return ops.logical_and(ops.less(s[1], n), cond_fun(s[0]))

@@ -38,7 +38,8 @@ def iota(shape, axis=None, type="s32", names=None, backend=None) -> Tensor:
 
 def eye(n, type="s32", names=None, backend=None) -> Tensor:
     """Identity matrix: ``eye(3)`` or, with batch dims, ``eye((2, 3, 3))``."""
-    shape = (n, n) if isinstance(n, int) else _shape_arg(n, "eye")
+    shape = _shape_arg(n, "eye")
+    shape = shape * 2 if len(shape) == 1 and S.as_int(n) is not None else shape
     if len(shape) < 2:
         raise ValueError(f"eye: expected a shape of rank >= 2, got {shape}")
     return dispatch("eye", _out(shape, T.parse(type), names), backend=backend)
@@ -51,5 +52,5 @@ def full(shape, value, type=None, names=None, backend=None) -> Tensor:
         v = value if type is None else as_type(value, type)
     else:
         t = T.parse(type) if type is not None else T.infer_scalar(value)
-        v = _scalar_like(value, t, _creation_backend(backend))
+        v = _scalar_like(value, t, _creation_backend(backend), "full: value")
     return broadcast(v, shape, names=names)

@@ -23,9 +23,7 @@ primitive("shaping", "reshape", "broadcast", "transpose", "pad", "reverse", "con
 def reshape(x, shape, names=None) -> Tensor:
     """Same values, new shape; one dim may be -1 (inferred)."""
     x = to_tensor(x, "x")
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = tuple(int(d) for d in shape)
+    shape = S.integers((shape,) if S.as_int(shape) is not None else shape, "reshape: shape")
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: at most one dim can be -1, got {shape}")
     if -1 in shape:
@@ -117,11 +115,13 @@ def transpose(x, axes=None) -> Tensor:
 def pad(x, pad_value, padding_config) -> Tensor:
     """Pads each dim by ``(low, high, interior)``; negative low/high crop."""
     x = to_tensor(x, "x")
-    _, v = _binary_operands(x, pad_value)
+    _, v = _binary_operands(x, pad_value, "pad", ("x", "pad_value"))
+    if not isinstance(pad_value, Tensor):  # a number must fit x's type (a tensor converts)
+        T.check_representable(pad_value, x.type, "pad: pad_value")
     if v.shape != ():
         raise ValueError(f"pad: expected pad_value to be a scalar, got shape {v.shape}")
     v = as_type(v, x.type)
-    cfg = [tuple(int(c) for c in p) for p in padding_config]
+    cfg = [S.integers(p, "pad: padding_config entries") for p in padding_config]
     if len(cfg) != x.rank or builtins.any(len(p) != 3 or p[2] < 0 for p in cfg):
         raise ValueError(f"pad: expected padding_config to be {x.rank} (low, high, interior) "
                          f"triples with interior >= 0, got {padding_config!r}")
