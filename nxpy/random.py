@@ -124,11 +124,7 @@ def _check_param_shapes(op, shape, **params):
 def _names(names, shape, op):
     if names is None:
         return None
-    names = list(names)
-    if len(names) != len(shape):
-        raise ValueError(f"{op}: expected names to have {len(shape)} entries (one per axis "
-                         f"of {shape}), got {names}")
-    return names
+    return list(S.check_names(names, shape, f"{op}: names"))
 
 
 def _finish(x, shape, names, op):

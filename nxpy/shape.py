@@ -21,7 +21,7 @@ import operator
 import numpy as np
 
 __all__ = ["integer", "as_int", "dims", "normalize_axis", "normalize_axes", "broadcast", "broadcast_names",
-           "merge_names", "integers", "size", "window_padding", "window_out_shape"]
+           "merge_names", "integers", "check_name", "check_names", "size", "window_padding", "window_out_shape"]
 
 
 def size(shape) -> int:
@@ -110,6 +110,31 @@ def integers(values, what: str) -> tuple:
             raise TypeError(f"{_expected(what)} to be a sequence of integers, got {entries}: "
                             f"{_kind(d)} is not an integer")
     return tuple(as_int(d) for d in entries)
+
+
+def check_name(name, what: str):
+    """A dim name: a string or None."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{_expected(what)} to be a string or None, got {_kind(name)}")
+    return name
+
+
+def check_names(names, shape, what: str = "names") -> tuple:
+    """Dim names: one string or None per dim of ``shape``."""
+    if isinstance(names, str):
+        raise TypeError(f"{_expected(what)} to be a list of one name (a string) or None per "
+                        f"dim of shape {tuple(shape)}, got the string {names!r}")
+    try:
+        names = tuple(names)
+    except TypeError:
+        raise TypeError(f"{_expected(what)} to be a list of one name (a string) or None per "
+                        f"dim of shape {tuple(shape)}, got {_kind(names)}") from None
+    if len(names) != len(shape):
+        raise ValueError(f"{_expected(what)} to have one name (a string) or None per dim of "
+                         f"shape {tuple(shape)}, got {list(names)}")
+    for n in names:
+        check_name(n, f"{what} entries")
+    return names
 
 
 def normalize_axis(axis, rank: int, names=None) -> int:

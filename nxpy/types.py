@@ -333,7 +333,7 @@ def _check_ints(ints, t: Type, what) -> None:
             raise OverflowError(f"{what}: integer {_int_text(bad)} is out of range for {t} "
                                 f"({lo} to {hi})")
         return
-    top = int(ml_dtypes.finfo(t.dtype if not t.is_complex else to_real(t).dtype).max)
+    top = int(float(ml_dtypes.finfo(to_real(t).dtype).max))
     bad = next((v for v in ints if abs(v) > top), None)
     if bad is not None:
         raise OverflowError(f"{what}: integer {_int_text(bad)} is too large for {t} (its largest "

@@ -131,7 +131,7 @@ def test_argument_errors_name_the_argument():
         f(1, ({"k": "a"},))
     with pytest.raises(TypeError, match=r"argument 0 \(x\): .*got object"):
         f(object(), 1)
-    with pytest.raises(ValueError, match=r"argument 0 \(x\): integer 1099511627776 does not "
+    with pytest.raises(OverflowError, match=r"argument 0 \(x\): tensor: integer 1099511627776 does not "
                                          r"fit in s32"):
         f(2**40, 1)
     with pytest.raises(TypeError, match=r"argument 1 \(xs\[1\]\): .*got str"):

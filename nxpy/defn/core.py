@@ -100,10 +100,10 @@ def _leaves_of(fun, args, kwargs_tensors):
         if not isinstance(x, Tensor):
             try:
                 leaves[i] = to_tensor(x)
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, OverflowError) as e:
                 what = _leaf_names(fun, tree, len(args))[i]
-                if isinstance(e, ValueError):
-                    raise ValueError(f"{what}: {e}") from None
+                if not isinstance(e, TypeError) or isinstance(x, (np.ndarray, np.generic)):
+                    raise type(e)(f"{what}: {e}") from None  # a value of the right kind
                 raise TypeError(f"{what}: expected a tensor, a NumPy array, a number or a "
                                 f"container (tuple, list, dict) of them, got "
                                 f"{type(x).__name__}") from None

@@ -258,10 +258,7 @@ def rename(x, names) -> Tensor:
     """
     x = to_tensor(x, "x")
     if names is not None:
-        names = tuple(names)
-        if len(names) != x.rank:
-            raise ValueError(f"rename: expected {x.rank} names for shape {x.shape}, got "
-                             f"{list(names)}")
+        names = S.check_names(names, x.shape, "rename: names")
     return renamed(x, names)
 
 

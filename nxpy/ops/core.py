@@ -336,11 +336,7 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
 
 
 def _check_names(names, shape, op):
-    names = tuple(names)
-    if len(names) != len(shape) or not builtins.all(n is None or isinstance(n, str) for n in names):
-        raise ValueError(f"{op}: expected names to be one name (a string) or None per dim of "
-                         f"shape {tuple(shape)}, got {list(names)}")
-    return names
+    return S.check_names(names, shape, f"{op}: names")
 
 
 def renamed(t: Tensor, names) -> Tensor:

@@ -29,6 +29,8 @@ def iota(shape, axis=None, type="s32", names=None, backend=None) -> Tensor:
     """
     shape = _shape_arg(shape, "iota")
     t = T.parse(type)
+    if names is not None:
+        names = S.check_names(names, shape, "iota: names")
     if axis is None:
         flat = dispatch("iota", _out((S.size(shape),), t), backend=backend, axis=0)
         return reshape(flat, shape, names=names)
@@ -42,6 +44,8 @@ def eye(n, type="s32", names=None, backend=None) -> Tensor:
     shape = shape * 2 if len(shape) == 1 and S.as_int(n) is not None else shape
     if len(shape) < 2:
         raise ValueError(f"eye: expected a shape of rank >= 2, got {shape}")
+    if names is not None:
+        names = S.check_names(names, shape, "eye: names")
     return dispatch("eye", _out(shape, T.parse(type), names), backend=backend)
 
 

@@ -37,6 +37,8 @@ def reshape(x, shape, names=None) -> Tensor:
                          f"elements) to {shape} ({S.size(shape)} elements)")
     if shape == x.shape and names is None:
         return x
+    if names is not None:
+        names = S.check_names(names, shape, "reshape: names")
     return dispatch("reshape", _out(shape, x.type, names), x)
 
 
@@ -58,6 +60,7 @@ def squeeze(x, axes=None) -> Tensor:
 def new_axis(x, axis, name=None) -> Tensor:
     """Inserts a size-1 dim at ``axis`` (negative counts from the end of the new shape)."""
     x = to_tensor(x, "x")
+    S.check_name(name, "new_axis: name")
     axis = _axes_of("new_axis", S.normalize_axis, axis, x.rank + 1)
     shape = x.shape[:axis] + (1,) + x.shape[axis:]
     names = x.names[:axis] + (name,) + x.names[axis:]
@@ -89,10 +92,8 @@ def broadcast(x, shape, axes=None, names=None) -> Tensor:
                              f"{shape} with axes {list(axes)}")
     # as Nx, broadcasting is destructive with respect to names: the result has the names
     # given (or those of a shape tensor), else none
-    names = (None,) * len(shape) if names is None else tuple(names)
-    if len(names) != len(shape):
-        raise ValueError(f"broadcast: expected one name per dim of shape {shape}, got "
-                         f"{list(names)}")
+    names = (None,) * len(shape) if names is None else S.check_names(names, shape,
+                                                                      "broadcast: names")
     if shape == x.shape and axes == tuple(range(x.rank)):
         return renamed(x, names)
     return dispatch("broadcast", _out(shape, x.type, names), x, axes=axes)
@@ -169,6 +170,7 @@ def stack(tensors, axis=0, name=None) -> Tensor:
     tensors = [to_tensor(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
     if not tensors:
         raise ValueError("stack: expected a non-empty list of tensors")
+    S.check_name(name, "stack: name")
     for i, x in enumerate(tensors[1:], 1):
         if x.shape != tensors[0].shape:
             raise ValueError(f"stack: tensors[{i}] has shape {x.shape}, expected "
