@@ -23,7 +23,7 @@ from ..tensor import Tensor, shape_str
 from ..ops import to_tensor
 from ..ops.core import PORTABLE
 from . import tree as tree_mod
-from .compiler import check_options, get_compiler
+from .compiler import check_options, compile_graph, get_compiler
 from .expr import Fn, trace_fn
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Jit", "Compiled",
@@ -312,7 +312,7 @@ class Jit:
             graph = trace(self.fun, args, kwargs, list(templates), expand=expansions(comp))
             graph.donated = donated
             self.trace_count += 1
-            return donating(comp.compile(graph, opts), donated, where), graph.tree
+            return donating(compile_graph(comp, graph, opts), donated, where), graph.tree
 
         exe = PROGRAMS.get(self.fun, key, build)
         if not kwargs and all(type(x) is Tensor or type(x) is np.ndarray for x in args) \
@@ -421,7 +421,7 @@ class Compiled:
                       expand=expansions(comp))
         graph.donated = donated
         self.graph = graph
-        self._run = donating(comp.compile(graph, opts), donated, where)
+        self._run = donating(compile_graph(comp, graph, opts), donated, where)
 
     def __call__(self, *args):
         if len(args) != self._n:
