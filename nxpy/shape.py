@@ -78,36 +78,21 @@ def integer(value, what: str, *, minimum=None) -> int:
 def dims(shape, what: str = "shape") -> tuple:
     """A shape (one integer, or a sequence of them) as a tuple of non-negative ints."""
     one = as_int(shape)
-    if one is not None:
-        shape = (one,)
-    try:
-        entries = tuple(shape)
-    except TypeError:
-        raise TypeError(f"{_expected(what)} to be a tuple of non-negative integers, got "
-                        f"{_kind(shape)}") from None
-    out = []
-    for d in entries:
-        v = as_int(d)
-        if v is None:
-            raise TypeError(f"{_expected(what)} to be a tuple of non-negative integers, got "
-                            f"{entries}: {_kind(d)} is not an integer")
-        if v < 0:
-            raise ValueError(f"{_expected(what)} to be a tuple of non-negative integers, got "
-                             f"{tuple(out) + (v,) + entries[len(out) + 1:]}")
-        out.append(v)
-    return tuple(out)
+    out = (one,) if one is not None else integers(shape, what, "a tuple of non-negative integers")
+    if any(d < 0 for d in out):
+        raise ValueError(f"{_expected(what)} to be a tuple of non-negative integers, got {out}")
+    return out
 
 
-def integers(values, what: str) -> tuple:
+def integers(values, what: str, expected: str = "a sequence of integers") -> tuple:
     """A sequence of integers (strides, dilations, lengths, ...) as a tuple of ints."""
     try:
         entries = tuple(values)
     except TypeError:
-        raise TypeError(f"{_expected(what)} to be a sequence of integers, got "
-                        f"{_kind(values)}") from None
+        raise TypeError(f"{_expected(what)} to be {expected}, got {_kind(values)}") from None
     for d in entries:
         if as_int(d) is None:
-            raise TypeError(f"{_expected(what)} to be a sequence of integers, got {entries}: "
+            raise TypeError(f"{_expected(what)} to be {expected}, got {entries}: "
                             f"{_kind(d)} is not an integer")
     return tuple(as_int(d) for d in entries)
 

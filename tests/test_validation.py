@@ -39,8 +39,8 @@ def test_in_range_numbers_on_creation_match_numpy():
     for data, t in [([0, 255], "u8"), ([-128, 127], "s8"), ([2**64 - 1], "u64"),
                     ([-2**63, 2**63 - 1], "s64"), ([65504], "f16"), ([1.9, -1.9], "s32"),
                     ([True, 2], "u8"), ([3 + 0j], "f32")]:
-        with np.errstate(all="ignore"):
-            want = np.array(data).astype(nx.types.parse(t).dtype)
+        src = np.array(data)
+        want = (src.real if src.dtype.kind == "c" else src).astype(nx.types.parse(t).dtype)
         np.testing.assert_array_equal(nx.tensor(data, type=t).to_numpy(), want)
     assert nx.full((2,), 255, type="u8").tolist() == [255, 255]
     # converting a tensor keeps XLA's semantics (wrapping, saturating): only values
@@ -393,3 +393,23 @@ def test_program_arguments():
     prog = load("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %a : tensor<2xf32>\n}")
     with pytest.raises(ValueError, match=r"argument 0 \(%a\) must be f32\[2\]"):
         prog(nx.tensor([1, 2]))
+
+
+# ----------------------------------------------------------------------------------------
+# nxpy.distributed: checked before the runtime is touched
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kw, exc, match", [
+    ({"num_processes": 2.0, "process_id": 0}, TypeError, "initialize: expected num_processes to be an integer, got 2.0"),
+    ({"num_processes": True, "process_id": 0}, TypeError, "expected num_processes to be an integer, got True"),
+    ({"num_processes": 0, "process_id": 0}, ValueError, "expected num_processes to be an integer >= 1"),
+    ({"num_processes": 2, "process_id": 2}, ValueError, r"process_id must be below num_processes \(2\), got 2"),
+    ({"num_processes": 2, "process_id": -1}, ValueError, "expected process_id to be an integer >= 0"),
+    ({"num_processes": 2, "process_id": 0, "local_device_count": 1.5}, TypeError, "local_device_count"),
+    ({"num_processes": 2, "process_id": 0, "timeout": -1}, ValueError, "timeout must be a positive number"),
+    ({"num_processes": 2, "process_id": 0, "heartbeat_timeout": "10"}, ValueError, "heartbeat_timeout must be"),
+])
+def test_distributed_initialize_arguments(kw, exc, match):
+    from nxpy import distributed
+    with pytest.raises(exc, match=match):
+        distributed.initialize("127.0.0.1:1", **kw)
+    assert not distributed.is_initialized()
