@@ -322,8 +322,17 @@ def test_linalg_and_random_arguments():
         random.normal(random.key(0), shape=(2.0,))
     with pytest.raises(TypeError, match="invalid type 'f8'"):
         random.uniform(random.key(0), shape=(2,), type="f8")
-    with pytest.raises(ValueError):
-        linalg.qr(nx.iota((2, 2), type="f32"), mode="bad")
+    m = nx.tensor([[2.0, 1.0], [1.0, 3.0]])
+    with pytest.raises(ValueError, match="qr: invalid :mode received"):
+        linalg.qr(m, mode="bad")
+    with pytest.raises(TypeError, match="matrix_power: expected power to be an integer, got 2.0"):
+        linalg.matrix_power(m, 2.0)
+    with pytest.raises(ValueError, match="svd: expected max_iter to be a positive integer, got 1.5"):
+        linalg.svd(m, max_iter=1.5)
+    with pytest.raises(TypeError, match="pinv: expected eps to be a number"):
+        linalg.pinv(m, eps="small")
+    np.testing.assert_allclose(linalg.matrix_power(m, np.int64(2)).to_numpy(),
+                               np.linalg.matrix_power(m.to_numpy(), 2), rtol=1e-6)
 
 
 # ----------------------------------------------------------------------------------------
@@ -413,3 +422,17 @@ def test_distributed_initialize_arguments(kw, exc, match):
     with pytest.raises(exc, match=match):
         distributed.initialize("127.0.0.1:1", **kw)
     assert not distributed.is_initialized()
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: jit(3), "jit: expected fun to be a callable, got 3"),
+    (lambda: nx.defn.compile(3, nx.template((2,), "f32")), "compile: expected fun to be a callable"),
+    (lambda: shard_jit(3, nx.Mesh("m", (2,)), input_shardings=[{}]), "shard_jit: expected fun to be a callable"),
+    (lambda: shard_map(3, nx.Mesh("m", (2,)), in_specs=None, out_specs=None), "shard_map: expected fun to be a callable"),
+    (lambda: nx.while_loop(1, lambda s: s, nx.tensor(0)), "while_loop: expected cond_fun to be a callable"),
+    (lambda: nx.fori_loop(0, 3, None, nx.tensor(0)), "fori_loop: expected body_fun to be a callable, got None"),
+    (lambda: shard_jit(lambda x: x, "m", input_shardings=[{}]), "shard_jit: expected mesh to be an nx.Mesh"),
+])
+def test_functions_and_meshes_are_checked_when_given(call, match):
+    with pytest.raises(TypeError, match=match):
+        call()

@@ -258,6 +258,8 @@ class Jit:
     the same function reuses it). Calling it inside another defn inlines it."""
 
     def __init__(self, fun, compiler=None, donate_argnums=None, **opts):
+        if not callable(fun):
+            raise TypeError(f"jit: expected fun to be a callable, got {fun!r}")
         functools.update_wrapper(self, fun)
         if "__name__" not in self.__dict__:  # a partial, a callable object: still named
             self.__name__ = getattr(fun, "__name__", type(fun).__name__)
@@ -392,6 +394,8 @@ class Compiled:
     a defn inlines it (after the same argument checks)."""
 
     def __init__(self, fun, templates, compiler, opts):
+        if not callable(fun):
+            raise TypeError(f"compile: expected fun to be a callable, got {fun!r}")
         self.fun = fun
         self.__name__ = getattr(fun, "__name__", "function")
         leaves, tree = tree_mod.flatten((tuple(templates), {}))

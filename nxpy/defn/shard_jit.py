@@ -86,6 +86,8 @@ class ShardJit:
 
     def __init__(self, fun, mesh, input_shardings=None, output_shardings=None, compiler=None,
                  check_replicas=None, donate_argnums=None, **opts):
+        if not callable(fun):
+            raise TypeError(f"shard_jit: expected fun to be a callable, got {fun!r}")
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_jit: expected mesh to be an nx.Mesh, got {mesh!r}")
         if input_shardings is None or not isinstance(input_shardings, (list, tuple)):

@@ -94,6 +94,8 @@ class ShardMap:
     called directly it jits itself (with ``compiler=`` if given)."""
 
     def __init__(self, fun, mesh, in_specs, out_specs, check_vma=True, **jit_opts):
+        if not callable(fun):
+            raise TypeError(f"shard_map: expected fun to be a callable, got {fun!r}")
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_map: expected mesh to be an nx.Mesh, got {mesh!r}")
         self.fun, self.mesh = fun, mesh
