@@ -291,8 +291,13 @@ def check_representable(data, t: Type, what: str = "value") -> None:
     ...
     ValueError: value: nan cannot be converted to the integer type s32
     """
+    if t.is_pred or type(data) is bool or (type(data) is float and not t.is_int):
+        return
+    if type(data) is int:  # the common case (a scalar in an op), without NumPy
+        _check_ints((data,), t, what)
+        return
     arr = data if isinstance(data, np.ndarray) else np.asarray(data)
-    if not arr.size or t.is_pred or arr.dtype.kind == "b":
+    if not arr.size or arr.dtype.kind == "b":
         return
     if arr.dtype.kind in "iuO":  # an object array holds Python ints beyond 64 bits
         ints = [int(arr.min()), int(arr.max())] if arr.dtype.kind != "O" else \
@@ -324,17 +329,25 @@ def _int_text(v: int) -> str:
     return s if len(s) <= 24 else f"{s[:12]}...({len(s.lstrip('-'))} digits)"
 
 
-def _check_ints(ints, t: Type, what) -> None:
+def _int_range(t: Type) -> tuple:
+    """The integers type ``t`` holds: its range, or ± the largest finite float."""
     if t.is_int:
         info = np.iinfo(t.dtype)
-        lo, hi = int(info.min), int(info.max)
-        bad = next((v for v in ints if not lo <= v <= hi), None)
-        if bad is not None:
-            raise OverflowError(f"{what}: integer {_int_text(bad)} is out of range for {t} "
-                                f"({lo} to {hi})")
-        return
+        return int(info.min), int(info.max)
     top = int(float(ml_dtypes.finfo(to_real(t).dtype).max))
-    bad = next((v for v in ints if abs(v) > top), None)
-    if bad is not None:
-        raise OverflowError(f"{what}: integer {_int_text(bad)} is too large for {t} (its largest "
-                            f"finite value is {float(top):g})")
+    return -top, top
+
+
+_INT_RANGES = {t: _int_range(t) for t in ALL_TYPES if not t.is_pred}
+
+
+def _check_ints(ints, t: Type, what) -> None:
+    lo, hi = _INT_RANGES[t]
+    bad = next((v for v in ints if not lo <= v <= hi), None)
+    if bad is None:
+        return
+    if t.is_int:
+        raise OverflowError(f"{what}: integer {_int_text(bad)} is out of range for {t} "
+                            f"({lo} to {hi})")
+    raise OverflowError(f"{what}: integer {_int_text(bad)} is too large for {t} (its largest "
+                        f"finite value is {float(hi):g})")
