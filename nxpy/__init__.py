@@ -15,6 +15,7 @@ from .backend import (Backend, backend_copy, backend_transfer, block_until_ready
 from .ops import *  # noqa: F401,F403 - the op set is the public API
 from .ops import (UNARY, BINARY, REDUCTIONS, template, tensor, from_numpy, iota, eye, full,
                   broadcast, to_tensor)
+from ._context import HostOnlyError
 from .tensor import DonatedError, Tensor
 from .types import Type
 from .registry import PluginError

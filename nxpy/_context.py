@@ -22,9 +22,16 @@ def tracing() -> bool:
     return bool(stack())
 
 
+class HostOnlyError(TypeError):
+    """A host-only operation was called inside a defn: reading a tensor's values
+    (``bool(t)``, ``t.to_numpy()``, ``int(t)``, ``np.asarray(t)``), or changing the
+    process's defaults. Tensors there are symbolic: their values exist only when the
+    compiled function runs. A TypeError, as JAX's tracer conversion errors are."""
+
+
 def forbid_inside_defn(what: str) -> None:
     if tracing():
-        raise RuntimeError(f"{what} is a host-only operation and cannot be called inside a "
+        raise HostOnlyError(f"{what} is a host-only operation and cannot be called inside a "
                            f"defn; call it outside the defn, or pass the value in as an argument")
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import pjrt
+from . import pjrt, shape as S
 from .defn import sharding as SH
 from .defn.shard_jit import shard_jit
 from .mesh import Mesh
@@ -64,6 +64,19 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
         if key not in kw:
             raise ValueError(f"nxpy.distributed.initialize: {key} was not given and "
                              f"{pjrt.ENV[key]} is not set")
+    what = "nxpy.distributed.initialize: "
+    n = S.integer(kw["num_processes"], what + "num_processes", minimum=1)
+    kw["num_processes"] = n
+    kw["process_id"] = S.integer(kw["process_id"], what + "process_id", minimum=0)
+    if kw["process_id"] >= n:
+        raise ValueError(f"{what}process_id must be below num_processes ({n}), got "
+                         f"{kw['process_id']}")
+    if kw.get("local_device_count") is not None:
+        kw["local_device_count"] = S.integer(kw["local_device_count"],
+                                             what + "local_device_count", minimum=1)
+    for key, v in (("timeout", kw.get("timeout")), ("heartbeat_timeout", heartbeat_timeout)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+            raise ValueError(f"{what}{key} must be a positive number of seconds, got {v!r}")
     pjrt.initialize_distributed(kw.pop("coordinator_address"), kw.pop("num_processes"),
                                 kw.pop("process_id"), timeout=kw.pop("timeout", DEFAULT_TIMEOUT),
                                 heartbeat_timeout=heartbeat_timeout, **kw)

@@ -35,7 +35,7 @@ a plugin needs one import.
 """
 from __future__ import annotations
 
-from . import types as T
+from . import shape as S, types as T
 from .backend import get_backend
 from .compilers.evaluator import register_eval_rule
 from .compilers.exla.lowering import register_lowering
@@ -58,7 +58,7 @@ def template_of(result) -> Tensor:
     if isinstance(result, tuple) and len(result) in (2, 3):
         shape, type_ = result[0], T.parse(result[1])
         names = tuple(result[2]) if len(result) == 3 and result[2] is not None else None
-        return Tensor(None, tuple(int(d) for d in shape), type_, names)
+        return Tensor(None, S.dims(shape, "the shape an infer function returned"), type_, names)
     raise TypeError(f"an op's infer function must return (shape, type), (shape, type, names) "
                     f"or a template tensor, got {result!r}")
 

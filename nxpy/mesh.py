@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from . import pjrt
+from . import pjrt, shape as S
 
 __all__ = ["Mesh"]
 
@@ -38,12 +38,7 @@ class Mesh:
     def __init__(self, name, shape, axis_names=None, devices=None):
         if not isinstance(name, str) or not name:
             raise ValueError(f"mesh name must be a non-empty string, got {name!r}")
-        if isinstance(shape, int):
-            shape = (shape,)
-        try:
-            shape = tuple(int(d) for d in shape)
-        except TypeError:
-            raise TypeError(f"mesh shape must be a tuple of positive ints, got {shape!r}") from None
+        shape = S.dims(shape, "mesh shape")
         if not shape or any(d < 1 for d in shape):
             raise ValueError(f"mesh shape must be a non-empty tuple of positive ints, got {shape!r}")
         if axis_names is None:
@@ -60,11 +55,19 @@ class Mesh:
             devices = tuple(range(self.size))
             self._check_available()
         else:
-            devices = tuple(int(d) for d in devices)
+            devices = S.integers(devices, f"mesh {name!r}: devices")
             if len(devices) != self.size or len(set(devices)) != self.size:
                 raise ValueError(f"mesh {name!r} of shape {shape} needs {self.size} distinct "
                                  f"devices, got {list(devices)}")
-            self._check_available(max(devices) + 1)
+            n = pjrt.device_count()
+            bad = [d for d in devices if not 0 <= d < n]
+            if bad:
+                raise ValueError(f"mesh {name!r}: devices {list(devices)} include {bad[0]}, which "
+                                 f"is not a device position of the {pjrt.platform()} client "
+                                 f"(0 to {n - 1}); {pjrt.how_to_get_devices(max(bad) + 1)}"
+                                 if bad[0] >= 0 else
+                                 f"mesh {name!r}: devices {list(devices)} include {bad[0]}: "
+                                 f"device positions are integers from 0 to {n - 1}")
         self.devices = devices
 
     def _check_available(self, needed=None):
@@ -120,8 +123,9 @@ class Mesh:
                 raise ValueError(f"axis {axis!r} is not an axis of mesh {self.name!r} "
                                  f"(axes {list(self.axis_names)})")
             return self.axis_names.index(axis)
-        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        if S.as_int(axis) is None:
             raise TypeError(f"mesh axis must be an index or a name, got {axis!r}")
+        axis = S.as_int(axis)
         if not 0 <= axis < len(self.shape):
             raise ValueError(f"axis {axis} is not valid for mesh with {len(self.shape)} axes")
         return int(axis)

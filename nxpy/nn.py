@@ -129,9 +129,7 @@ def one_hot(x, num_classes: int, *, dtype="f32", axis=-1):
     ``axis`` (of the result), 1 where it equals ``x``; values outside
     ``[0, num_classes)`` give all zeros (as ``jax.nn.one_hot``)."""
     x = O.to_tensor(x, "x")
-    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 0:
-        raise ValueError(f"one_hot: expected num_classes to be a non-negative integer, got "
-                         f"{num_classes!r}")
+    num_classes = S.integer(num_classes, "one_hot: num_classes", minimum=0)
     try:
         ax = S.normalize_axis(axis, x.rank + 1)
     except (ValueError, TypeError) as e:

@@ -76,18 +76,7 @@ def _key(key, op: str) -> Tensor:
 def _shape(shape, op: str, arg: str = "shape") -> tuple:
     if isinstance(shape, Tensor):
         return shape.shape
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        out = tuple(shape)
-        if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in out):
-            raise TypeError
-    except TypeError:
-        raise TypeError(f"{op}: expected {arg} to be a tuple of non-negative ints, got "
-                        f"{shape!r}") from None
-    if any(d < 0 for d in out):
-        raise ValueError(f"{op}: expected {arg} to be a tuple of non-negative ints, got {out}")
-    return tuple(int(d) for d in out)
+    return S.dims(shape, f"{op}: {arg}")
 
 
 def _type(type, op: str) -> T.Type:
@@ -135,11 +124,7 @@ def _check_param_shapes(op, shape, **params):
 def _names(names, shape, op):
     if names is None:
         return None
-    names = list(names)
-    if len(names) != len(shape):
-        raise ValueError(f"{op}: expected names to have {len(shape)} entries (one per axis "
-                         f"of {shape}), got {names}")
-    return names
+    return list(S.check_names(names, shape, f"{op}: names"))
 
 
 def _finish(x, shape, names, op):

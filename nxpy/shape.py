@@ -8,17 +8,118 @@
 Traceback (most recent call last):
 ...
 ValueError: given axis (3) invalid for shape with rank 2
+>>> dims((2, 2.5), "shape")
+Traceback (most recent call last):
+...
+TypeError: expected shape to be a tuple of non-negative integers, got (2, 2.5): 2.5 (float) is not an integer
 """
 from __future__ import annotations
 
 import math
+import operator
 
-__all__ = ["normalize_axis", "normalize_axes", "broadcast", "broadcast_names", "merge_names",
-           "size", "window_padding", "window_out_shape"]
+import numpy as np
+
+__all__ = ["integer", "as_int", "dims", "normalize_axis", "normalize_axes", "broadcast", "broadcast_names",
+           "merge_names", "integers", "check_name", "check_names", "size", "window_padding", "window_out_shape"]
 
 
 def size(shape) -> int:
     return math.prod(shape)
+
+
+def as_int(value):
+    """``value`` as an int if it is a real integer (a Python int, a NumPy integer, a 0-d
+    integer array or tensor), else None: bools and floats are not integers here, even
+    where Python would take them (``True`` as 1, ``2.0`` as 2)."""
+    if isinstance(value, (bool, np.bool_)) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if getattr(value, "shape", ()) != ():
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _expected(what: str) -> str:
+    """``"op: arg"`` → ``"op: expected arg"`` (the op first, as every op's errors read)."""
+    op, _, arg = what.rpartition(": ")
+    return f"{op}: expected {arg}" if op else f"expected {arg}"
+
+
+def _kind(value) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def integer(value, what: str, *, minimum=None) -> int:
+    """The one check of "a real integer" for every shape, size, axis and count argument:
+    Python ints, NumPy integers and 0-d integer arrays are accepted (as an int); bools,
+    floats and anything else are a TypeError naming ``what``; below ``minimum`` a
+    ValueError.
+
+    >>> integer(np.int64(3), "size"), integer(np.array(2), "size")
+    (3, 2)
+    >>> integer(2.0, "size")
+    Traceback (most recent call last):
+    ...
+    TypeError: expected size to be an integer, got 2.0 (float)
+    """
+    v = as_int(value)
+    if v is None:
+        raise TypeError(f"{_expected(what)} to be an integer, got {_kind(value)}")
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{_expected(what)} to be an integer >= {minimum}, got {v}")
+    return v
+
+
+def dims(shape, what: str = "shape") -> tuple:
+    """A shape (one integer, or a sequence of them) as a tuple of non-negative ints."""
+    one = as_int(shape)
+    out = (one,) if one is not None else integers(shape, what, "a tuple of non-negative integers")
+    if any(d < 0 for d in out):
+        raise ValueError(f"{_expected(what)} to be a tuple of non-negative integers, got {out}")
+    return out
+
+
+def integers(values, what: str, expected: str = "a sequence of integers") -> tuple:
+    """A sequence of integers (strides, dilations, lengths, ...) as a tuple of ints."""
+    try:
+        entries = tuple(values)
+    except TypeError:
+        raise TypeError(f"{_expected(what)} to be {expected}, got {_kind(values)}") from None
+    for d in entries:
+        if as_int(d) is None:
+            raise TypeError(f"{_expected(what)} to be {expected}, got {entries}: "
+                            f"{_kind(d)} is not an integer")
+    return tuple(as_int(d) for d in entries)
+
+
+def check_name(name, what: str):
+    """A dim name: a string or None."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{_expected(what)} to be a string or None, got {_kind(name)}")
+    return name
+
+
+def check_names(names, shape, what: str = "names") -> tuple:
+    """Dim names: one string or None per dim of ``shape``."""
+    if isinstance(names, str):
+        raise TypeError(f"{_expected(what)} to be a list of one name (a string) or None per "
+                        f"dim of shape {tuple(shape)}, got the string {names!r}")
+    try:
+        names = tuple(names)
+    except TypeError:
+        raise TypeError(f"{_expected(what)} to be a list of one name (a string) or None per "
+                        f"dim of shape {tuple(shape)}, got {_kind(names)}") from None
+    if len(names) != len(shape):
+        raise ValueError(f"{_expected(what)} to have one name (a string) or None per dim of "
+                         f"shape {tuple(shape)}, got {list(names)}")
+    for n in names:
+        check_name(n, f"{what} entries")
+    return names
 
 
 def normalize_axis(axis, rank: int, names=None) -> int:
@@ -27,18 +128,19 @@ def normalize_axis(axis, rank: int, names=None) -> int:
         if names and axis in names:
             return names.index(axis)
         raise ValueError(f"axis name {axis!r} not found in names {tuple(names or ())}")
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise TypeError(f"axis must be an integer or a name, got {axis!r}")
-    if not -rank <= axis < rank:
-        raise ValueError(f"given axis ({axis}) invalid for shape with rank {rank}")
-    return axis % rank if rank else axis
+    a = as_int(axis)
+    if a is None:
+        raise TypeError(f"axis must be an integer or a name, got {_kind(axis)}")
+    if not -rank <= a < rank:
+        raise ValueError(f"given axis ({a}) invalid for shape with rank {rank}")
+    return a % rank if rank else a
 
 
 def normalize_axes(axes, rank: int, names=None, *, what="axes") -> tuple[int, ...]:
     """None → all axes; otherwise each normalised, duplicates rejected."""
     if axes is None:
         return tuple(range(rank))
-    if isinstance(axes, (int, str)):
+    if isinstance(axes, str) or as_int(axes) is not None:
         axes = [axes]
     out = tuple(normalize_axis(a, rank, names) for a in axes)
     if len(set(out)) != len(out):
@@ -74,13 +176,13 @@ def merge_names(a, b, *, op="op"):
     return tuple(out)
 
 
-def broadcast_names(shape, *tensors):
+def broadcast_names(shape, *tensors, op="op"):
     """Names of a broadcast result: right-aligned merge of the operands' names."""
     n = len(shape)
     names = (None,) * n
     for t in tensors:
         tn = (None,) * (n - len(t.names)) + tuple(t.names)
-        names = merge_names(names, tn)
+        names = merge_names(names, tn, op=op)
     return names
 
 
@@ -99,7 +201,7 @@ def window_padding(padding, shape, window, strides, dilations=None):
             pads.append((total // 2, total - total // 2))
         return tuple(pads)
     if isinstance(padding, (list, tuple)) and len(padding) == rank and all(
-            isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) for v in p)
+            isinstance(p, (list, tuple)) and len(p) == 2 and all(as_int(v) is not None for v in p)
             for p in padding):
         return tuple((int(lo), int(hi)) for lo, hi in padding)
     raise ValueError(f"padding must be 'valid', 'same' or a list of {rank} (low, high) "

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._context import HostOnlyError
+
 __all__ = ["Deferred", "Donated", "DonatedError", "Tensor", "shape_str"]
 
 
@@ -31,7 +33,7 @@ def shape_str(shape, names=None) -> str:
 
 
 def _host_only(what, hint="return the tensor from the defn instead"):
-    raise RuntimeError(f"{what} is a host-only operation and cannot be called inside a "
+    raise HostOnlyError(f"{what} is a host-only operation and cannot be called inside a "
                        f"defn: tensors there are symbolic (their values do not exist until "
                        f"the compiled function runs); {hint}")
 

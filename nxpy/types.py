@@ -19,7 +19,8 @@ import ml_dtypes
 import numpy as np
 
 __all__ = ["Type", "parse", "merge", "merge_scalar", "to_floating", "to_real", "to_aggregate",
-           "infer_scalar", "ALL_TYPES", "convert", "compute_dtype", "HALF_DTYPES"]
+           "infer_scalar", "ALL_TYPES", "convert", "compute_dtype", "HALF_DTYPES",
+           "check_representable", "UNSUPPORTED"]
 
 
 class Type(NamedTuple):
@@ -62,25 +63,54 @@ S32, S64, U32, F32, F64, C64, PRED = (Type("s", 32), Type("s", 64), Type("u", 32
                                       Type("f", 64), Type("c", 64), Type("pred", 1))
 
 
+#: Nx's types nxpy does not support (its 2- and 4-bit integers and 8-bit floats): their
+#: names are rejected, never read as NumPy's byte-size codes ("u4" is not uint32)
+UNSUPPORTED = {"s2": "2-bit signed integer", "s4": "4-bit signed integer",
+               "u2": "2-bit unsigned integer", "u4": "4-bit unsigned integer",
+               "f8": "8-bit float"}
+_NUMPY_NAMES = {t.dtype.name: str(t) for t in ALL_TYPES}
+
+
+def _invalid(t, why=""):
+    return TypeError(f"invalid type {t!r}{why}: expected one of {', '.join(_BY_NAME)} "
+                     f"(a string, a (kind, bits) tuple or a NumPy dtype)")
+
+
 def parse(t) -> Type:
-    """Accepts ``"f32"``, ``("f", 32)``, a :class:`Type`, or a NumPy dtype."""
+    """Accepts ``"f32"``, ``("f", 32)``, a :class:`Type`, or a NumPy dtype (or its full
+    name, ``"float32"``). A name is never reinterpreted: NumPy's byte-size codes
+    (``"u4"``, ``"f8"``, ``"i4"``) are rejected, as ``"u4"`` and ``"f8"`` are Nx's 4-bit
+    integer and 8-bit float, which nxpy does not support.
+
+    >>> str(parse("float32")), str(parse(np.int8))
+    ('f32', 's8')
+    >>> parse("u4")
+    Traceback (most recent call last):
+    ...
+    TypeError: invalid type 'u4' (Nx's 4-bit unsigned integer, which nxpy does not support): expected one of s8, s16, s32, s64, u8, u16, u32, u64, f16, bf16, f32, f64, c64, c128, pred, bool (a string, a (kind, bits) tuple or a NumPy dtype)
+    """
     if isinstance(t, Type):
         return t
-    if isinstance(t, str) and t in _BY_NAME:
-        return _BY_NAME[t]
-    if isinstance(t, tuple) and len(t) == 2:
-        kind, bits = t
-        name = "pred" if kind == "pred" else f"{kind}{bits}"
-        if name in _BY_NAME:
-            return _BY_NAME[name]
+    if isinstance(t, tuple):
+        if len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], int):
+            t = "pred" if t[0] == "pred" else f"{t[0]}{t[1]}"
+        else:
+            raise _invalid(t)
+    if isinstance(t, str):
+        if t in _BY_NAME:
+            return _BY_NAME[t]
+        if t in UNSUPPORTED:
+            raise _invalid(t, f" (Nx's {UNSUPPORTED[t]}, which nxpy does not support)")
+        if t in _NUMPY_NAMES:  # NumPy's full names only, never its byte-size codes
+            return _BY_NAME[_NUMPY_NAMES[t]]
+        raise _invalid(t)
     try:
         dt = np.dtype(t)
-    except TypeError:
+    except (TypeError, ValueError):
         dt = None
     if dt is not None and dt in _FROM_DTYPE:
         return _FROM_DTYPE[dt]
-    raise TypeError(f"invalid type {t!r}: expected one of {', '.join(_BY_NAME)} "
-                    f"(a string, a (kind, bits) tuple or a NumPy dtype)")
+    raise _invalid(t)
 
 
 def from_dtype(dt) -> Type:
@@ -232,3 +262,92 @@ def convert(arr: np.ndarray, t: Type) -> np.ndarray:
         if arr.dtype.kind == "c" and not t.is_complex:
             return arr.real.astype(dt)
         return arr.astype(dt)
+
+
+def _first(arr, mask):
+    v = arr[mask].flat[0] if arr.ndim else arr.item()
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def check_representable(data, t: Type, what: str = "value") -> None:
+    """Raises unless every number of ``data`` (a Python number, or a NumPy array of
+    numbers: an object array for integers beyond 64 bits) can be held by type ``t``.
+
+    This is the check on values *entering* nxpy (tensor creation, ``full``, Python
+    scalars in ops), as NumPy 2 and JAX make it: an integer out of ``t``'s range, or too
+    big for a float type, is an OverflowError; NaN or infinity into an integer type a
+    ValueError; a complex number with an imaginary part into a real type a TypeError.
+    Floats into integer types truncate toward zero, as in NumPy; float values beyond a
+    float type's range round to infinity (IEEE). Conversions of tensors (``as_type``)
+    keep XLA's semantics and are not checked.
+
+    >>> check_representable(255, parse("u8"))
+    >>> check_representable(300, parse("u8"), "x")
+    Traceback (most recent call last):
+    ...
+    OverflowError: x: integer 300 is out of range for u8 (0 to 255)
+    >>> check_representable(float("nan"), parse("s32"))
+    Traceback (most recent call last):
+    ...
+    ValueError: value: nan cannot be converted to the integer type s32
+    """
+    if t.is_pred or type(data) is bool or (type(data) is float and not t.is_int):
+        return
+    if type(data) is int:  # the common case (a scalar in an op), without NumPy
+        _check_ints((data,), t, what)
+        return
+    arr = data if isinstance(data, np.ndarray) else np.asarray(data)
+    if not arr.size or arr.dtype.kind == "b":
+        return
+    if arr.dtype.kind in "iuO":  # an object array holds Python ints beyond 64 bits
+        ints = [int(arr.min()), int(arr.max())] if arr.dtype.kind != "O" else \
+            [int(v) for v in arr.flat]
+        _check_ints(ints, t, what)
+        return
+    if arr.dtype.kind == "c" and not t.is_complex:
+        bad = arr.imag != 0
+        if np.any(bad):
+            raise TypeError(f"{what}: complex number {_first(arr, bad)} cannot be held by the "
+                            f"real type {t}: take nx.real of it, or use a complex type")
+        arr = arr.real
+    if t.is_int:
+        f = arr.astype(np.float64)
+        bad = ~np.isfinite(f)
+        if np.any(bad):
+            raise ValueError(f"{what}: {_first(f, bad)} cannot be converted to the integer "
+                             f"type {t}")
+        info = np.iinfo(t.dtype)
+        tr = np.trunc(f)  # the bounds are exact in f64 (0 or powers of two)
+        bad = (tr < float(info.min)) | (tr >= float(int(info.max) + 1))
+        if np.any(bad):
+            raise OverflowError(f"{what}: value {_first(f, bad)} is out of range for {t} "
+                                f"({info.min} to {info.max})")
+
+
+def _int_text(v: int) -> str:
+    s = str(v)
+    return s if len(s) <= 24 else f"{s[:12]}...({len(s.lstrip('-'))} digits)"
+
+
+def _int_range(t: Type) -> tuple:
+    """The integers type ``t`` holds: its range, or ± the largest finite float."""
+    if t.is_int:
+        info = np.iinfo(t.dtype)
+        return int(info.min), int(info.max)
+    top = int(float(ml_dtypes.finfo(to_real(t).dtype).max))
+    return -top, top
+
+
+_INT_RANGES = {t: _int_range(t) for t in ALL_TYPES if not t.is_pred}
+
+
+def _check_ints(ints, t: Type, what) -> None:
+    lo, hi = _INT_RANGES[t]
+    bad = next((v for v in ints if not lo <= v <= hi), None)
+    if bad is None:
+        return
+    if t.is_int:
+        raise OverflowError(f"{what}: integer {_int_text(bad)} is out of range for {t} "
+                            f"({lo} to {hi})")
+    raise OverflowError(f"{what}: integer {_int_text(bad)} is too large for {t} (its largest "
+                        f"finite value is {float(hi):g})")

@@ -1405,9 +1405,10 @@ def test_eye():
 
 def test_full():
     for shape, v, t, t_out in [((2, 3), 7, None, "s32"), ((), 2.5, None, "f32"), ((3,), True, None, "pred"),
-                               ((0, 2), 1, "f16", "f16"), ((2,), -1, "u8", "u8"),
+                               ((0, 2), 1, "f16", "f16"), ((2,), 255, "u8", "u8"),
                                ((2, 2), 1 + 2j, None, "c64"), ((3,), 2**40, "s64", "s64"),
-                               ((2,), 0.1, "f64", "f64"), ((2,), 300.7, "s8", "s8")]:
+                               ((2,), 0.1, "f64", "f64"), ((2,), -100.7, "s8", "s8")]:
+        # (values the type cannot hold, -1 as u8 or 300.7 as s8, are errors: test_validation)
         src = np.full(shape, v)
         exp = convert_oracle(src, tname(src.dtype), t_out) if t is not None else np.full(shape, v, dt(t_out))
         check(run(lambda: nx.full(shape, v, type=t)), exp, t_out, 0, 0, f"full {shape} {v} {t}")

@@ -85,7 +85,7 @@ def test_warm_program_called_inside_a_defn_is_still_rejected():
     xs = _on_devices(np.ones((4, 4), np.float32), mesh)
     f = shard_jit(lambda x: x * 2, mesh, input_shardings=[SPEC], compiler="exla")
     f([[x] for x in xs])
-    with pytest.raises(RuntimeError, match="host-only"):
+    with pytest.raises(nx.HostOnlyError, match="host-only"):
         jit(lambda t: f([[x] for x in xs])[0] + t)(nx.tensor(1.0))
 
 

@@ -110,7 +110,7 @@ def all_gather(tensor, opts=None, **kwargs):
     if not tiled or o.get("axis_index_groups") is not None:
         raise ValueError("all_gather: tiled=False and axis_index_groups are local-view options: "
                          "use them inside shard_map")
-    dim = S.normalize_axis(o["all_gather_dim"], x.rank, x.names)
+    dim = _dim(x, o["all_gather_dim"], "all_gather", "all_gather_dim")
     channel = _channel(o, "all_gather")
     if ctx is None or not isinstance(x.data, Expr):
         if o.get("axes") or o.get("replica_groups"):
@@ -151,9 +151,9 @@ def all_gather(tensor, opts=None, **kwargs):
 
 def _channel(o, op):
     channel = o.get("channel_id", 1)
-    if isinstance(channel, bool) or not isinstance(channel, int) or channel < 1:
+    if S.as_int(channel) is None or S.as_int(channel) < 1:
         raise ValueError(f"{op}: channel_id must be a positive integer, got {channel!r}")
-    return channel
+    return S.as_int(channel)
 
 
 # ----------------------------------------------------------------------------------------
@@ -173,7 +173,14 @@ def _axes(ctx, axes, op) -> tuple:
     if axes is None:
         raise ValueError(f"{op}: the mesh axes to operate over are required (a name, an "
                          f"index or a tuple of them)")
-    given = [axes] if isinstance(axes, (int, str)) else list(axes)
+    if isinstance(axes, str) or S.as_int(axes) is not None:
+        given = [axes]
+    else:
+        try:
+            given = list(axes)
+        except TypeError:
+            raise TypeError(f"{op}: expected the mesh axes to be a name, an index or a tuple "
+                            f"of them, got {axes!r} ({type(axes).__name__})") from None
     if not given:
         raise ValueError(f"{op}: expected at least one mesh axis, got {axes!r}")
     out = tuple(ctx.mesh.axis_index(a) for a in given)
@@ -207,12 +214,16 @@ def _groups(ctx, axes, aig, op):
     return mesh.groups(axes, aig)
 
 
-def _dim(x, d, op, what):
+def _dim(x, d, op, what, rank=None):
+    rank = x.rank if rank is None else rank
     try:
-        return S.normalize_axis(d, x.rank, x.names)
+        return S.normalize_axis(d, rank, x.names if rank == x.rank else None)
     except ValueError:
-        raise ValueError(f"{op}: {what} {d!r} is out of range for a tensor of rank {x.rank} "
+        raise ValueError(f"{op}: {what} {d!r} is out of range for a tensor of rank {rank} "
                          f"(shape {x.shape})") from None
+    except TypeError:
+        raise TypeError(f"{op}: expected {what} to be an integer or a dim name, got {d!r} "
+                        f"({type(d).__name__})") from None
 
 
 def _local_tensor(x, op):
@@ -239,7 +250,7 @@ def _local_all_gather(ctx, x, o, tiled):
         d = _dim(x, o["all_gather_dim"], op, "all_gather_dim")
         shape = x.shape[:d] + (x.shape[d] * n,) + x.shape[d + 1:]
     else:
-        d = S.normalize_axis(o["all_gather_dim"], x.rank + 1)
+        d = _dim(x, o["all_gather_dim"], op, "all_gather_dim", x.rank + 1)
         shape = x.shape[:d] + (n,) + x.shape[d:]
     norm = {"all_gather_dim": d, "axes": axes, "replica_groups": groups,
             "channel_id": _channel(o, op), "tiled": bool(tiled), "view": "local"}
@@ -347,7 +358,9 @@ def all_to_all(x, axes, split_axis, concat_axis, tiled=False, *, axis_index_grou
 def _pairs(ctx, axes, perm, op):
     n = _group_size(ctx.mesh, axes)
     try:
-        perm = [(int(s), int(d)) for s, d in perm]
+        perm = [S.integers(p, "pair") for p in perm]
+        if any(len(p) != 2 for p in perm):
+            raise ValueError
     except (TypeError, ValueError):
         raise TypeError(f"{op}: perm must be a list of (source, destination) index pairs, "
                         f"got {perm!r}") from None
@@ -388,8 +401,7 @@ def shift(x, axes, offset, rotate=False):
     axes = _axes(ctx, axes, "shift")
     if len(axes) != 1:
         raise ValueError(f"shift: moves along one mesh axis, got {len(axes)}")
-    if isinstance(offset, bool) or not isinstance(offset, int):
-        raise TypeError(f"shift: offset must be an integer, got {offset!r}")
+    offset = S.integer(offset, "shift: offset")
     n = ctx.mesh.shape[axes[0]]
     perm = [(k, (k + offset) % n) for k in range(n)] if rotate else \
         [(k, k + offset) for k in range(n) if 0 <= k + offset < n]
@@ -404,7 +416,7 @@ def collective_broadcast(x, axes, source=0):
     x = _local_tensor(x, "collective_broadcast")
     axes = _axes(ctx, axes, "collective_broadcast")
     n = _group_size(ctx.mesh, axes)
-    if isinstance(source, bool) or not isinstance(source, int) or not 0 <= source < n:
+    if S.as_int(source) is None or not 0 <= S.as_int(source) < n:
         raise ValueError(f"collective_broadcast: source must be an index in [0, {n}), got "
                          f"{source!r}")
     return _node("collective_broadcast", x.shape, x.type, x, x.names, axes=axes,

@@ -11,7 +11,7 @@ from ..backend import default_backend
 from ..registry import PluginError, Registry
 
 __all__ = ["Compiler", "COMPILERS", "get_compiler", "register_compiler",
-           "register_compiler_factory", "check_options"]
+           "register_compiler_factory", "check_options", "compile_graph", "compile_graph_sharded"]
 
 
 class Compiler:
@@ -63,6 +63,29 @@ class Compiler:
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _plugin_name(comp) -> str:
+    return f"compiler {getattr(comp, 'name', '?')!r} ({type(comp).__module__}.{type(comp).__qualname__})"
+
+
+def compile_graph(comp, graph, opts):
+    """``comp.compile(graph, opts)``, checked: a result that is not callable is a
+    PluginError naming the compiler (rather than a TypeError at the first call)."""
+    run = comp.compile(graph, opts)
+    if not callable(run):
+        raise PluginError(f"{_plugin_name(comp)}: compile() returned {type(run).__name__} "
+                          f"{run!r:.60}, expected a callable run(args) -> results")
+    return run
+
+
+def compile_graph_sharded(comp, graph, mesh, in_sh, out_sh, propagator, opts):
+    """``comp.compile_sharded(...)``, checked as :func:`compile_graph` checks compile."""
+    result = comp.compile_sharded(graph, mesh, in_sh, out_sh, propagator, opts)
+    if not (isinstance(result, tuple) and len(result) == 2 and callable(result[0])):
+        raise PluginError(f"{_plugin_name(comp)}: compile_sharded() returned {result!r:.60}, "
+                          f"expected a pair (run, module or None) with a callable run")
+    return result
 
 
 def _check_options_declared(name, obj):

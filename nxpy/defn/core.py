@@ -16,14 +16,14 @@ import inspect
 
 import numpy as np
 
-from .. import _context, pjrt, telemetry, types as T
+from .. import _context, pjrt, shape as S, telemetry, types as T
 from ..backend import default_backend
 from ..cache import FunctionCache
 from ..tensor import Tensor, shape_str
 from ..ops import to_tensor
 from ..ops.core import PORTABLE
 from . import tree as tree_mod
-from .compiler import check_options, get_compiler
+from .compiler import check_options, compile_graph, get_compiler
 from .expr import Fn, trace_fn
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Jit", "Compiled",
@@ -100,10 +100,10 @@ def _leaves_of(fun, args, kwargs_tensors):
         if not isinstance(x, Tensor):
             try:
                 leaves[i] = to_tensor(x)
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, OverflowError) as e:
                 what = _leaf_names(fun, tree, len(args))[i]
-                if isinstance(e, ValueError):
-                    raise ValueError(f"{what}: {e}") from None
+                if not isinstance(e, TypeError) or isinstance(x, (np.ndarray, np.generic)):
+                    raise type(e)(f"{what}: {e}") from None  # a value of the right kind
                 raise TypeError(f"{what}: expected a tensor, a NumPy array, a number or a "
                                 f"container (tuple, list, dict) of them, got "
                                 f"{type(x).__name__}") from None
@@ -177,7 +177,7 @@ def check_donate_argnums(donate_argnums, what: str) -> tuple:
     nums = donate_argnums if isinstance(donate_argnums, (list, tuple)) else (donate_argnums,)
     out = set()
     for n in nums:
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        if S.as_int(n) is None:
             raise TypeError(f"{what}: donate_argnums must be an int or a sequence of ints "
                             f"(positions of the arguments to donate), got {donate_argnums!r}")
         if n < 0:
@@ -258,6 +258,8 @@ class Jit:
     the same function reuses it). Calling it inside another defn inlines it."""
 
     def __init__(self, fun, compiler=None, donate_argnums=None, **opts):
+        if not callable(fun):
+            raise TypeError(f"jit: expected fun to be a callable, got {fun!r}")
         functools.update_wrapper(self, fun)
         if "__name__" not in self.__dict__:  # a partial, a callable object: still named
             self.__name__ = getattr(fun, "__name__", type(fun).__name__)
@@ -312,7 +314,7 @@ class Jit:
             graph = trace(self.fun, args, kwargs, list(templates), expand=expansions(comp))
             graph.donated = donated
             self.trace_count += 1
-            return donating(comp.compile(graph, opts), donated, where), graph.tree
+            return donating(compile_graph(comp, graph, opts), donated, where), graph.tree
 
         exe = PROGRAMS.get(self.fun, key, build)
         if not kwargs and all(type(x) is Tensor or type(x) is np.ndarray for x in args) \
@@ -392,6 +394,8 @@ class Compiled:
     a defn inlines it (after the same argument checks)."""
 
     def __init__(self, fun, templates, compiler, opts):
+        if not callable(fun):
+            raise TypeError(f"compile: expected fun to be a callable, got {fun!r}")
         self.fun = fun
         self.__name__ = getattr(fun, "__name__", "function")
         leaves, tree = tree_mod.flatten((tuple(templates), {}))
@@ -421,7 +425,7 @@ class Compiled:
                       expand=expansions(comp))
         graph.donated = donated
         self.graph = graph
-        self._run = donating(comp.compile(graph, opts), donated, where)
+        self._run = donating(compile_graph(comp, graph, opts), donated, where)
 
     def __call__(self, *args):
         if len(args) != self._n:

@@ -274,7 +274,7 @@ class ExprBackend(Backend):
         return self.from_tensor(t)
 
     def to_numpy(self, t):
-        raise RuntimeError("to_numpy (reading a tensor's values) is a host-only operation and "
+        raise _context.HostOnlyError("to_numpy (reading a tensor's values) is a host-only operation and "
                            "cannot be called inside a defn: the values do not exist yet while "
                            "the defn is traced; return the tensor from the defn instead, and "
                            "use nx.cond / nx.select instead of Python if on tensors")

@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import _context
 from .. import ops as O
-from .. import types as T
+from .. import shape as S, types as T
 from ..ops import primitive
 from ..tensor import Tensor, shape_str
 from . import sharding as SH
@@ -644,12 +644,20 @@ def _subgraph(e, memo):
 def _differentiate(fun, args, kwargs, argnums, has_aux):
     """``(value, aux, grads)`` of ``fun(*args, **kwargs)`` w.r.t. ``args[argnums]``, traced
     into the current scope."""
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
+    single = S.as_int(argnums) is not None
+    try:
+        nums = (argnums,) if single else tuple(argnums)
+    except TypeError:
+        raise TypeError(f"grad: expected argnums to be an integer or a sequence of integers, "
+                        f"got {argnums!r}") from None
     for n in nums:
-        if isinstance(n, bool) or not isinstance(n, int) or not -len(args) <= n < len(args):
+        if S.as_int(n) is None:
+            raise TypeError(f"grad: expected argnums to be an integer or a sequence of "
+                            f"integers, got {argnums!r}")
+        if not -len(args) <= S.as_int(n) < len(args):
             raise ValueError(f"grad: argnums {argnums!r} out of range for {len(args)} "
                              f"positional argument(s)")
+    nums = tuple(S.as_int(n) for n in nums)
     nums = tuple(n % len(args) for n in nums)
     if len(set(nums)) != len(nums):
         raise ValueError(f"grad: argnums {argnums!r} names an argument twice")

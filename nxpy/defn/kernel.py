@@ -117,6 +117,9 @@ def while_loop(cond_fun, body_fun, state, *, max_iterations=None):
     >>> f(5)["acc"].tolist()
     32.0
     """
+    for arg, f in (("cond_fun", cond_fun), ("body_fun", body_fun)):
+        if not callable(f):
+            raise TypeError(f"while_loop: expected {arg} to be a callable, got {f!r}")
     if max_iterations is not None:
         return _capped_while(cond_fun, body_fun, state, max_iterations)
     leaves, tree = tree_mod.flatten(state)
@@ -153,8 +156,9 @@ def _caller() -> str:
 
 
 def _capped_while(cond_fun, body_fun, state, n):
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+    if S.as_int(n) is None or S.as_int(n) < 0:
         raise ValueError(f"while_loop: max_iterations must be a non-negative integer, got {n!r}")
+    n = S.as_int(n)
 
     def capped_cond(s):
         return ops.logical_and(ops.less(s[1], n), cond_fun(s[0]))
@@ -174,6 +178,9 @@ def fori_loop(lower, upper, body_fun, init_val):
     >>> jit(lambda x: nx.fori_loop(0, 3, lambda i, v: v * 2 + i, x))(nx.tensor(1.0)).tolist()
     12.0
     """
+    if not callable(body_fun):
+        raise TypeError(f"fori_loop: expected body_fun to be a callable, got {body_fun!r}")
+
     def cond_fun(s):
         return ops.less(s[0], upper)
 

@@ -26,6 +26,7 @@ from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import mesh_context
+from .compiler import compile_graph_sharded
 from .core import (Jit, _resolve, check_donate_argnums, check_not_reused, donated_leaves,
                    expansions, give_up, trace)
 
@@ -85,6 +86,8 @@ class ShardJit:
 
     def __init__(self, fun, mesh, input_shardings=None, output_shardings=None, compiler=None,
                  check_replicas=None, donate_argnums=None, **opts):
+        if not callable(fun):
+            raise TypeError(f"shard_jit: expected fun to be a callable, got {fun!r}")
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_jit: expected mesh to be an nx.Mesh, got {mesh!r}")
         if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
@@ -164,8 +167,10 @@ class ShardJit:
                                 f"{{tensor_dim: [mesh_axes]}}, got {s!r}")
         # an argument's sharding applies to each tensor of a container argument
         per_leaf = [spec for spec, a in zip(specs, args0) for _ in tree_mod.flatten(a)[0]]
-        return [SH.normalize(spec, t.shape, self.mesh, t.names)
-                for spec, t in zip(per_leaf, templates)]
+        leaf_arg = [i for i, a in enumerate(args0) for _ in tree_mod.flatten(a)[0]]
+        return [SH.normalize(spec, t.shape, self.mesh, t.names,
+                             what=f"input sharding of argument {i}")
+                for spec, t, i in zip(per_leaf, templates, leaf_arg)]
 
     def _fast_prepare(self, per_device_args):
         """The common case, checked quickly: every device gets a flat list (or tuple) of
@@ -271,7 +276,7 @@ class ShardJit:
                                  f"configuration(s), got {len(specs)}")
             out_sh = []
             for i, (s, o) in enumerate(zip(specs, graph.outputs)):
-                sh = SH.normalize(s, o.shape, mesh, o.names, what="output sharding")
+                sh = SH.normalize(s, o.shape, mesh, o.names, what=f"output sharding {i}")
                 for d, axes in enumerate(sh):
                     f = 1
                     for a in axes:
@@ -287,7 +292,7 @@ class ShardJit:
         opts = dict(self.opts)
         if self.check_replicas is not None:
             opts["check_replicas"] = self.check_replicas
-        run, module = self.compiler.compile_sharded(graph, mesh, in_sh, out_sh, prop, opts)
+        run, module = compile_graph_sharded(self.compiler, graph, mesh, in_sh, out_sh, prop, opts)
         if graph.donated:
             run = _donating_sharded(run, graph.donated, self._where())
         return ShardedExecutable(graph, mesh, in_sh, out_sh, run, module)

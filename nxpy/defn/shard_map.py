@@ -64,14 +64,25 @@ def _is_single_spec(specs):
 
 
 def _per_leaf(specs, groups, what):
-    """``groups``: the number of leaves of each argument (or output)."""
+    """``groups``: the number of leaves of each argument (or output). Each leaf's spec is
+    given as ``(dict, spec)``: the spec as given checks its length against the rank."""
     if _is_single_spec(specs):
-        return [spec_to_dict(specs)] * sum(groups)
+        return [(spec_to_dict(specs), specs)] * sum(groups)
     specs = list(specs)
     if len(specs) != len(groups):
         raise ValueError(f"shard_map: expected {len(groups)} {what} (one per "
                          f"{'argument' if what == 'in_specs' else 'output'}), got {len(specs)}")
-    return [spec_to_dict(s) for s, n in zip(specs, groups) for _ in range(n)]
+    return [(spec_to_dict(s), s) for s, n in zip(specs, groups) for _ in range(n)]
+
+
+def _normalize(spec, given, x, mesh, what):
+    """A leaf's spec normalised; a per-dim spec longer than the rank is an error (as in
+    JAX), even when the extra entries are None."""
+    given = _partition_spec(given)
+    if isinstance(given, (tuple, list)) and len(given) > x.rank:
+        raise ValueError(f"shard_map: {what} {given!r} has {len(given)} entries but the "
+                         f"tensor has rank {x.rank} (shape {x.shape})")
+    return SH.normalize(spec, x.shape, mesh, x.names, what=f"shard_map {what}")
 
 
 def _fmt_axes(mesh, axes):
@@ -83,6 +94,8 @@ class ShardMap:
     called directly it jits itself (with ``compiler=`` if given)."""
 
     def __init__(self, fun, mesh, in_specs, out_specs, check_vma=True, **jit_opts):
+        if not callable(fun):
+            raise TypeError(f"shard_map: expected fun to be a callable, got {fun!r}")
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_map: expected mesh to be an nx.Mesh, got {mesh!r}")
         self.fun, self.mesh = fun, mesh
@@ -110,8 +123,9 @@ class ShardMap:
         inputs = [EXPR.lift(to_tensor(x, f"argument leaf {i}")) for i, x in enumerate(leaves)]
         counts = [len(tree_mod.flatten(a)[0]) for a in args]
         in_sh = []
-        for i, (spec, x) in enumerate(zip(_per_leaf(self.in_specs, counts, "in_specs"), inputs)):
-            sh = SH.normalize(spec, x.shape, mesh, x.names, what="in_spec")
+        for i, ((spec, given), x) in enumerate(zip(_per_leaf(self.in_specs, counts, "in_specs"),
+                                                   inputs)):
+            sh = _normalize(spec, given, x, mesh, f"in_spec of argument leaf {i}")
             for d, axes in enumerate(sh):
                 f = SH._factor(sh, mesh, d)
                 if x.shape[d] % f:
@@ -131,9 +145,9 @@ class ShardMap:
             body = trace_fn(lambda a: run(a, ctx), local, tree=tree, parent=_context.current())
         out_groups = [1] * len(body.outputs)
         out_sh, templates = [], []
-        for i, (spec, o) in enumerate(zip(_per_leaf(self.out_specs, out_groups, "out_specs"),
-                                          body.outputs)):
-            sh = SH.normalize(spec, o.shape, mesh, o.names, what="out_spec")
+        for i, ((spec, given), o) in enumerate(zip(_per_leaf(self.out_specs, out_groups,
+                                                             "out_specs"), body.outputs)):
+            sh = _normalize(spec, given, o, mesh, f"out_spec of output {i}")
             out_sh.append(sh)
             templates.append((SH.global_shape(o.shape, sh, mesh), o.type, o.names))
         if self.check_vma:

@@ -52,7 +52,11 @@ def normalize(spec, shape, mesh, names=None, *, what="input sharding") -> tuple:
     for dim, axes in items:
         if isinstance(dim, str) and dim.lstrip("-").isdigit():
             dim = int(dim)  # JSON-style keys
-        d = S.normalize_axis(dim, rank, names)
+        try:
+            d = S.normalize_axis(dim, rank, names)
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"{what} {spec!r}: tensor dim {dim!r} is not a dim of a tensor of "
+                          f"shape {tuple(shape)}: {e}") from None
         if d in seen_dims:
             raise ValueError(f"tensor dim {dim!r} appears twice in the same {what}")
         seen_dims.add(d)

@@ -121,9 +121,9 @@ def complex(real, imag) -> Tensor:  # noqa: A001 - the op, as in Nx
         t = v.type if isinstance(v, Tensor) else to_tensor(v, arg).type
         if t.is_complex:
             raise TypeError(f"complex: expected {arg} to have a real (non-complex) type, got {t}")
-    re, im = _binary_operands(real, imag)
+    re, im = _binary_operands(real, imag, "complex", ("real", "imag"))
     shape = S.broadcast(re.shape, im.shape, op="complex")
-    names = S.broadcast_names(shape, re, im)
+    names = S.broadcast_names(shape, re, im, op="complex")
     t = to_complex_type(T.merge(re.type, im.type))
     return dispatch("complex", _out(shape, t, names), re, im)
 

@@ -59,7 +59,7 @@ primitive("compositions", "population_count", "count_leading_zeros")
 
 
 def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    return S.as_int(v) is not None
 
 
 def _slice_axis(x: Tensor, start: int, length: int, axis: int, stride: int = 1) -> Tensor:
@@ -258,10 +258,7 @@ def rename(x, names) -> Tensor:
     """
     x = to_tensor(x, "x")
     if names is not None:
-        names = tuple(names)
-        if len(names) != x.rank:
-            raise ValueError(f"rename: expected {x.rank} names for shape {x.shape}, got "
-                             f"{list(names)}")
+        names = S.check_names(names, x.shape, "rename: names")
     return renamed(x, names)
 
 
@@ -396,7 +393,7 @@ def fill(x, value, type=None) -> Tensor:
     """
     x = to_tensor(x, "x")
     if type is None:
-        _, v = _binary_operands(x, value)
+        _, v = _binary_operands(x, value, "fill", ("x", "value"))
         t = T.merge(x.type, v.type)
     else:
         t = T.parse(type)
@@ -487,7 +484,7 @@ def all_close(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> Tensor:
     >>> bool(nx.all_close(nx.tensor([1.0e10, 1.0e-7]), nx.tensor([1.00001e10, 1.0e-8])))
     False
     """
-    a, b = _binary_operands(a, b)
+    a, b = _binary_operands(a, b, "all_close", ("a", "b"))
     ints = not a.type.is_inexact and not b.type.is_inexact
     abs_b = abs(as_type(b, T.F64)) if ints else abs(b)
     close = less_equal(abs(subtract(a, b)), add(atol, multiply(rtol, abs_b)))

@@ -30,7 +30,7 @@ def dot(a, *args) -> Tensor:
     (3, 4)
     """
     if len(args) == 1:
-        a, b = _binary_operands(a, args[0])
+        a, b = _binary_operands(a, args[0], "dot", ("a", "b"))
         if a.rank == 0 or b.rank == 0:
             return multiply(a, b)
         ca, cb, ba, bb = [a.rank - 1], [builtins.max(b.rank - 2, 0)], [], []
@@ -70,7 +70,7 @@ def dot(a, *args) -> Tensor:
 
 def matmul(a, b) -> Tensor:
     """``a @ b``: ``dot`` for rank <= 2; leading dims are batch dims for higher ranks."""
-    a, b = _binary_operands(a, b)
+    a, b = _binary_operands(a, b, "matmul", ("a", "b"))
     if a.rank >= 3 and b.rank >= 3 and a.rank == b.rank:
         nb = a.rank - 2
         return dot(a, [a.rank - 1], list(range(nb)), b, [b.rank - 2], list(range(nb)))

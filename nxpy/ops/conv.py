@@ -29,13 +29,10 @@ primitive("conv", "conv")
 
 
 def _spatial_ints(what, value, n):
-    if isinstance(value, bool):
-        raise TypeError(f"conv: expected {what} to be a positive integer or a list of {n} "
-                        f"positive integers, got {value!r}")
-    if isinstance(value, (int, np.integer)):
-        value = [int(value)] * n
+    if S.as_int(value) is not None:
+        value = [S.as_int(value)] * n
     try:
-        out = tuple(int(v) for v in value)
+        out = S.integers(value, what)
     except TypeError:
         raise TypeError(f"conv: expected {what} to be a positive integer or a list of {n} "
                         f"positive integers, got {value!r}") from None

@@ -62,8 +62,8 @@ def check_kind(op, arg, t: T.Type, kinds: str):
 # ----------------------------------------------------------------------------------------
 def template(shape, type, names=None) -> Tensor:
     """A tensor with a shape, type and names but no data (for ``defn.compile``)."""
-    shape = tuple(int(d) for d in shape)
-    return Tensor(None, shape, T.parse(type), tuple(names) if names else None)
+    shape = S.dims(shape, "template: shape")
+    return Tensor(None, shape, T.parse(type), _check_names(names, shape, "template") if names else None)
 
 
 def _out(shape, type, names=None) -> Tensor:
@@ -247,7 +247,8 @@ def to_tensor(x, arg="tensor") -> Tensor:
                     f"got {type(x).__name__}")
 
 
-def _scalar_like(value, type, backend) -> Tensor:
+def _scalar_like(value, type, backend, what="value") -> Tensor:
+    T.check_representable(value, type, what)
     return backend.constant(_out((), type), value)
 
 
@@ -281,13 +282,6 @@ def _big_ints(arr, data):
         return obj
 
 
-def _wrap_ints(arr, t: T.Type):
-    """Integers (an object or uint64 array) wrapped into integer type ``t``."""
-    info = np.iinfo(t.dtype)
-    lo, n = int(info.min), int(info.max) - int(info.min) + 1
-    return np.array([(int(v) - lo) % n + lo for v in arr.flat], dtype=t.dtype).reshape(arr.shape)
-
-
 def tensor(data, type=None, names=None, backend=None) -> Tensor:
     """A tensor from a number, nested lists, a NumPy array or another tensor.
 
@@ -307,7 +301,10 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
         return renamed(t, names)
     if isinstance(data, (np.ndarray, np.generic)):
         arr = np.array(data)  # a copy: tensors are values, later writes to `data` must not show
-        t = T.parse(type) if type is not None else T.from_dtype(arr.dtype)
+        t = T.parse(type) if type is not None else _numpy_type(arr, "tensor")
+        if arr.dtype == object:
+            raise TypeError(f"tensor: cannot build a tensor from a NumPy array of dtype object "
+                            f"(Python objects): convert it to a numeric dtype first")
     else:
         try:
             arr = np.array(data)
@@ -317,30 +314,29 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
         big = _big_ints(arr, data)
         if big is not None:  # ints beyond int64: NumPy made floats or objects of them
             if type is None:
-                raise ValueError(f"integer {builtins.max(int(v) for v in big.flat)} does not "
-                                 f"fit in s32: pass a wider type, such as type='u64'")
-            arr = _wrap_ints(big, T.parse(type)) if T.parse(type).is_int else big.astype(np.float64)
+                raise OverflowError(f"tensor: integer {builtins.max(int(v) for v in big.flat)} "
+                                    f"does not fit in s32: pass a wider type, such as type='u64'")
+            T.check_representable(big, T.parse(type), "tensor")
+            arr = big.astype(T.parse(type).dtype if T.parse(type).is_int else np.float64)
         if arr.dtype == object:
             raise TypeError(f"cannot build a tensor from {data!r}: expected numbers or "
                             f"nested lists of numbers of equal lengths")
         t = T.parse(type) if type is not None else _infer_list_type(arr)
         if t == T.S32 and type is None and arr.size and (arr.max() > 2**31 - 1 or arr.min() < -2**31):
-            raise ValueError(f"integer {arr.max() if arr.max() > 2**31 - 1 else arr.min()} does "
-                             f"not fit in s32: pass a wider type, such as type='s64'")
+            raise OverflowError(f"tensor: integer {arr.max() if arr.max() > 2**31 - 1 else arr.min()} "
+                                f"does not fit in s32: pass a wider type, such as type='s64'")
+    if type is not None:
+        T.check_representable(arr, t, "tensor")
     if arr.dtype != t.dtype:
-        arr = T.convert(arr, t)  # XLA's conversion semantics (saturating, ...)
-    if names is not None and len(names) != arr.ndim:
-        raise ValueError(f"names {list(names)} must have one entry per dim of shape {arr.shape}")
+        arr = T.convert(arr, t)
+    if names is not None:
+        names = _check_names(names, arr.shape, "tensor")
     b = get_backend(backend) if backend is not None else default_backend()
     return b.from_numpy(arr, t, tuple(names) if names is not None else None)
 
 
 def _check_names(names, shape, op):
-    names = tuple(names)
-    if len(names) != len(shape) or not builtins.all(n is None or isinstance(n, str) for n in names):
-        raise ValueError(f"{op}: expected names to be one name (a string) or None per dim of "
-                         f"shape {tuple(shape)}, got {list(names)}")
-    return names
+    return S.check_names(names, shape, f"{op}: names")
 
 
 def renamed(t: Tensor, names) -> Tensor:
@@ -354,26 +350,22 @@ def renamed(t: Tensor, names) -> Tensor:
 def from_numpy(array, names=None, backend=None) -> Tensor:
     """A tensor holding ``array`` (its dtype decides the type)."""
     array = np.asarray(array)
+    return tensor(array, _numpy_type(array, "from_numpy"), names, backend)
+
+
+def _numpy_type(array, op) -> T.Type:
     try:
-        t = T.from_dtype(array.dtype)
+        return T.from_dtype(array.dtype)
     except KeyError:
-        raise TypeError(f"unsupported NumPy dtype {array.dtype}: expected one of "
-                        f"{', '.join(str(x) for x in T.ALL_TYPES)}") from None
-    return tensor(array, t, names, backend)
+        raise TypeError(f"{op}: unsupported NumPy dtype {array.dtype}"
+                        f"{' (Python objects)' if array.dtype == object else ''}: expected one of "
+                        f"{', '.join(t.dtype.name for t in T.ALL_TYPES)}") from None
 
 
 def _shape_arg(shape, op):
     if isinstance(shape, Tensor):
         return shape.shape
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        shape = tuple(int(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"{op}: expected a shape (tuple of non-negative ints), got {shape!r}") from None
-    if builtins.any(d < 0 for d in shape):
-        raise ValueError(f"{op}: expected a shape of non-negative ints, got {shape}")
-    return shape
+    return S.dims(shape, f"{op}: shape")
 
 
 def as_type(x, type) -> Tensor:
@@ -387,17 +379,19 @@ def as_type(x, type) -> Tensor:
     return dispatch("as_type", _out(x.shape, t, x.names), x)
 
 
-def _binary_operands(a, b):
-    """Tensors for a binary op; Python scalars take the other side's type, weakly."""
+def _binary_operands(a, b, op="op", args=("left operand", "right operand")):
+    """Tensors for a binary op; Python scalars take the other side's type, weakly (a
+    number no type of the promotion can hold is an OverflowError naming ``op`` and the
+    argument)."""
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         return a, b
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         if isinstance(a, _Number) and not isinstance(a, np.generic):
             a = tensor(a)
         else:
-            a = to_tensor(a, "left operand")
+            a = to_tensor(a, args[0])
     if isinstance(a, Tensor) and isinstance(b, _Number) and not isinstance(b, np.generic):
-        return a, _scalar_like(b, T.merge_scalar(a.type, b), pick([a]))
+        return a, _scalar_like(b, T.merge_scalar(a.type, b), pick([a]), f"{op}: {args[1]}")
     if isinstance(b, Tensor) and isinstance(a, _Number) and not isinstance(a, np.generic):
-        return _scalar_like(a, T.merge_scalar(b.type, a), pick([b])), b
-    return to_tensor(a, "left operand"), to_tensor(b, "right operand")
+        return _scalar_like(a, T.merge_scalar(b.type, a), pick([b]), f"{op}: {args[0]}"), b
+    return to_tensor(a, args[0]), to_tensor(b, args[1])

@@ -29,6 +29,8 @@ def iota(shape, axis=None, type="s32", names=None, backend=None) -> Tensor:
     """
     shape = _shape_arg(shape, "iota")
     t = T.parse(type)
+    if names is not None:
+        names = S.check_names(names, shape, "iota: names")
     if axis is None:
         flat = dispatch("iota", _out((S.size(shape),), t), backend=backend, axis=0)
         return reshape(flat, shape, names=names)
@@ -38,9 +40,12 @@ def iota(shape, axis=None, type="s32", names=None, backend=None) -> Tensor:
 
 def eye(n, type="s32", names=None, backend=None) -> Tensor:
     """Identity matrix: ``eye(3)`` or, with batch dims, ``eye((2, 3, 3))``."""
-    shape = (n, n) if isinstance(n, int) else _shape_arg(n, "eye")
+    shape = _shape_arg(n, "eye")
+    shape = shape * 2 if len(shape) == 1 and S.as_int(n) is not None else shape
     if len(shape) < 2:
         raise ValueError(f"eye: expected a shape of rank >= 2, got {shape}")
+    if names is not None:
+        names = S.check_names(names, shape, "eye: names")
     return dispatch("eye", _out(shape, T.parse(type), names), backend=backend)
 
 
@@ -51,5 +56,5 @@ def full(shape, value, type=None, names=None, backend=None) -> Tensor:
         v = value if type is None else as_type(value, type)
     else:
         t = T.parse(type) if type is not None else T.infer_scalar(value)
-        v = _scalar_like(value, t, _creation_backend(backend))
+        v = _scalar_like(value, t, _creation_backend(backend), "full: value")
     return broadcast(v, shape, names=names)

@@ -106,7 +106,7 @@ def _binary(name, a, b, cache=None):
         _remember(cache, (a.backend, a.device_id, a.shape, a.type, a.names, b.device_id, b.shape,
                           b.type, b.names), name, out, a.backend, (a, b))
         return dispatch(name, out, a, b)
-    a, b = _binary_operands(a, b)
+    a, b = _binary_operands(a, b, name)
     return dispatch(name, _binary_out(name, a, b), a, b)
 
 
@@ -115,7 +115,7 @@ def _binary_out(name, a, b):
     check_kind(name, "left operand", a.type, kinds)
     check_kind(name, "right operand", b.type, kinds)
     shape = S.broadcast(a.shape, b.shape, op=name)
-    names = S.broadcast_names(shape, a, b)
+    names = S.broadcast_names(shape, a, b, op=name)
     m = T.merge(a.type, b.type)
     if rule == "merge":
         t = U8 if (m.is_pred and name in _ARITH_ON_PRED) else m
@@ -178,7 +178,7 @@ round = globals()["round"]  # noqa: A001
 
 def floor_divide(a, b):
     """Python's ``//``: floor of the quotient (integers round toward negative infinity)."""
-    a, b = _binary_operands(a, b)
+    a, b = _binary_operands(a, b, "floor_divide")
     if T.merge(a.type, b.type).is_inexact:
         return floor(divide(a, b))  # noqa: F821 - defined from the UNARY table
     q = quotient(a, b)  # noqa: F821
@@ -189,7 +189,7 @@ def floor_divide(a, b):
 
 def mod(a, b):
     """Python's ``%``: the remainder takes the sign of the divisor."""
-    a, b = _binary_operands(a, b)
+    a, b = _binary_operands(a, b, "mod")
     r = remainder(a, b)  # noqa: F821
     fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))  # noqa: F821
     return select(fix, add(r, b), r)  # noqa: F821
@@ -198,11 +198,11 @@ def mod(a, b):
 def select(pred, on_true, on_false) -> Tensor:
     """``on_true`` where ``pred`` is non-zero, else ``on_false`` (all three broadcast)."""
     pred = to_tensor(pred, "pred")
-    on_true, on_false = _binary_operands(on_true, on_false)
+    on_true, on_false = _binary_operands(on_true, on_false, "select", ("on_true", "on_false"))
     shape = S.broadcast(S.broadcast(pred.shape, on_true.shape, op="select"), on_false.shape,
                         op="select")
     t = T.merge(on_true.type, on_false.type)
-    names = S.broadcast_names(shape, pred, on_true, on_false)
+    names = S.broadcast_names(shape, pred, on_true, on_false, op="select")
     return dispatch("select", _out(shape, t, names), pred, on_true, on_false)
 
 
@@ -210,8 +210,8 @@ def clip(x, min, max) -> Tensor:  # noqa: A002
     """Clamps ``x`` to ``[min, max]``; the bounds broadcast to ``x``'s shape."""
     x = to_tensor(x, "x")
     check_kind("clip", "x", x.type, "real")
-    _, lo = _binary_operands(x, min)
-    _, hi = _binary_operands(x, max)
+    _, lo = _binary_operands(x, min, "clip", ("x", "min"))
+    _, hi = _binary_operands(x, max, "clip", ("x", "max"))
     for arg, b in (("min", lo), ("max", hi)):
         check_kind("clip", arg, b.type, "real")
         if S.broadcast(x.shape, b.shape, op="clip") != x.shape:

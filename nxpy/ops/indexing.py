@@ -51,8 +51,8 @@ def _start_indices(x, start_indices, op):
                 raise TypeError(f"{op}: start index {i} must be an int or a scalar integer "
                                 f"tensor, got type {s.type}")
             out.append(s)
-        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool):
-            out.append(int(s))
+        elif S.as_int(s) is not None:
+            out.append(S.as_int(s))
         else:
             raise TypeError(f"{op}: start index {i} must be an int or a scalar integer "
                             f"tensor, got {s!r}")
@@ -62,9 +62,9 @@ def _start_indices(x, start_indices, op):
 def _strides(strides, rank, op):
     if strides is None:
         return (1,) * rank
-    if isinstance(strides, (int, np.integer)):
-        return (int(strides),) * rank
-    return tuple(int(v) for v in strides)
+    if S.as_int(strides) is not None:
+        return (S.as_int(strides),) * rank
+    return S.integers(strides, f"{op}: strides")
 
 
 def slice(x, start_indices, lengths, strides=None) -> Tensor:  # noqa: A001
@@ -85,7 +85,7 @@ def slice(x, start_indices, lengths, strides=None) -> Tensor:  # noqa: A001
     """
     x = to_tensor(x, "x")
     starts = _start_indices(x, start_indices, "slice")
-    lengths = tuple(int(v) for v in lengths)
+    lengths = S.integers(lengths, "slice: lengths")
     strides = _strides(strides, x.rank, "slice")
     if len(lengths) != x.rank or len(strides) != x.rank:
         raise ValueError(f"slice: expected {x.rank} lengths and strides for shape {x.shape}, "

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numbers
 
-from .. import types as T
+from .. import shape as S, types as T
 from ..tensor import Tensor
 from .core import (_out, as_type, dispatch, dispatch_multi, primitive, register_grad_rule,
                    register_portable, renamed, to_tensor)
@@ -109,9 +109,9 @@ def _number(op, name, value):
 
 
 def _int_option(op, name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+    if S.as_int(value) is None or S.as_int(value) < 1:
         raise ValueError(f"{op}: expected {name} to be a positive integer, got {value!r}")
-    return int(value)
+    return S.as_int(value)
 
 
 # ----------------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def qr(tensor, *, mode="reduced", eps=1.0e-10):
     """
     x = to_tensor(tensor, "tensor")
     if mode not in ("reduced", "complete"):
-        raise ValueError(f"invalid :mode received. Expected one of ['reduced', 'complete'], "
+        raise ValueError(f"qr: invalid :mode received. Expected one of ['reduced', 'complete'], "
                          f"received: {mode!r}")
     if x.rank < 2:
         raise ValueError(f"qr: tensor must have at least rank 2, got rank {x.rank} with "
@@ -564,8 +564,7 @@ def matrix_power(tensor, power: int) -> Tensor:
     [[5743, 8370], [12555, 18298]]
     """
     x = to_tensor(tensor, "tensor")
-    if isinstance(power, bool) or not isinstance(power, numbers.Integral):
-        raise TypeError(f"matrix_power: expected power to be an integer, got {power!r}")
+    power = S.integer(power, "matrix_power: power")
     if x.rank < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"matrix_power/2 expects a square matrix or a batch of square "
                          f"matrices, got tensor with shape: {x.shape}")

@@ -59,6 +59,8 @@ def _arg_reduce(name, x, axis, keep_axis, tie_break, type):
     if tie_break not in ("low", "high"):
         raise ValueError(f"{name}: tie_break must be 'low' or 'high', got {tie_break!r}")
     t = T.parse(type)
+    if not t.is_int:
+        raise TypeError(f"{name}: expected type (of the indices) to be an integer type, got {t}")
     if axis is None:
         if x.size == 0:
             raise ValueError(f"{name}: cannot take the {name} of an empty tensor of shape "

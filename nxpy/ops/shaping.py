@@ -23,9 +23,7 @@ primitive("shaping", "reshape", "broadcast", "transpose", "pad", "reverse", "con
 def reshape(x, shape, names=None) -> Tensor:
     """Same values, new shape; one dim may be -1 (inferred)."""
     x = to_tensor(x, "x")
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = tuple(int(d) for d in shape)
+    shape = S.integers((shape,) if S.as_int(shape) is not None else shape, "reshape: shape")
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: at most one dim can be -1, got {shape}")
     if -1 in shape:
@@ -39,6 +37,8 @@ def reshape(x, shape, names=None) -> Tensor:
                          f"elements) to {shape} ({S.size(shape)} elements)")
     if shape == x.shape and names is None:
         return x
+    if names is not None:
+        names = S.check_names(names, shape, "reshape: names")
     return dispatch("reshape", _out(shape, x.type, names), x)
 
 
@@ -60,6 +60,7 @@ def squeeze(x, axes=None) -> Tensor:
 def new_axis(x, axis, name=None) -> Tensor:
     """Inserts a size-1 dim at ``axis`` (negative counts from the end of the new shape)."""
     x = to_tensor(x, "x")
+    S.check_name(name, "new_axis: name")
     axis = _axes_of("new_axis", S.normalize_axis, axis, x.rank + 1)
     shape = x.shape[:axis] + (1,) + x.shape[axis:]
     names = x.names[:axis] + (name,) + x.names[axis:]
@@ -91,10 +92,8 @@ def broadcast(x, shape, axes=None, names=None) -> Tensor:
                              f"{shape} with axes {list(axes)}")
     # as Nx, broadcasting is destructive with respect to names: the result has the names
     # given (or those of a shape tensor), else none
-    names = (None,) * len(shape) if names is None else tuple(names)
-    if len(names) != len(shape):
-        raise ValueError(f"broadcast: expected one name per dim of shape {shape}, got "
-                         f"{list(names)}")
+    names = (None,) * len(shape) if names is None else S.check_names(names, shape,
+                                                                      "broadcast: names")
     if shape == x.shape and axes == tuple(range(x.rank)):
         return renamed(x, names)
     return dispatch("broadcast", _out(shape, x.type, names), x, axes=axes)
@@ -117,11 +116,13 @@ def transpose(x, axes=None) -> Tensor:
 def pad(x, pad_value, padding_config) -> Tensor:
     """Pads each dim by ``(low, high, interior)``; negative low/high crop."""
     x = to_tensor(x, "x")
-    _, v = _binary_operands(x, pad_value)
+    _, v = _binary_operands(x, pad_value, "pad", ("x", "pad_value"))
+    if not isinstance(pad_value, Tensor):  # a number must fit x's type (a tensor converts)
+        T.check_representable(pad_value, x.type, "pad: pad_value")
     if v.shape != ():
         raise ValueError(f"pad: expected pad_value to be a scalar, got shape {v.shape}")
     v = as_type(v, x.type)
-    cfg = [tuple(int(c) for c in p) for p in padding_config]
+    cfg = [S.integers(p, "pad: padding_config entries") for p in padding_config]
     if len(cfg) != x.rank or builtins.any(len(p) != 3 or p[2] < 0 for p in cfg):
         raise ValueError(f"pad: expected padding_config to be {x.rank} (low, high, interior) "
                          f"triples with interior >= 0, got {padding_config!r}")
@@ -169,6 +170,7 @@ def stack(tensors, axis=0, name=None) -> Tensor:
     tensors = [to_tensor(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
     if not tensors:
         raise ValueError("stack: expected a non-empty list of tensors")
+    S.check_name(name, "stack: name")
     for i, x in enumerate(tensors[1:], 1):
         if x.shape != tensors[0].shape:
             raise ValueError(f"stack: tensors[{i}] has shape {x.shape}, expected "

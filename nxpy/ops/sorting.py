@@ -117,8 +117,7 @@ def top_k(tensor, k=1):
     x = _sortable("top_k", tensor)
     if x.rank == 0:
         raise ValueError("top_k input must have at least rank 1")
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"top_k: expected k to be an integer, got {k!r}")
+    k = S.integer(k, "top_k: k")
     n = x.shape[-1]
     if k < 1:
         raise ValueError(f"top_k: expected k to be at least 1, got {k}")

@@ -48,13 +48,10 @@ _Number = (numbers.Number, np.generic)
 # ----------------------------------------------------------------------------------------
 def _ints(name, what, value, rank):
     """An int or a list of ``rank`` ints, all positive → a tuple."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name}: expected {what} to be a positive integer or a list of "
-                        f"{rank} positive integers, got {value!r}")
-    if isinstance(value, (int, np.integer)):
-        value = (int(value),) * rank
+    if S.as_int(value) is not None:
+        value = (S.as_int(value),) * rank
     try:
-        out = tuple(int(v) for v in value)
+        out = S.integers(value, what)
     except TypeError:
         raise TypeError(f"{name}: expected {what} to be a positive integer or a list of "
                         f"{rank} positive integers, got {value!r}") from None
@@ -109,10 +106,10 @@ def _pool(name, shape, window, strides, padding, dilations):
 
 
 def _window_args(name, x, window_dimensions, strides, padding, window_dilations):
-    if isinstance(window_dimensions, (int, np.integer)) and not isinstance(window_dimensions, bool):
+    if S.as_int(window_dimensions) is not None:
         window_dimensions = (window_dimensions,)
     try:
-        window = tuple(int(w) for w in window_dimensions)
+        window = S.integers(window_dimensions, "window_dimensions")
     except TypeError:
         raise TypeError(f"{name}: expected window_dimensions to be a tuple of positive "
                         f"integers, got {window_dimensions!r}") from None
@@ -191,9 +188,9 @@ def window_mean(x, window_dimensions, strides=None, padding="valid", window_dila
 
 
 def _as_window(window_dimensions):
-    if isinstance(window_dimensions, (int, np.integer)):
-        return (int(window_dimensions),)
-    return tuple(int(w) for w in window_dimensions)
+    if S.as_int(window_dimensions) is not None:
+        return (S.as_int(window_dimensions),)
+    return S.integers(window_dimensions, "window_dimensions")
 
 
 # ----------------------------------------------------------------------------------------

@@ -34,12 +34,12 @@ elementwise families, a function per structural op). An op nxpy cannot express r
 """
 from __future__ import annotations
 
-from .. import ops as nx
+from .. import _context, ops as nx
 from ..defn import debug_expr, jit
 from ..tensor import Tensor, shape_str
 from . import rules_indexing  # noqa: F401 - registers gather and scatter
 from .parser import parse
-from .rules import OPS, LoadError, Scope, UnsupportedOpError, register_op
+from .rules import OPS, TERMINATORS, LoadError, Scope, UnsupportedOpError, register_op
 from . import rules_complex  # noqa: F401 - registers the complex family's rules
 from . import rules_compositions  # noqa: F401 - registers the compositions family's rules
 from . import rules_conv, rules_windows  # noqa: F401 - the window family's and conv's rules
@@ -48,9 +48,46 @@ from . import rules_conv, rules_windows  # noqa: F401 - the window family's and 
 from . import rules_sorting  # noqa: F401 - the sorting family's importer rules
 from . import rules_linalg  # noqa: F401 - custom_call: the LAPACK targets (linear algebra)
 from .sharding import debug_expr_sharded, is_sharded, program_mesh, shard_jit_program
-from .syntax import Module, TensorType
+from .syntax import Module, TensorType, TupleType
 
 __all__ = ["load", "Program", "LoadError", "UnsupportedOpError", "OPS", "register_op"]
+
+
+# ----------------------------------------------------------------------------------------
+# Checks at load: what would only fail at the first call otherwise
+# ----------------------------------------------------------------------------------------
+def _tensor_types(ty):
+    if isinstance(ty, TensorType):
+        yield ty
+    elif isinstance(ty, TupleType):
+        for t in ty.types:
+            yield from _tensor_types(t)
+
+
+def _check_types(types, where):
+    for ty in types:
+        for t in _tensor_types(ty):
+            try:
+                t.nx_type
+            except ValueError as e:
+                raise LoadError(f"{where}: type {t}: {e}") from None
+
+
+def _check_module(module):
+    """Every element type of every function and op maps to an nxpy type, and every op
+    has an importer rule: a module nxpy cannot run is rejected by ``load``, naming the
+    op or function and its position, not at the first call."""
+    aliases = getattr(module, "aliases", None)
+    for f in module.funcs:
+        _check_types([a.type for a in f.args] + [r.type for r in f.results], f"@{f.name}")
+        for op in f.walk():
+            where = f"{op.name} at {op.where(aliases)}"
+            if op.name not in OPS and op.name not in TERMINATORS:
+                raise UnsupportedOpError(f"{where}: nxpy has no equivalent of {op.name}", op.name)
+            _check_types(list(op.operand_types) + list(op.result_types), where)
+            for r in op.regions:
+                for b in r.blocks:
+                    _check_types([a.type for a in b.args], f"{where}, a region argument")
 
 
 # ----------------------------------------------------------------------------------------
@@ -64,6 +101,7 @@ class Program:
     def __init__(self, module: Module, entry=None, meshes=None):
         self.module = module
         self.func = module.func(entry) if entry else module.main
+        _check_module(module)
         self.__name__ = f"stablehlo_{self.func.name}"
         self._meshes = dict(meshes or {})
         self._depth = 0
@@ -151,10 +189,18 @@ class Program:
                 f"{len(self.func.results)} result(s)>")
 
 
-def load(text, entry=None, meshes=None) -> Program:
+def load(text, entry=None, meshes=None, *, check=True) -> Program:
     """Parses ``text`` (or takes a parsed :class:`~nxpy.stablehlo.syntax.Module`) and
     returns it as a :class:`Program`. ``entry`` picks the function (default ``@main``);
     ``meshes`` maps ``sdy.mesh`` names to ``nx.Mesh`` objects to use for them (default:
-    meshes of the module's shape on the first devices)."""
+    meshes of the module's shape on the first devices).
+
+    A module nxpy cannot run fails here, not at the first call: element types nxpy lacks
+    and ops without an importer rule always; with ``check`` (the default) the entry
+    function of an unsharded module is also traced once on its templates (nothing is
+    compiled or run), so types the module declares inconsistently are reported too."""
     module = text if isinstance(text, Module) else parse(text)
-    return Program(module, entry, meshes)
+    prog = Program(module, entry, meshes)
+    if check and not is_sharded(prog) and not _context.tracing():
+        debug_expr(prog)(*prog.templates)
+    return prog

@@ -153,8 +153,11 @@ def _check(op, scope, v, ty, what):
         _fail(op, scope, f"{what} should be a {ty}, got {type(v).__name__} (internal error)")
     want = (tuple(ty.shape), ty.nx_type)
     if (v.shape, v.type) != want:
-        _fail(op, scope, f"{what} should be {ty} but nxpy computed "
-                         f"{v.type}{shape_str(v.shape)} (internal error)")
+        ins = ", ".join(str(t) for t in op.operand_types) or "no operands"
+        _fail(op, scope, f"the module declares {what} as {ty}, but {op.name} of ({ins}) "
+                         f"gives {v.type}{shape_str(v.shape)}: the module's types are "
+                         f"inconsistent (if it is valid StableHLO, please report this as an "
+                         f"nxpy bug)")
 
 
 def rtype(op, i=0):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import pjrt, telemetry
+from ... import pjrt, shape as S, telemetry
 from ...backend import get_backend
 from ...defn.compiler import Compiler, register_compiler_factory
 from ...tensor import Tensor
@@ -18,7 +18,7 @@ def _device_option(opts) -> int:
     if dev is None:
         return pjrt.default_device()
     n = pjrt.device_count()
-    if isinstance(dev, bool) or not isinstance(dev, int) or not 0 <= dev < n:
+    if S.as_int(dev) is None or not 0 <= S.as_int(dev) < n:
         raise ValueError(f"option device_id must be an integer in [0, {n}) (the devices of "
                          f"the {pjrt.platform()} client), got {dev!r}")
     if not pjrt.is_local(dev):

@@ -155,7 +155,7 @@ class Ctx:
                 raise LoweringError(f"the EXLA compiler has no lowering for op {e.op!r}; "
                                     f"register one with nxpy.compilers.exla.register_lowering")
             args = [self._arg(a) for a in e.args]
-            self.env[e.id] = rule(self, e, *args)
+            self.env[e.id] = _checked(e, rule, rule(self, e, *args))
         return [self.lookup(t.data) for t in fn.outputs]
 
     def _arg(self, a):
@@ -166,6 +166,24 @@ class Ctx:
         if isinstance(a, list):
             return [self._arg(x) for x in a]
         return a
+
+
+def _checked(e: Expr, rule, result):
+    """A rule's result checked against the node's inferred templates before XLA sees the
+    module: a rule that emits other types is named with its op (XLA's verifier would
+    only quote the StableHLO)."""
+    want = list(e.outs) if e.outs is not None else [(e.shape, e.type, None)]
+    got = result if isinstance(result, (list, tuple)) else [result]
+    if all(isinstance(v, Val) for v in got) and (
+            len(got) != len(want) or any((tuple(v.shape), v.type) != (tuple(s), t)
+                                         for v, (s, t, _) in zip(got, want))):
+        where = f"{getattr(rule, '__module__', '?')}.{getattr(rule, '__qualname__', rule)}"
+        raise LoweringError(
+            f"the EXLA lowering of op {e.op!r} ({where}) produced "
+            f"{', '.join(tensor_type(v.shape, v.type) for v in got)} but the op's inferred "
+            f"result is {', '.join(tensor_type(s, t) for s, t, _ in want)}: the lowering rule "
+            f"(or the op's infer rule) is wrong")
+    return result
 
 
 def out_of(e: Expr):
