@@ -31,7 +31,8 @@ import numpy as np
 from ..tensor import Tensor
 
 __all__ = ["flatten", "unflatten", "LEAF", "tree_str", "leaf_paths", "register_container",
-           "StaticError", "match_prefix", "static_key", "count_leaves"]
+           "StaticError", "match_prefix", "static_key", "count_leaves",
+           "is_container"]
 
 LEAF = "*"
 
@@ -222,6 +223,11 @@ def _kind_of(v):
         return None
     _KINDS[cls] = kind
     return kind
+
+
+def is_container(v) -> bool:
+    """Whether ``v`` is a container (not a leaf) for :func:`flatten`."""
+    return v is None or isinstance(v, (tuple, list, dict)) or _kind_of(v) is not None
 
 
 def flatten(x):
