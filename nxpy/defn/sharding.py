@@ -87,7 +87,10 @@ def normalize(spec, shape, mesh, names=None, *, what="input sharding") -> tuple:
     for dim, axes in items:
         if isinstance(dim, str) and dim.lstrip("-").isdigit():
             dim = int(dim)  # JSON-style keys
-        d = S.normalize_axis(dim, rank, names)
+        try:
+            d = S.normalize_axis(dim, rank, names)
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"{what}: {e}") from None
         if d in seen_dims:
             raise ValueError(f"tensor dim {dim!r} appears twice in the same {what}")
         seen_dims.add(d)
@@ -100,10 +103,13 @@ def normalize(spec, shape, mesh, names=None, *, what="input sharding") -> tuple:
                             f"{axes!r}") from None
         resolved = []
         for a in axes:
-            i = mesh.axis_index(a)
+            try:
+                i = mesh.axis_index(a)
+            except (ValueError, TypeError) as e:
+                raise type(e)(f"{what}: {e}") from None
             if i in seen_axes:
-                raise ValueError(f"axis {a} was used twice in the same {what} (dims "
-                                 f"{seen_axes[i]} and {d})")
+                dims = f"dim {d}" if seen_axes[i] == d else f"dims {seen_axes[i]} and {d}"
+                raise ValueError(f"axis {a!r} was used twice in the same {what} ({dims})")
             seen_axes[i] = d
             resolved.append(i)
         out[d] = tuple(resolved)
@@ -118,11 +124,15 @@ def _is_axis_entry(e) -> bool:
 def is_one_spec(spec, subtree=None) -> bool:
     """Whether ``spec`` is one spec (for every tensor of ``subtree``, a container tree)
     rather than a container of specs: a ``P``, None, a per-dim tuple of axes, or a dict
-    of ``{tensor_dim: axes}`` (a dict whose keys are those of a dict ``subtree``, or the
-    fields of a namedtuple/dataclass one, is a container of specs)."""
+    of ``{tensor_dim: axes}`` (a dict whose values are not axes, or whose keys are those
+    of a dict ``subtree`` or the fields of a namedtuple/dataclass one, is a container of
+    specs)."""
     if spec is None or as_partition_spec(spec) is not None:
         return True
     if isinstance(spec, dict):
+        if not all(_is_axis_entry(v) or (isinstance(v, list) and _is_axis_entry(tuple(v)))
+                   for v in spec.values()):
+            return False  # its values are specs
         if isinstance(subtree, tuple) and subtree[0] in ("dict", "node"):
             keys = subtree[1] if subtree[0] == "dict" else subtree[3]
             return keys is None or not set(keys) <= set(spec)

@@ -31,7 +31,7 @@ import numpy as np
 from ..tensor import Tensor
 
 __all__ = ["flatten", "unflatten", "LEAF", "tree_str", "leaf_paths", "register_container",
-           "StaticError", "match_prefix", "static_key", "count_leaves",
+           "StaticError", "match_prefix", "static_key", "count_leaves", "has_fields",
            "is_container"]
 
 LEAF = "*"
@@ -379,6 +379,13 @@ def leaf_paths(tree, root="") -> list:
     return out
 
 
+def has_fields(tree) -> bool:
+    """Whether ``tree`` holds a namedtuple, dataclass or registered container."""
+    if tree == LEAF or tree is None:
+        return False
+    return tree[0] == "node" or any(has_fields(e) for _, e in _children(tree))
+
+
 def count_leaves(tree) -> int:
     if tree == LEAF:
         return 1
@@ -408,10 +415,13 @@ def match_prefix(prefix, tree, is_leaf, path="", what="spec"):
     if keyed:
         keys = tree[1] if tag == "dict" else tree[3]
         got = _named_children(prefix)
+        if got is None and type(prefix) in (tuple, list) and tag == "node" and \
+                hasattr(tree[1], "_fields") and len(prefix) == len(tree[1]._fields):
+            got = dict(zip(tree[1]._fields, prefix))  # a namedtuple matched by position
         ok = got is not None and (set(got) == set(keys) if tag == "dict" else set(keys) <= set(got))
         if not ok:
-            raise ValueError(f"{what} for {path or 'the value'}: expected a {what} or a "
-                             f"container of them with the keys {list(keys)} (as "
+            raise ValueError(f"{what} for {path or 'the value'}: expected one spec, or a "
+                             f"container of specs with the keys {list(keys)} (as "
                              f"{tree_str(tree)}), got {prefix!r}")
         values = [got[k] for k in keys]
     else:
@@ -419,8 +429,8 @@ def match_prefix(prefix, tree, is_leaf, path="", what="spec"):
         if values is None and tag == "node" and type(prefix) is tree[1]:
             values = _KINDS[tree[1]].flatten(prefix)[0]
         if values is None or len(values) != len(children):
-            raise ValueError(f"{what} for {path or 'the value'}: expected a {what} or a "
-                             f"container of {len(children)} of them (as {tree_str(tree)}), "
+            raise ValueError(f"{what} for {path or 'the value'}: expected one spec, or a "
+                             f"container of {len(children)} specs (as {tree_str(tree)}), "
                              f"got {prefix!r}")
     out = []
     for (a, sub), v in zip(children, values):
