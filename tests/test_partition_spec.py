@@ -242,3 +242,13 @@ def test_shard_jit_spec_errors_name_the_argument(shardings, message):
     f = shard_jit(lambda u, v: u + v, m, input_shardings=shardings, compiler="evaluator")
     with pytest.raises((ValueError, TypeError), match=message):
         f([[nx.iota((2, 2)), nx.iota((2, 2))] for _ in range(4)])
+
+
+def test_distributed_helpers_take_p():
+    from nxpy import distributed
+    m, _ = mesh((2, 2), ("x", "y"))
+    t = nx.iota((4, 2), type="f32")
+    shards = distributed.local_shards(t, m, P("x", "y"))
+    assert [s.shape for s in shards] == [(2, 1)] * 4
+    np.testing.assert_array_equal(distributed.fetch(shards, m, P("x", "y")).to_numpy(),
+                                  t.to_numpy())
