@@ -19,7 +19,7 @@ from ._context import HostOnlyError
 from .tensor import DonatedError, Tensor
 from .types import Type
 from .registry import PluginError
-from .mesh import Mesh
+from .mesh import Mesh, P, PartitionSpec
 from . import backends, compilers, defn, plugins
 from . import linalg  # nxpy.linalg: Nx.LinAlg
 from . import nn

@@ -29,7 +29,7 @@ import numpy as np
 from . import pjrt, shape as S
 from .defn import sharding as SH
 from .defn.shard_jit import shard_jit
-from .mesh import Mesh
+from .mesh import Mesh, as_partition_spec
 from .ops import to_tensor
 from .tensor import Tensor
 
@@ -157,9 +157,11 @@ def fetch(per_device, mesh: Mesh, sharding) -> Tensor:
     communication."""
     if isinstance(sharding, (list, tuple)) and len(sharding) == 1 and isinstance(sharding[0], dict):
         sharding = sharding[0]
+    if as_partition_spec(sharding) is not None:
+        sharding = SH.spec_to_dict(sharding)
     if not isinstance(sharding, dict):
         raise TypeError(f"fetch: expected the sharding of one result, a dict {{dim: [mesh "
-                        f"axes]}}, got {sharding!r}")
+                        f"axes]}} or a P, got {sharding!r}")
     ts = [to_tensor(t, "result") for t in per_device]
     if not ts:
         raise ValueError("fetch: no per-device results given")

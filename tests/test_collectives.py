@@ -336,7 +336,7 @@ def test_varying_axes_check():
     (lambda m: shard_map(lambda v: v, m, in_specs=[("x",), ("y",)], out_specs=("x",)),
      r"expected 1 in_specs \(one per argument\), got 2"),
     (lambda m: shard_map(lambda v: v, m, in_specs=("y", "x"), out_specs=("x",)),
-     r"dim 1 of argument leaf 0 \(size 3\) is not divisible by 2"),
+     r"dim 1 of argument 0 \(v\) \(size 3\) is not divisible by 2"),
     (lambda m: shard_map(lambda v: shard_map(lambda w: w, m, in_specs=(None,), out_specs=(None,))(v),
                          m, in_specs=(None,), out_specs=(None,)), "cannot be nested"),
     (lambda m: jit(lambda v: psum(v, "x")), "called outside any mesh"),

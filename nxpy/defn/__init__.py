@@ -49,11 +49,12 @@ from .grad import custom_grad, grad, stop_grad, value_and_grad
 from .kernel import cond, fori_loop, while_loop
 from .shard_jit import ShardJit, shard_jit
 from .shard_map import ShardMap, shard_map
+from .tree import register_container
 from . import portable  # noqa: F401 - registers the linear-algebra primitives' portable implementations
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler", "Jit",
            "Compiled", "register_compiler", "register_compiler_factory", "trace", "cond",
            "while_loop", "fori_loop", "grad", "value_and_grad", "stop_grad", "custom_grad", "Fn", "Expr", "EXPR", "shard_jit", "ShardJit", "shard_map",
-           "ShardMap", "sharding", "all_gather", "all_reduce", "psum", "pmax", "pmin",
+           "ShardMap", "sharding", "register_container", "all_gather", "all_reduce", "psum", "pmax", "pmin",
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
            "ppermute", "shift", "collective_broadcast", "axis_index", "all_slice"]

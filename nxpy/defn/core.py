@@ -76,7 +76,11 @@ def _leaf(x, what):
         return to_tensor(x, what)
     except TypeError:
         raise TypeError(f"{what}: expected a tensor, a NumPy array, a number or a container "
-                        f"(tuple, list, dict) of them, got {type(x).__name__}") from None
+                        f"of them ({CONTAINERS}), got {type(x).__name__}") from None
+
+
+CONTAINERS = ("a tuple, list, dict, namedtuple, dataclass or a class given to "
+              "nxpy.defn.register_container")
 
 
 def _leaf_names(fun, tree, n_args):
@@ -93,9 +97,24 @@ def _leaf_names(fun, tree, n_args):
     return out
 
 
+def _static_where(fun, path, n_args):
+    """``argument 0 (p.cfg)`` for a path ``['[0]', '[0]', '.cfg']`` into ``(args, kw)``."""
+    if len(path) < 2:
+        return "argument"
+    rest = "".join(path[2:])
+    if path[0] == "[0]":
+        i = int(path[1][1:-1])
+        return f"argument {i} ({_arg_names(fun, n_args)[i]}{rest})"
+    return f"keyword argument {path[1][2:-2]}{rest}"
+
+
 def _leaves_of(fun, args, kwargs_tensors):
     """Flattens the arguments; every leaf becomes a tensor (errors name the argument)."""
-    leaves, tree = tree_mod.flatten((args, kwargs_tensors))
+    try:
+        leaves, tree = tree_mod.flatten((args, kwargs_tensors))
+    except tree_mod.StaticError as e:
+        raise tree_mod.StaticError(f"{_static_where(fun, e.path, len(args))}: {e.detail}") \
+            from None
     for i, x in enumerate(leaves):
         if not isinstance(x, Tensor):
             try:
@@ -105,29 +124,23 @@ def _leaves_of(fun, args, kwargs_tensors):
                 if not isinstance(e, TypeError) or isinstance(x, (np.ndarray, np.generic)):
                     raise type(e)(f"{what}: {e}") from None  # a value of the right kind
                 raise TypeError(f"{what}: expected a tensor, a NumPy array, a number or a "
-                                f"container (tuple, list, dict) of them, got "
+                                f"container of them ({CONTAINERS}), got "
                                 f"{type(x).__name__}") from None
     return leaves, tree
 
 
 def _static_key(v, what):
-    """A hashable cache key for a static option; ``1``, ``1.0`` and ``True`` differ (they
-    trace differently), and lists, tuples and dicts are compared by content."""
-    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
-        return (type(v), tuple(_static_key(x, what) for x in v))
-    if isinstance(v, dict):
-        return (dict, tuple((k, _static_key(x, what)) for k, x in v.items()))
-    if isinstance(v, (Tensor, np.ndarray)):
-        raise TypeError(f"{what} holds a tensor inside a container: keyword arguments are "
-                        f"static options; pass tensors positionally or as top-level keyword "
-                        f"arguments")
+    """A hashable cache key for a static option (:func:`nxpy.defn.tree.static_key`:
+    ``1``, ``1.0`` and ``True`` differ; containers compare by content)."""
     try:
-        hash(v)
-    except TypeError:
+        return tree_mod.static_key(v)
+    except tree_mod.StaticError as e:
+        if e.tensor:
+            raise TypeError(f"{what} holds a tensor inside a container: keyword arguments are "
+                            f"static options; pass tensors positionally or as top-level "
+                            f"keyword arguments") from None
         raise TypeError(f"{what} is static (it is not a tensor) and must be hashable, as it "
-                        f"is part of the cache key; got an unhashable "
-                        f"{type(v).__name__}") from None
-    return (type(v), v)
+                        f"is part of the cache key; got {e.detail.split('got ')[-1]}") from None
 
 
 def _template_str(t):

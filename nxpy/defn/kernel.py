@@ -81,7 +81,8 @@ def cond(pred, on_true, on_false):
     f_fn = trace_fn(lambda: _call(on_false), [], parent=parent)
     if t_fn.tree != f_fn.tree:
         raise ValueError(f"cond: both branches must return the same container structure, "
-                         f"got {_tree_str(t_fn.tree)} and {_tree_str(f_fn.tree)}")
+                         f"got {_tree_str(t_fn.tree)} and {_tree_str(f_fn.tree)}"
+                         f"{_static_hint(t_fn.tree)}")
     templates = _unify(t_fn.outputs, f_fn.outputs, "cond")
     for fn in (t_fn, f_fn):
         if any((o.shape, o.type) != (s, t) for o, (s, t, _) in zip(fn.outputs, templates)):
@@ -96,6 +97,14 @@ def _tree_str(t):
     return tree_mod.tree_str(t)
 
 
+def _static_hint(tree):
+    """For structures with namedtuples/dataclasses: their static fields must match too."""
+    if not tree_mod.has_fields(tree):
+        return ""
+    return (" (fields of namedtuples and dataclasses that hold no tensor or number are "
+            "static data, part of the structure)")
+
+
 def _as_pred(p):
     return p if p.type.is_pred else ops.not_equal(p, 0)
 
@@ -103,8 +112,9 @@ def _as_pred(p):
 def while_loop(cond_fun, body_fun, state, *, max_iterations=None):
     """Runs ``state = body_fun(state)`` while ``cond_fun(state)`` is non-zero.
 
-    ``state`` is a tensor or a container (tuple, list, dict) of tensors and numbers; the
-    body must return the same structure with the same shapes and types.
+    ``state`` is a tensor or a container (tuple, list, dict, namedtuple, dataclass, or a
+    registered class) of tensors and numbers; the body must return the same structure
+    (and the same static fields) with the same shapes and types.
     ``max_iterations=N`` stops the loop after at most ``N`` iterations (a counter is kept
     beside the state); it also makes the loop differentiable in reverse mode (see
     :func:`nxpy.defn.grad`), as loops that count to a constant already are.
@@ -196,7 +206,7 @@ def _check_body_output(out, tree, templates):
     out_leaves, out_tree = tree_mod.flatten(out)
     if out_tree != tree:
         raise ValueError(f"while_loop: the body must return the state's structure "
-                         f"{_tree_str(tree)}, got {_tree_str(out_tree)}")
+                         f"{_tree_str(tree)}, got {_tree_str(out_tree)}{_static_hint(tree)}")
     fixed = list(out_leaves)
     for i, (o, tmpl) in enumerate(zip(out_leaves, templates)):
         if tmpl is None:  # an eager Python number in the state: anything goes

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from .. import _context
 from ..cache import FunctionCache
-from ..mesh import Mesh
+from ..mesh import Mesh, as_partition_spec
 from ..ops import template, to_tensor
 from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import mesh_context
 from .compiler import compile_graph_sharded
-from .core import (Jit, _resolve, check_donate_argnums, check_not_reused, donated_leaves,
-                   expansions, give_up, trace)
+from .core import (Jit, _arg_names, _resolve, check_donate_argnums, check_not_reused,
+                   donated_leaves, expansions, give_up, trace)
 
 __all__ = ["shard_jit", "ShardJit", "ShardedExecutable"]
 
@@ -43,11 +43,16 @@ SHARDED = FunctionCache()
 
 
 def _freeze(spec):
-    """A user's sharding spec (dicts, lists) as a hashable key."""
+    """A user's sharding spec (dicts, lists, P, containers of them) as a hashable key."""
+    p = as_partition_spec(spec)
+    if p is not None:
+        return p
     if isinstance(spec, dict):
         return ("dict", tuple(sorted((str(k), _freeze(v)) for k, v in spec.items())))
     if isinstance(spec, (list, tuple)):
-        return (type(spec).__name__, tuple(_freeze(v) for v in spec))
+        return (type(spec), tuple(_freeze(v) for v in spec))
+    if tree_mod.is_container(spec):  # a dataclass or registered container of specs
+        return (type(spec), tree_mod.static_key(spec))
     return spec
 
 
@@ -90,11 +95,13 @@ class ShardJit:
             raise TypeError(f"shard_jit: expected fun to be a callable, got {fun!r}")
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_jit: expected mesh to be an nx.Mesh, got {mesh!r}")
-        if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
+        one = as_partition_spec(input_shardings)  # one P for every argument
+        if one is None and (input_shardings is None or
+                            not isinstance(input_shardings, (list, tuple))):
             SH.normalize_list(input_shardings, 0)
         self.fun = fun.fun if isinstance(fun, Jit) else fun  # a jit inside shard_jit: its function
         self.mesh = mesh
-        self.input_shardings = list(input_shardings)
+        self.input_shardings = one if one is not None else list(input_shardings)
         self.output_shardings_spec = output_shardings
         self.check_replicas = check_replicas
         self.donate_argnums = check_donate_argnums(donate_argnums, "shard_jit")
@@ -159,18 +166,28 @@ class ShardJit:
                         f"shard of the same shape and type")
         return [f[0] for f in flat], tree0, n0
 
-    def _arg_shardings(self, args0, templates):
-        specs = SH.normalize_list(self.input_shardings, len(args0))
-        for i, s in enumerate(specs):
-            if not isinstance(s, dict):
-                raise TypeError(f"expected input sharding {i} to be a dict of "
-                                f"{{tensor_dim: [mesh_axes]}}, got {s!r}")
-        # an argument's sharding applies to each tensor of a container argument
-        per_leaf = [spec for spec, a in zip(specs, args0) for _ in tree_mod.flatten(a)[0]]
-        leaf_arg = [i for i, a in enumerate(args0) for _ in tree_mod.flatten(a)[0]]
-        return [SH.normalize(spec, t.shape, self.mesh, t.names,
-                             what=f"input sharding of argument {i}")
-                for spec, t, i in zip(per_leaf, templates, leaf_arg)]
+    def _leaf_specs(self, tree):
+        """``[(label, spec)]`` for each argument tensor: one spec (or a container of specs
+        for a container argument) per argument, or one P for all."""
+        specs = self.input_shardings
+        n = len(tree[1])
+        if isinstance(specs, list):
+            SH.normalize_list(specs, n)
+        else:
+            specs = [specs] * n
+        names = _arg_names(self.fun, n)
+        out = []
+        for i, (spec, t) in enumerate(zip(specs, tree[1])):
+            for path, s in SH.leaf_specs(spec, t, names[i], "input sharding"):
+                out.append((f"input sharding {i}" if t == tree_mod.LEAF else
+                            f"input sharding {i} ({path})", s))
+        return out
+
+    def _arg_shardings(self, tree, templates):
+        out = []
+        for (label, spec), t in zip(self._leaf_specs(tree), templates):
+            out.append(SH.normalize(spec, t.shape, self.mesh, t.names, what=label))
+        return out
 
     def _fast_prepare(self, per_device_args):
         """The common case, checked quickly: every device gets a flat list (or tuple) of
@@ -244,7 +261,7 @@ class ShardJit:
         """The program for these local templates: traced and lowered once per process for
         the abstract mesh (a same-shaped mesh of other devices reuses both), compiled once
         per device assignment."""
-        in_sh = tuple(self._arg_shardings(args0, local))
+        in_sh = tuple(self._arg_shardings(tree, local))
         key = (self.compiler, tuple(sorted(self.opts.items())), self.check_replicas,
                mesh.abstract, in_sh, _freeze(self.output_shardings_spec), tree,
                tuple((t.shape, t.type, t.names) for t in local), self.donate_argnums)
@@ -269,21 +286,16 @@ class ShardJit:
             out_sh = [prop.of(o) for o in graph.outputs]
         graph.donated = donated
         if self.output_shardings_spec is not None:
-            specs = self.output_shardings_spec
-            specs = list(specs) if isinstance(specs, (list, tuple)) else [specs]
-            if len(specs) != len(graph.outputs):
-                raise ValueError(f"expected {len(graph.outputs)} output sharding "
-                                 f"configuration(s), got {len(specs)}")
+            labelled = SH.output_specs(self.output_shardings_spec, graph.tree,
+                                       "output shardings")
             out_sh = []
-            for i, (s, o) in enumerate(zip(specs, graph.outputs)):
-                sh = SH.normalize(s, o.shape, mesh, o.names, what=f"output sharding {i}")
+            for (label, s), o in zip(labelled, graph.outputs):
+                sh = SH.normalize(s, o.shape, mesh, o.names, what=f"output sharding of {label}")
                 for d, axes in enumerate(sh):
-                    f = 1
-                    for a in axes:
-                        f *= mesh.shape[a]
+                    f = SH._factor(sh, mesh, d)
                     if o.shape[d] % f:
-                        raise ValueError(f"output sharding {i}: dim {d} of size {o.shape[d]} "
-                                         f"cannot be split over {f} devices")
+                        raise ValueError(f"output sharding of {label}: dim {d} of size "
+                                         f"{o.shape[d]} cannot be split over {f} devices")
                 out_sh.append(sh)
         return graph, in_sh, out_sh, prop
 
@@ -309,16 +321,12 @@ class ShardJit:
         """Calls the program with whole (global) tensors, one per argument, given alike
         on every process: each process slices out its own partitions' shards (per
         ``input_shardings``) and gets its own partitions' results."""
-        specs = SH.normalize_list(self.input_shardings, len(args))
+        leaves, tree = tree_mod.flatten(tuple(args))
         loc = self._local()
-        per_arg = []
-        for i, (spec, a) in enumerate(zip(specs, args)):
-            leaves, tree = tree_mod.flatten(a)
-            cols = [SH.shard(to_tensor(x, f"argument {i}"), self.mesh, spec, partitions=loc)
-                    for x in leaves]
-            per_arg.append([tree_mod.unflatten(tree, [c[j] for c in cols])
-                            for j in range(len(loc))])
-        return self([[pa[j] for pa in per_arg] for j in range(len(loc))])
+        cols = [SH.shard(to_tensor(x, label), self.mesh, spec, partitions=loc)
+                for x, (label, spec) in zip(leaves, self._leaf_specs(tree))]
+        per_arg = [list(tree_mod.unflatten(tree, [c[j] for c in cols])) for j in range(len(loc))]
+        return self(per_arg)
 
     def debug_expr(self, per_device_args):
         """The program's outputs as Expr tensors, traced at global shapes under the mesh

@@ -21,68 +21,26 @@ from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import current_mesh, mesh_context
-from .core import jit
+from .core import _arg_names, jit
 from .expr import EXPR, Expr, trace_fn
 from .varying import analyze
 
 __all__ = ["shard_map", "ShardMap", "spec_to_dict", "varying_axes"]
 
+spec_to_dict = SH.spec_to_dict
+
 primitive("control flow", "shard_map")
 
 
-def _partition_spec(spec):
-    """JAX's PartitionSpec (not a tuple in jax 0.10) as a plain tuple."""
-    return tuple(spec) if type(spec).__name__ in ("PartitionSpec", "P") else spec
-
-
-def spec_to_dict(spec):
-    """A JAX-style per-dim spec (``("x", None, ("x", "y"))``) as an input_shardings dict."""
-    spec = _partition_spec(spec)
-    if isinstance(spec, dict):
-        return spec
-    if spec is None:
-        return {}
-    if not isinstance(spec, (tuple, list)):
-        raise TypeError(f"expected a spec: a dict {{tensor_dim: [mesh_axes]}} or a per-dim "
-                        f"tuple (None, an axis, or a tuple of axes per dim), got {spec!r}")
-    out = {}
-    for d, entry in enumerate(spec):
-        if entry is None:
-            continue
-        out[d] = list(entry) if isinstance(entry, (tuple, list)) else [entry]
+def _normalized(labelled, templates, mesh, what):
+    """Each ``(label, spec)`` normalised for its template, errors naming the tensor."""
+    out = []
+    for (label, spec), (shape, _, names) in zip(labelled, templates):
+        try:
+            out.append(SH.normalize(spec, shape, mesh, names, what=f"{what} of {label}"))
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"shard_map: {e}") from None
     return out
-
-
-def _is_single_spec(specs):
-    specs = _partition_spec(specs)
-    if isinstance(specs, dict) or specs is None:
-        return True
-    if isinstance(specs, list):
-        return False
-    # a tuple is a per-dim spec unless it holds dicts / lists (one spec per argument)
-    return isinstance(specs, tuple) and not any(isinstance(s, (dict, list)) for s in specs)
-
-
-def _per_leaf(specs, groups, what):
-    """``groups``: the number of leaves of each argument (or output). Each leaf's spec is
-    given as ``(dict, spec)``: the spec as given checks its length against the rank."""
-    if _is_single_spec(specs):
-        return [(spec_to_dict(specs), specs)] * sum(groups)
-    specs = list(specs)
-    if len(specs) != len(groups):
-        raise ValueError(f"shard_map: expected {len(groups)} {what} (one per "
-                         f"{'argument' if what == 'in_specs' else 'output'}), got {len(specs)}")
-    return [(spec_to_dict(s), s) for s, n in zip(specs, groups) for _ in range(n)]
-
-
-def _normalize(spec, given, x, mesh, what):
-    """A leaf's spec normalised; a per-dim spec longer than the rank is an error (as in
-    JAX), even when the extra entries are None."""
-    given = _partition_spec(given)
-    if isinstance(given, (tuple, list)) and len(given) > x.rank:
-        raise ValueError(f"shard_map: {what} {given!r} has {len(given)} entries but the "
-                         f"tensor has rank {x.rank} (shape {x.shape})")
-    return SH.normalize(spec, x.shape, mesh, x.names, what=f"shard_map {what}")
 
 
 def _fmt_axes(mesh, axes):
@@ -121,18 +79,20 @@ class ShardMap:
                              f"use the same mesh")
         leaves, tree = tree_mod.flatten(tuple(args))
         inputs = [EXPR.lift(to_tensor(x, f"argument leaf {i}")) for i, x in enumerate(leaves)]
-        counts = [len(tree_mod.flatten(a)[0]) for a in args]
-        in_sh = []
-        for i, ((spec, given), x) in enumerate(zip(_per_leaf(self.in_specs, counts, "in_specs"),
-                                                   inputs)):
-            sh = _normalize(spec, given, x, mesh, f"in_spec of argument leaf {i}")
+        try:
+            labelled = SH.per_argument_specs(self.in_specs, tree, _arg_names(self.fun, len(args)),
+                                             "in_specs")
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"shard_map: {e}") from None
+        in_sh = _normalized(labelled, [(x.shape, x.type, x.names) for x in inputs], mesh,
+                            "in_specs")
+        for (label, _), x, sh in zip(labelled, inputs, in_sh):
             for d, axes in enumerate(sh):
                 f = SH._factor(sh, mesh, d)
                 if x.shape[d] % f:
-                    raise ValueError(f"shard_map: dim {d} of argument leaf {i} (size "
+                    raise ValueError(f"shard_map: dim {d} of {label} (size "
                                      f"{x.shape[d]}) is not divisible by {f} (mesh axes "
                                      f"[{_fmt_axes(mesh, axes)}])")
-            in_sh.append(sh)
         local = [(SH.local_shape(x.shape, s, mesh), x.type, x.names) for x, s in zip(inputs, in_sh)]
         in_axes = [frozenset(a for d in s for a in d) for s in in_sh]
 
@@ -143,19 +103,19 @@ class ShardMap:
 
         with mesh_context(mesh, view="local") as ctx:
             body = trace_fn(lambda a: run(a, ctx), local, tree=tree, parent=_context.current())
-        out_groups = [1] * len(body.outputs)
-        out_sh, templates = [], []
-        for i, ((spec, given), o) in enumerate(zip(_per_leaf(self.out_specs, out_groups,
-                                                             "out_specs"), body.outputs)):
-            sh = _normalize(spec, given, o, mesh, f"out_spec of output {i}")
-            out_sh.append(sh)
-            templates.append((SH.global_shape(o.shape, sh, mesh), o.type, o.names))
+        try:
+            out_labels = SH.output_specs(self.out_specs, body.tree, "out_specs")
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"shard_map: {e}") from None
+        out_sh = _normalized(out_labels, body.templates, mesh, "out_specs")
+        templates = [(SH.global_shape(o.shape, sh, mesh), o.type, o.names)
+                     for o, sh in zip(body.outputs, out_sh)]
         if self.check_vma:
-            for i, (v, sh) in enumerate(zip(varying_axes(body, in_axes, mesh), out_sh)):
+            for (label, _), v, sh in zip(out_labels, varying_axes(body, in_axes, mesh), out_sh):
                 missing = v - {a for d in sh for a in d}
                 if missing:
                     raise ValueError(
-                        f"shard_map: output {i} is declared replicated over mesh axes "
+                        f"shard_map: {label} is declared replicated over mesh axes "
                         f"[{_fmt_axes(mesh, missing)}] (its out_spec does not name them) but "
                         f"its value varies along them; name them in out_specs, reduce over "
                         f"them (psum, all_gather), or pass check_vma=False")

@@ -14,7 +14,7 @@ name; unlisted dims replicated).
 >>> normalize({0: [0], 1: [0]}, (8, 2), m)
 Traceback (most recent call last):
 ...
-ValueError: axis 0 was used twice in the same input sharding
+ValueError: axis 0 was used twice in the same input sharding (dims 0 and 1)
 """
 from __future__ import annotations
 
@@ -24,11 +24,14 @@ import numpy as np
 
 from .. import ops as O
 from .. import shape as S
+from ..mesh import as_partition_spec
 from ..registry import rule_registrar
 from ..tensor import Tensor
+from . import tree as tree_mod
 from .expr import Expr
 
-__all__ = ["normalize", "normalize_list", "local_shape", "global_shape", "shard_array",
+__all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argument_specs",
+           "output_specs", "normalize_list", "local_shape", "global_shape", "shard_array",
            "unshard_arrays", "to_dict", "Propagator", "SHARDING_RULES",
            "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec"]
 
@@ -37,18 +40,50 @@ def replicated(rank: int) -> tuple:
     return ((),) * rank
 
 
+def spec_to_dict(spec):
+    """A per-dim spec (``P("x", None, ("x", "y"))``, JAX's ``PartitionSpec`` or a plain
+    tuple like it) as an ``input_shardings`` dict; a dict or None passes through.
+
+    >>> from nxpy import P
+    >>> spec_to_dict(P("x", None, ("x", "y"))), spec_to_dict(("x",)), spec_to_dict(None)
+    ({0: ['x'], 2: ['x', 'y']}, {0: ['x']}, {})
+    """
+    p = as_partition_spec(spec)
+    if p is not None:
+        spec = tuple(p)
+    if isinstance(spec, dict):
+        return spec
+    if spec is None:
+        return {}
+    if not isinstance(spec, (tuple, list)):
+        raise TypeError(f"expected a spec: a dict {{tensor_dim: [mesh_axes]}}, a P(...) or a "
+                        f"per-dim tuple (None, an axis, or a tuple of axes per dim), got {spec!r}")
+    return {d: list(e) if isinstance(e, (tuple, list)) else [e]
+            for d, e in enumerate(spec) if e is not None}
+
+
 def normalize(spec, shape, mesh, names=None, *, what="input sharding") -> tuple:
-    """A ``{tensor_dim: [mesh_axes]}`` dict (or a normalised tuple) → a sharding tuple."""
+    """A spec → a sharding tuple. Specs: a ``{tensor_dim: [mesh_axes]}`` dict, a
+    :class:`~nxpy.P` (or JAX's ``PartitionSpec``; at most one entry per dim), a per-dim
+    tuple like one, None (replicated) or a normalised tuple."""
     rank = len(shape)
+    p = as_partition_spec(spec)
+    if p is not None:
+        if len(p) > rank:
+            raise ValueError(f"{what}: {p!r} has {len(p)} entries but the tensor has rank "
+                             f"{rank} (shape {tuple(shape)})")
+        spec = tuple(p)
     if isinstance(spec, tuple) and len(spec) == rank and all(isinstance(a, tuple) for a in spec):
         items = list(enumerate(spec))
     elif isinstance(spec, dict):
         items = list(spec.items())
+    elif spec is None or (isinstance(spec, tuple) and is_one_spec(spec)):
+        items = list(spec_to_dict(spec).items())
     else:
-        raise TypeError(f"expected each {what} to be a dict of {{tensor_dim: [mesh_axes]}}, "
-                        f"got {spec!r}")
+        raise TypeError(f"expected {what} to be a dict of {{tensor_dim: [mesh_axes]}} or a "
+                        f"P(...) (PartitionSpec), got {spec!r}")
     out = [()] * rank
-    seen_axes, seen_dims = set(), set()
+    seen_axes, seen_dims = {}, set()
     for dim, axes in items:
         if isinstance(dim, str) and dim.lstrip("-").isdigit():
             dim = int(dim)  # JSON-style keys
@@ -69,13 +104,87 @@ def normalize(spec, shape, mesh, names=None, *, what="input sharding") -> tuple:
                             f"{axes!r}") from None
         resolved = []
         for a in axes:
-            i = mesh.axis_index(a)
+            try:
+                i = mesh.axis_index(a)
+            except (ValueError, TypeError) as e:
+                raise type(e)(f"{what}: {e}") from None
             if i in seen_axes:
-                raise ValueError(f"axis {a} was used twice in the same {what}")
-            seen_axes.add(i)
+                dims = f"dim {d}" if seen_axes[i] == d else f"dims {seen_axes[i]} and {d}"
+                raise ValueError(f"axis {a!r} was used twice in the same {what} ({dims})")
+            seen_axes[i] = d
             resolved.append(i)
         out[d] = tuple(resolved)
     return tuple(out)
+
+
+def _is_axis_entry(e) -> bool:
+    return e is None or isinstance(e, (str, int)) or (
+        isinstance(e, tuple) and all(isinstance(a, (str, int)) for a in e))
+
+
+def is_one_spec(spec, subtree=None) -> bool:
+    """Whether ``spec`` is one spec (for every tensor of ``subtree``, a container tree)
+    rather than a container of specs: a ``P``, None, a per-dim tuple of axes, or a dict
+    of ``{tensor_dim: axes}`` (a dict whose values are not axes, or whose keys are those
+    of a dict ``subtree`` or the fields of a namedtuple/dataclass one, is a container of
+    specs)."""
+    if spec is None or as_partition_spec(spec) is not None:
+        return True
+    if isinstance(spec, dict):
+        if not all(_is_axis_entry(v) or (isinstance(v, list) and _is_axis_entry(tuple(v)))
+                   for v in spec.values()):
+            return False  # its values are specs
+        if isinstance(subtree, tuple) and subtree[0] in ("dict", "node"):
+            keys = subtree[1] if subtree[0] == "dict" else subtree[3]
+            return keys is None or not set(keys) <= set(spec)
+        return True
+    if type(spec) is tuple:  # a tuple of specs holds a P, a dict or a container
+        return all(_is_axis_entry(e) for e in spec)
+    return not isinstance(spec, (tuple, list)) and not tree_mod.is_container(spec)
+
+
+def leaf_specs(specs, tree, root, what) -> list:
+    """``[(label, spec)]`` for each leaf of ``tree`` (a value's tree): ``specs`` is one
+    spec or a container of specs matching ``tree`` (JAX's pytree prefix)."""
+    return tree_mod.match_prefix(specs, tree, is_one_spec, root, what)
+
+
+def per_argument_specs(specs, args_tree, names, what, one_for_all=True) -> list:
+    """``[(label, spec)]`` for each tensor of the arguments (``args_tree``: their tuple's
+    tree; ``names``: theirs): ``specs`` is one spec per argument (a list or tuple, each
+    a spec or a container of specs for that argument's containers) or, with
+    ``one_for_all``, one spec for all."""
+    children = args_tree[1]
+    if one_for_all and is_one_spec(specs):
+        specs = [specs] * len(children)
+    if not isinstance(specs, (list, tuple)):
+        raise TypeError(f"expected {what} to be a list with one spec per argument, got "
+                        f"{specs!r}")
+    if len(specs) != len(children):
+        raise ValueError(f"expected {len(children)} {what} (one per argument), got {len(specs)}")
+    out = []
+    for i, (spec, t, name) in enumerate(zip(specs, children, names)):
+        for path, s in leaf_specs(spec, t, name, what):
+            out.append((f"argument {i} ({path})", s))
+    return out
+
+
+def output_specs(specs, out_tree, what) -> list:
+    """``[(label, spec)]`` for each output tensor: one spec for all, a container of specs
+    matching the result (a prefix of it), or a flat list with one spec per output tensor."""
+    n = tree_mod.count_leaves(out_tree)
+    if out_tree != tree_mod.LEAF:
+        try:
+            return [(f"output {i} (result{p})", s) for i, (p, s) in enumerate(
+                tree_mod.match_prefix(specs, out_tree, is_one_spec, "", what))]
+        except ValueError:
+            if not isinstance(specs, (list, tuple)) or len(specs) != n:
+                raise
+    elif is_one_spec(specs):
+        return [("output 0", specs)]
+    elif not isinstance(specs, (list, tuple)) or len(specs) != 1:
+        raise ValueError(f"expected 1 {what} (the result is one tensor), got {specs!r}")
+    return [(f"output {i}", s) for i, s in enumerate(specs)]
 
 
 def normalize_list(input_shardings, n_args: int, *, what="input"):
@@ -177,24 +286,20 @@ def shard(t, mesh, sharding, *, partitions=None) -> list:
 
 def assemble(per_device, mesh, sharding, *, check=True):
     """The global tensor from per-device tensors (partition order) and their sharding.
-    Containers work too: ``per_device[p]`` a tuple/list/dict of tensors and ``sharding``
-    the same container of shardings (as ``output_shardings`` reports them)."""
-    def rec(vals, sh, label):
-        v0 = vals[0]
-        if isinstance(v0, (tuple, list)):
-            out = [rec([v[i] for v in vals], sh[i], f"{label}[{i}]") for i in range(len(v0))]
-            return tuple(out) if isinstance(v0, tuple) else out
-        if isinstance(v0, dict) and not isinstance(sh, tuple) and set(v0) == set(sh or {}) and all(
-                isinstance(x, (Tensor, tuple, list, dict)) for x in v0.values()):
-            return {k: rec([v[k] for v in vals], sh[k], f"{label}[{k!r}]") for k in v0}
-        ts = [O.to_tensor(v) for v in vals]
-        norm = normalize(sh, ts[0].shape, mesh, ts[0].names, what="sharding")
-        arr = unshard_arrays([t.to_numpy() for t in ts], norm, mesh, check=check, what=label)
-        return O.tensor(arr, ts[0].type, names=ts[0].names if any(ts[0].names) else None)
-
+    Containers work too: ``per_device[p]`` a container of tensors and ``sharding`` one
+    spec for all of them or the same container of specs (as ``output_shardings`` reports
+    them)."""
     if len(per_device) != mesh.size:
         raise ValueError(f"expected {mesh.size} per-device results, got {len(per_device)}")
-    return rec(list(per_device), sharding, "output")
+    flat = [tree_mod.flatten(v) for v in per_device]
+    tree = flat[0][1]
+    out = []
+    for i, (label, spec) in enumerate(leaf_specs(sharding, tree, "output", "sharding")):
+        ts = [O.to_tensor(f[0][i]) for f in flat]
+        norm = normalize(spec, ts[0].shape, mesh, ts[0].names, what="sharding")
+        arr = unshard_arrays([t.to_numpy() for t in ts], norm, mesh, check=check, what=label)
+        out.append(O.tensor(arr, ts[0].type, names=ts[0].names if any(ts[0].names) else None))
+    return tree_mod.unflatten(tree, out)
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,0 +1,254 @@
+"""``nx.P`` (PartitionSpec) and JAX's own ``PartitionSpec`` as sharding specs: in
+``shard_map``'s ``in_specs``/``out_specs`` (a tuple of P is one spec per argument, as in
+JAX), in ``shard_jit``'s shardings, in containers of specs matching container arguments,
+and their errors. Results are compared device by device with JAX running the same
+program with the same specs."""
+import pickle
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import nxpy as nx
+from nxpy import P
+from nxpy.defn import pmean, psum, shard_jit, shard_map, value_and_grad
+from nxpy.defn import sharding as SH
+
+import jax  # after nxpy started XLA (conftest), so both share the host devices
+import jax.numpy as jnp
+from jax.sharding import Mesh as JMesh, NamedSharding, PartitionSpec as JP
+
+COMPILERS = ["evaluator", "exla"]
+Params = namedtuple("Params", "w b")
+_MESHES: dict = {}
+
+
+def mesh(shape=(4,), names=("data",)):
+    key = (shape, names)
+    if key not in _MESHES:
+        _MESHES[key] = (nx.Mesh("m", shape, axis_names=names),
+                        JMesh(np.array(jax.devices()[:int(np.prod(shape))]).reshape(shape), names))
+    return _MESHES[key]
+
+
+def data(seed=0, n=8):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, 3)).astype(np.float32),
+            rng.standard_normal((n,)).astype(np.float32),
+            Params(rng.standard_normal(3).astype(np.float32), np.float32(0.5)))
+
+
+def close(got, want, what=""):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-6,
+                               err_msg=what)
+
+
+# ----------------------------------------------------------------------------------------
+# P itself
+# ----------------------------------------------------------------------------------------
+def test_p_is_an_immutable_hashable_printable_spec():
+    s = P("data", None, ("x", "y"))
+    assert repr(s) == "P('data', None, ('x', 'y'))" == repr(JP("data", None, ("x", "y")))
+    assert list(s) == ["data", None, ("x", "y")] and len(s) == 3 and s[0] == "data"
+    assert s == P("data", None, ("x", "y")) and hash(s) == hash(P("data", None, ("x", "y")))
+    assert s != P("data") and P() == P() and len({P("a"), P("a"), P()}) == 2
+    assert nx.PartitionSpec is P and pickle.loads(pickle.dumps(s)) == s
+    with pytest.raises(AttributeError, match="immutable"):
+        s.x = 1
+    for bad in (["x"], 1.5, ("x", None), True):
+        with pytest.raises(TypeError, match="each entry must be None, a mesh axis"):
+            P(bad)
+
+
+def test_jax_partition_spec_is_recognised_without_jax_in_nxpy():
+    from nxpy.mesh import as_partition_spec
+    assert as_partition_spec(JP("x", None, ("x", "y"))) == P("x", None, ("x", "y"))
+    assert as_partition_spec(("x",)) is None and as_partition_spec({0: [0]}) is None
+    with pytest.raises(ValueError, match="unreduced axes .* not supported"):
+        as_partition_spec(JP("x", unreduced={"y"}))
+    with pytest.raises(TypeError, match="UNCONSTRAINED is not supported"):
+        as_partition_spec(JP(JP.UNCONSTRAINED))
+
+
+def test_every_spelling_normalises_alike():
+    m, _ = mesh((2, 2), ("x", "y"))
+    want = ((1,), (), (0,))
+    for spec in (P("y", None, "x"), JP("y", None, "x"), ("y", None, "x"), {0: ["y"], 2: ["x"]},
+                 {0: [1], -1: [0]}, P(("y",), None, ("x",))):
+        assert SH.normalize(spec, (4, 3, 2), m) == want, spec
+    assert SH.normalize(P(), (4, 3), m) == SH.normalize(None, (4, 3), m) == ((), ())
+    assert SH.normalize(P("x"), (4, 3), m) == ((0,), ())  # trailing dims replicated
+
+
+# ----------------------------------------------------------------------------------------
+# shard_map: the data-parallel step, against jax.shard_map with the same P
+# ----------------------------------------------------------------------------------------
+def _loss(L):
+    def loss(p, x, y):
+        return L.mean((L.dot(x, p.w) + p.b - y) ** 2)
+    return loss
+
+
+def nx_step(p, x, y):
+    loss, g = value_and_grad(_loss(nx))(p, x, y)
+    g = Params(pmean(g.w, "data"), pmean(g.b, "data"))
+    return Params(p.w - 0.1 * g.w, p.b - 0.1 * g.b), pmean(loss, "data")
+
+
+def jax_step(p, x, y):
+    loss, g = jax.value_and_grad(_loss(jnp))(p, x, y)
+    g = jax.tree_util.tree_map(lambda v: jax.lax.pmean(v, "data"), g)
+    return (Params(p.w - 0.1 * g.w, p.b - 0.1 * g.b), jax.lax.pmean(loss, "data"))
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("spelling", ["nx.P", "jax P", "dicts", "container of specs"])
+def test_data_parallel_step_matches_jax_shard_map(compiler, spelling):
+    m, jm = mesh()
+    x, y, p = data()
+    in_specs = {"nx.P": (P(), P("data"), P("data")),
+                "jax P": (JP(), JP("data"), JP("data")),
+                "dicts": [{}, {0: ["data"]}, {0: ["data"]}],
+                "container of specs": (Params(P(), P()), P("data"), {0: [0]})}[spelling]
+    out_specs = (P(), P()) if spelling != "dicts" else ({}, {})
+    f = shard_map(nx_step, m, in_specs=in_specs, out_specs=out_specs, compiler=compiler)
+    got_p, got_loss = f(Params(nx.tensor(p.w), nx.tensor(p.b)), nx.tensor(x), nx.tensor(y))
+    want_p, want_loss = jax.jit(jax.shard_map(
+        jax_step, mesh=jm, in_specs=(JP(), JP("data"), JP("data")),
+        out_specs=(JP(), JP())))(Params(jnp.asarray(p.w), jnp.asarray(p.b)), x, y)
+    assert type(got_p) is Params
+    close(got_p.w.to_numpy(), want_p.w, "w")
+    close(got_p.b.to_numpy(), want_p.b, "b")
+    close(got_loss.to_numpy(), want_loss, "loss")
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_out_specs_as_a_container_and_one_p_for_all_inputs(compiler):
+    m, jm = mesh((2, 2), ("x", "y"))
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+
+    def body(L, psum_):
+        return lambda u, v: {"s": psum_(u * 2, "x"), "t": v + 1}
+    f = shard_map(body(nx, psum), m, in_specs=P("x", "y"),
+                  out_specs={"s": P(None, "y"), "t": P("x", "y")}, compiler=compiler)
+    got = f(nx.tensor(a), nx.tensor(a))
+    want = jax.jit(jax.shard_map(body(jnp, jax.lax.psum), mesh=jm, in_specs=JP("x", "y"),
+                                 out_specs={"s": JP(None, "y"), "t": JP("x", "y")}))(a, a)
+    assert set(got) == {"s", "t"}
+    for k in got:
+        close(got[k].to_numpy(), want[k], k)
+
+
+def test_a_tuple_of_p_is_per_argument_a_plain_tuple_per_dim():
+    m, _ = mesh((2, 2), ("x", "y"))
+    a = nx.iota((4, 4), type="f32")
+    per_dim = shard_map(lambda u: u * 1, m, in_specs=("x", "y"), out_specs=("x", "y"))(a)
+    per_arg = shard_map(lambda u: u * 1, m, in_specs=(P("x", "y"),), out_specs=P("x", "y"))(a)
+    np.testing.assert_array_equal(per_dim.to_numpy(), a.to_numpy())
+    np.testing.assert_array_equal(per_arg.to_numpy(), a.to_numpy())
+    # one per-dim tuple for two arguments (each sharded alike), as before
+    two = shard_map(lambda u, v: u + v, m, in_specs=("x", None), out_specs=("x", None))(a, a)
+    np.testing.assert_array_equal(two.to_numpy(), 2 * a.to_numpy())
+
+
+# ----------------------------------------------------------------------------------------
+# shard_jit with P, device by device against jax.jit with NamedSharding
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("shardings", [
+    [P("x", "y"), P("x")], [JP("x", "y"), JP("x")], [{0: ["x"], 1: ["y"]}, {0: [0]}]],
+    ids=["nx.P", "jax P", "dicts"])
+def test_shard_jit_input_shardings_as_p(compiler, shardings):
+    m, jm = mesh((2, 2), ("x", "y"))
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    b = np.arange(4, dtype=np.float32).reshape(4, 1)
+    f = shard_jit(lambda u, v: u * 2 + v, m, input_shardings=shardings,
+                  output_shardings=P("x", "y"), compiler=compiler)
+    args = list(zip(SH.shard(nx.tensor(a), m, P("x", "y")), SH.shard(nx.tensor(b), m, P("x"))))
+    got = f([list(t) for t in args])
+    want = jax.jit(lambda u, v: u * 2 + v, out_shardings=NamedSharding(jm, JP("x", "y")))(
+        jax.device_put(a, NamedSharding(jm, JP("x", "y"))),
+        jax.device_put(b, NamedSharding(jm, JP("x"))))
+    assert f.output_shardings == {0: [0], 1: [1]}
+    shards = {s.device.id: np.asarray(s.data) for s in want.addressable_shards}
+    for p, (t, d) in enumerate(zip(got, jm.devices.flat)):
+        close(t.to_numpy(), shards[d.id], f"device {p}")
+    close(SH.assemble(got, m, P("x", "y")).to_numpy(), np.asarray(want))
+
+
+def test_shard_jit_one_p_for_every_argument_and_call_global():
+    m, _ = mesh((2, 2), ("x", "y"))
+    f = shard_jit(lambda u, v: u - v, m, input_shardings=P("x"), compiler="evaluator")
+    u, v = nx.iota((4, 2), type="f32"), nx.full((4, 2), 1.0)
+    out = f.call_global(u, v)
+    np.testing.assert_array_equal(SH.assemble(out, m, f.output_shardings).to_numpy(),
+                                  u.to_numpy() - 1)
+    assert f.output_shardings == {0: [0]}
+
+
+# ----------------------------------------------------------------------------------------
+# Errors name the argument
+# ----------------------------------------------------------------------------------------
+def _smap_call(in_specs, out_specs=P()):
+    m, _ = mesh()
+    x, y, p = data()
+    f = shard_map(lambda p, x, y: pmean(nx.sum(p.w) + nx.sum(x) + nx.sum(y), "data"), m,
+                  in_specs=in_specs, out_specs=out_specs)
+    return lambda: f(Params(nx.tensor(p.w), nx.tensor(p.b)), nx.tensor(x), nx.tensor(y))
+
+
+@pytest.mark.parametrize("in_specs, message", [
+    ((P(), P("data", None, None), P("data")),
+     r"in_specs of argument 1 \(x\): P\('data', None, None\) has 3 entries but the tensor "
+     r"has rank 2"),
+    ((P(), P("model"), P("data")),
+     r"in_specs of argument 1 \(x\): axis 'model' is not an axis of mesh 'm' \(axes \['data'\]\)"),
+    ((P(), P(("data", "data")), P("data")),
+     r"axis 'data' was used twice in the same in_specs of argument 1 \(x\)"),
+    ((P(), P("data"), P("data"), P()), r"expected 3 in_specs \(one per argument\), got 4"),
+    ((Params(P("data"), P()), P("data"), P("data")),
+     r"dim 0 of argument 0 \(p.w\) \(size 3\) is not divisible by 4"),
+    ((Params(P(), P("data")), P("data"), P("data")),
+     r"in_specs of argument 0 \(p.b\): P\('data'\) has 1 entries but the tensor has rank 0"),
+    (({"w": P(), "c": {}}, P("data"), P("data")),
+     r"in_specs for p: expected one spec, or a container of specs with the keys \['w', 'b'\] "
+     r"\(as Params\(w=tensor, b=tensor\)\), got \{'w': P\(\), 'c': \{\}\}"),
+    (((P(), P(), P()), P("data"), P("data")),
+     r"in_specs for p: expected one spec, or a container of specs with the keys \['w', 'b'\]"),
+    (([P(), P()], [P("data")], P("data")),
+     r"expected in_specs of argument 1 \(x\) to be a dict of \{tensor_dim: \[mesh_axes\]\} or "
+     r"a P\(...\) \(PartitionSpec\), got \[P\('data'\)\]"),
+])
+def test_shard_map_spec_errors_name_the_argument(in_specs, message):
+    with pytest.raises((ValueError, TypeError), match=f"^shard_map: {message}"):
+        _smap_call(in_specs)()
+
+
+def test_shard_map_out_spec_errors():
+    with pytest.raises(ValueError, match=r"out_specs of output 0: P\('data'\) has 1 entries but "
+                                         r"the tensor has rank 0"):
+        _smap_call((P(), P("data"), P("data")), out_specs=P("data"))()
+
+
+@pytest.mark.parametrize("shardings, message", [
+    ([P("x", None, None), P()], r"input sharding 0: P\('x', None, None\) has 3 entries"),
+    ([P(), P("z")], r"input sharding 1: axis 'z' is not an axis of mesh 'm'"),
+    ([P(("x", "x")), P()], r"axis 'x' was used twice in the same input sharding 0 \(dim 0\)"),
+    ([P("x", "x"), P()], r"axis 'x' was used twice in the same input sharding 0 \(dims 0 and 1\)"),
+    ([P()], r"expected 2 input sharding configuration\(s\), got 1"),
+])
+def test_shard_jit_spec_errors_name_the_argument(shardings, message):
+    m, _ = mesh((2, 2), ("x", "y"))
+    f = shard_jit(lambda u, v: u + v, m, input_shardings=shardings, compiler="evaluator")
+    with pytest.raises((ValueError, TypeError), match=message):
+        f([[nx.iota((2, 2)), nx.iota((2, 2))] for _ in range(4)])
+
+
+def test_distributed_helpers_take_p():
+    from nxpy import distributed
+    m, _ = mesh((2, 2), ("x", "y"))
+    t = nx.iota((4, 2), type="f32")
+    shards = distributed.local_shards(t, m, P("x", "y"))
+    assert [s.shape for s in shards] == [(2, 1)] * 4
+    np.testing.assert_array_equal(distributed.fetch(shards, m, P("x", "y")).to_numpy(),
+                                  t.to_numpy())
