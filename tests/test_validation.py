@@ -265,11 +265,11 @@ def test_mesh_axis_names():
 def test_sharding_specs_name_the_spec_and_the_argument():
     mesh = nx.Mesh("m", (2,), axis_names=("x",))
     f = shard_jit(lambda a: a + 1, mesh, input_shardings=[{5: ["x"]}])
-    with pytest.raises(ValueError, match=r"input sharding of argument 0 \{5: \['x'\]\}: tensor dim "
+    with pytest.raises(ValueError, match=r"input sharding 0 \{5: \['x'\]\}: tensor dim "
                                          r"5 is not a dim of a tensor of shape \(1, 2\)"):
         f([[nx.iota((1, 2))], [nx.iota((1, 2))]])
     g = shard_jit(lambda a: a + 1, mesh, input_shardings=[{1.0: ["x"]}])
-    with pytest.raises(TypeError, match=r"input sharding of argument 0 .*tensor dim 1\.0"):
+    with pytest.raises(TypeError, match=r"input sharding 0 .*tensor dim 1\.0"):
         g([[nx.iota((1, 2))], [nx.iota((1, 2))]])
 
 
@@ -277,11 +277,11 @@ def test_sharding_specs_name_the_spec_and_the_argument():
 def test_shard_map_spec_longer_than_the_rank(spec):
     mesh = nx.Mesh("m", (2,), axis_names=("x",))
     f = shard_map(lambda a: a, mesh, in_specs=spec, out_specs=("x", None))
-    with pytest.raises(ValueError, match=r"shard_map: in_spec of argument leaf 0 .* has 3 "
+    with pytest.raises(ValueError, match=r"shard_map: in_specs of argument 0 .* has 3 "
                                          r"entries but the tensor has rank 2"):
         f(nx.iota((2, 2)))
     h = shard_map(lambda a: a, mesh, in_specs=("x", None), out_specs=spec)
-    with pytest.raises(ValueError, match=r"shard_map: out_spec of output 0 .* has 3 entries"):
+    with pytest.raises(ValueError, match=r"shard_map: out_specs of .* has 3 entries"):
         h(nx.iota((2, 2)))
 
 

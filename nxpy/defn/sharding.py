@@ -73,6 +73,9 @@ def normalize(spec, shape, mesh, names=None, *, what="input sharding") -> tuple:
             raise ValueError(f"{what}: {p!r} has {len(p)} entries but the tensor has rank "
                              f"{rank} (shape {tuple(shape)})")
         spec = tuple(p)
+    elif isinstance(spec, tuple) and is_one_spec(spec) and len(spec) > rank:
+        raise ValueError(f"{what}: {spec!r} has {len(spec)} entries but the tensor has rank "
+                         f"{rank} (shape {tuple(shape)})")
     if isinstance(spec, tuple) and len(spec) == rank and all(isinstance(a, tuple) for a in spec):
         items = list(enumerate(spec))
     elif isinstance(spec, dict):
