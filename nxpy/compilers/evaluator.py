@@ -24,7 +24,7 @@ from ..ops import BINARY, UNARY, op_method
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
-__all__ = ["Evaluator", "EVAL_RULES", "register_eval_rule", "Plan"]
+__all__ = ["Evaluator", "EVAL_RULES", "register_eval_rule", "Plan", "taken_branch"]
 
 EVAL_RULES: dict = {}
 
@@ -285,8 +285,16 @@ def _elem(ev, e, out, args, env, backend, **ctx):
 
 @register_eval_rule("cond")
 def _cond(ev, e, out, args, env, backend, **ctx):
-    t_fn, f_fn = e.fns
-    return ev.run_fn(t_fn if bool(args[0]) else f_fn, [], env, backend, **ctx)
+    return ev.run_fn(e.fns[taken_branch(args)], [], env, backend, **ctx)
+
+
+def taken_branch(preds) -> int:
+    """The branch a ``cond`` node takes: the first clause whose predicate holds, else the
+    last (the node's args are the predicates of all clauses but the last)."""
+    for i, p in enumerate(preds):
+        if bool(p):
+            return i
+    return len(preds)
 
 
 @register_eval_rule("while")

@@ -396,7 +396,8 @@ class Backprop:
                              for c in caps)
             return run
 
-        outs = cond(self.fwd(e.args[0]), branch(e.fns[0]), branch(e.fns[1]))
+        clauses = [(self.fwd(p), branch(fn)) for p, fn in zip(e.args, e.fns)]
+        outs = cond(clauses + [(True, branch(e.fns[-1]))])
         self._accumulate(e, caps, outs, ct, dep)
 
     def _backward_while(self, e, gs, ct, dep):

@@ -60,36 +60,89 @@ def _coerce(t, shape, type):
     return ops.broadcast(t, shape) if t.shape != shape else t
 
 
-def cond(pred, on_true, on_false):
+_MISSING = object()
+
+
+def cond(pred, on_true=_MISSING, on_false=_MISSING):
     """``on_true()`` if ``pred`` is non-zero, else ``on_false()``. Branches are callables
     (or values) returning the same container structure; shapes broadcast, types merge.
+
+    Nx's multi-clause form takes one list of ``(pred, branch)`` clauses: the first clause
+    whose predicate is non-zero runs; the last clause's predicate must be ``True`` (it
+    runs when no other does). Compilers see one node (EXLA: one ``stablehlo.case``), and
+    only the branch taken runs.
 
     >>> import nxpy as nx
     >>> from nxpy.defn import jit
     >>> f = jit(lambda x: nx.cond(nx.sum(x) > 0, lambda: x * 2, lambda: -x))
     >>> f(nx.tensor([1, 2])).tolist(), f(nx.tensor([-1, -2])).tolist()
     ([2, 4], [1, 2])
+    >>> sign = jit(lambda x: nx.cond([(x < 0, lambda: -1), (x == 0, lambda: 0), (True, lambda: 1)]))
+    >>> [sign(v).tolist() for v in (-3.0, 0.0, 5.0)]
+    [-1, 0, 1]
     """
-    if not _is_expr(pred):
-        if isinstance(pred, Tensor) and pred.shape != ():
-            raise ValueError(f"cond: expected pred to be a scalar, got shape {pred.shape}")
-        return _call(on_true) if bool(pred) else _call(on_false)
-    if pred.shape != ():
-        raise ValueError(f"cond: expected pred to be a scalar, got shape {pred.shape}")
+    if on_true is _MISSING and on_false is _MISSING:
+        clauses = _clauses(pred)
+    elif on_true is _MISSING or on_false is _MISSING:
+        raise TypeError("cond: expected cond(pred, on_true, on_false) or cond(clauses) with a "
+                        "list of (pred, branch) pairs, got only one branch")
+    else:
+        clauses = [(pred, on_true), (True, on_false)]
+    preds, branches = [], []
+    for p, fn in clauses[:-1]:
+        if _is_expr(p):
+            if p.shape != ():
+                raise ValueError(f"cond: expected pred to be a scalar, got shape {p.shape}")
+            preds.append(_as_pred(p))
+            branches.append(fn)
+            continue
+        if isinstance(p, Tensor) and p.shape != ():
+            raise ValueError(f"cond: expected pred to be a scalar, got shape {p.shape}")
+        if bool(p):  # known now: this clause wins over every later one
+            branches.append(fn)
+            break
+    else:
+        branches.append(clauses[-1][1])
+    if not preds:
+        return _call(branches[-1])
     parent = _context.current()
-    t_fn = trace_fn(lambda: _call(on_true), [], parent=parent)
-    f_fn = trace_fn(lambda: _call(on_false), [], parent=parent)
-    if t_fn.tree != f_fn.tree:
-        raise ValueError(f"cond: both branches must return the same container structure, "
-                         f"got {_tree_str(t_fn.tree)} and {_tree_str(f_fn.tree)}")
-    templates = _unify(t_fn.outputs, f_fn.outputs, "cond")
-    for fn in (t_fn, f_fn):
+    fns = [trace_fn(lambda b=b: _call(b), [], parent=parent) for b in branches]
+    for fn in fns[1:]:
+        if fn.tree != fns[0].tree:
+            raise ValueError(f"cond: {'both' if len(fns) == 2 else 'all'} branches must return "
+                             f"the same container structure, "
+                             f"got {_tree_str(fns[0].tree)} and {_tree_str(fn.tree)}")
+    templates = _unify_all([fn.outputs for fn in fns])
+    for fn in fns:
         if any((o.shape, o.type) != (s, t) for o, (s, t, _) in zip(fn.outputs, templates)):
             with fn.scope:
                 fn.outputs = [_coerce(o, s, t) for o, (s, t, _) in zip(fn.outputs, templates)]
             fn.finalize()
-    outs = EXPR.multi("cond", templates, _as_pred(pred), fns=(t_fn, f_fn))
-    return tree_mod.unflatten(t_fn.tree, outs)
+    outs = EXPR.multi("cond", templates, *preds, fns=tuple(fns))
+    return tree_mod.unflatten(fns[0].tree, outs)
+
+
+def _clauses(clauses):
+    """The ``(pred, branch)`` pairs of the multi-clause form, checked."""
+    if not isinstance(clauses, (list, tuple)) or not clauses:
+        raise TypeError(f"cond: expected cond(pred, on_true, on_false) or cond(clauses) with a "
+                        f"non-empty list of (pred, branch) pairs, got {clauses!r}")
+    for i, c in enumerate(clauses):
+        if not isinstance(c, (list, tuple)) or len(c) != 2:
+            raise TypeError(f"cond: clause {i} must be a (pred, branch) pair, got {c!r}")
+    last = clauses[-1][0]
+    if last is not True:
+        raise ValueError(f"cond: the last clause's predicate must be True (the branch taken "
+                         f"when no other predicate holds), got {last!r}; add (True, branch)")
+    return list(clauses)
+
+
+def _unify_all(outputs):
+    """The common template of every branch's leaves."""
+    templates = [(o.shape, o.type, o.names) for o in outputs[0]]
+    for outs in outputs[1:]:
+        templates = _unify([Tensor(None, s, t, n) for s, t, n in templates], outs, "cond")
+    return templates
 
 
 def _tree_str(t):

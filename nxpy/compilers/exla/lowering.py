@@ -522,11 +522,16 @@ def _window(c: Ctx, e: Expr, x: Val):
 # Control flow
 # ----------------------------------------------------------------------------------------
 @register_lowering("cond")
-def _cond(c: Ctx, e: Expr, pred: Val):
-    t_fn, f_fn = e.fns
-    regions = [c.fn_region(fn, []) for fn in (t_fn, f_fn)]
+def _cond(c: Ctx, e: Expr, *preds: Val):
+    regions = [c.fn_region(fn, []) for fn in e.fns]
     outs = [(s, t) for s, t, _ in e.outs]
-    return c.op("stablehlo.if", [pred], outs, None, regions)
+    if len(preds) == 1:
+        return c.op("stablehlo.if", [preds[0]], outs, None, regions)
+    # several clauses: one case on the index of the first predicate that holds
+    index = c.const(len(preds), T.S32)
+    for i in reversed(range(len(preds))):
+        index = c.select(preds[i], c.const(i, T.S32), index)
+    return c.op("stablehlo.case", [index], outs, None, regions)
 
 
 @register_lowering("while")
