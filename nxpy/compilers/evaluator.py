@@ -145,7 +145,7 @@ class Evaluator(Compiler):
                 shards = [d[i] for d in every]
                 g = SH.unshard_arrays(shards, s, mesh, check=check, what=f"argument leaf {i}")
                 args.append(b.from_numpy(g, p.type, p.names))
-            outs = self.run_fn(graph, args, None, b)
+            outs = self.run_fn(graph, args, None, b, mesh=mesh, propagator=propagator)
             per = [[None] * len(outs) for _ in parts]
             for o, (t, s) in enumerate(zip(outs, out_shardings)):
                 pieces = SH.shard_array(t.to_numpy(), s, mesh)
@@ -295,6 +295,24 @@ def taken_branch(preds) -> int:
         if bool(p):
             return i
     return len(preds)
+
+
+@register_eval_rule("hook")
+def _hook(ev, e, out, args, env, backend, mesh=None, propagator=None, **ctx):
+    """Calls the hook with the value; in a sharded program (the global view) once per
+    partition of this process, with that partition's shard and device."""
+    x, fn = args[0], e.attrs["fn"]
+    if x.names != out.names:  # the node's names (a rename's value may not carry them)
+        x = Tensor(x.data, x.shape, x.type, out.names, x.backend, x.device_id)
+    if mesh is None:
+        fn(x)
+        return x
+    pieces = SH.shard_array(x.to_numpy(), propagator.of(e), mesh)
+    for p in mesh.local_partitions:
+        t = backend.from_numpy(pieces[p], x.type, x.names)
+        t.device_id = mesh.devices[p]
+        fn(t)
+    return x
 
 
 @register_eval_rule("while")

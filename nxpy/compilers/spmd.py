@@ -139,6 +139,17 @@ def _cond(s: Spmd, e, out, per, active, env):
     return res
 
 
+@register_spmd_rule("hook")
+def _hook(s: Spmd, e, out, per, active, env):
+    fn = e.attrs["fn"]
+    local = set(s.mesh.local_partitions)
+    for p in sorted(active):
+        x = per[p][0]
+        if p in local:
+            fn(Tensor(x.data, x.shape, x.type, out.names, x.backend, s.mesh.devices[p]))
+    return [per[p][0] if p in active else None for p in range(s.n)]
+
+
 @register_spmd_rule("while")
 def _while(s: Spmd, e, out, per, active, env):
     c_fn, b_fn = e.fns
