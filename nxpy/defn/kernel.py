@@ -385,7 +385,7 @@ def print_expr(x, label=None):
       f32[2]
     <BLANKLINE>
       Nx.Defn.Expr
-      parameter a:0       f32[2]
+      parameter a:0         f32[2]
       b = multiply a, 2.0   f32[2]
     >
     [3.0, 5.0]
