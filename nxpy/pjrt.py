@@ -485,6 +485,8 @@ def _compile_or_load(module_text, device_ids, spmd):
         opts.executable_build_options.use_spmd_partitioning = True
         opts.executable_build_options.use_shardy_partitioner = True
     device_list = st["xc"].DeviceList(tuple(devs))
+    if _HOST_CALLBACK_MARK in module_text:
+        return _compile_with_host_callbacks(client, module_text, device_list, opts, device_ids)
     disk = _disk_cache()
     if disk is not None:
         digest = _digest(module_text, opts, devs)
@@ -509,6 +511,90 @@ def _compile_or_load(module_text, device_ids, spmd):
     if disk is not None:
         disk.store(digest, client.serialize_executable(exe))
     return exe
+
+
+# ----------------------------------------------------------------------------------------
+# Host callbacks (print_value, hook)
+# ----------------------------------------------------------------------------------------
+#: jaxlib's typed-FFI handlers that call a Python function given at compile time
+_CALLBACK_TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback",
+                     "rocm": "xla_ffi_python_gpu_callback"}
+_HOST_CALLBACK_MARK = "xla_ffi_python_"  # both targets start so
+_callbacks: dict = {}      # key → call(device position, *arrays)
+_callback_keys: dict = {}  # identity → key
+_callback_lock = threading.Lock()
+
+
+def host_callback_target() -> str:
+    """The custom-call target of a host callback on this platform: jaxlib's
+    ``xla_ffi_python_{cpu,gpu}_callback`` (what ``jax.debug.callback`` lowers to). Its
+    operands, as nxpy emits them: a token, the callback's key (``ui64``), the partition
+    id (``ui32``) and the values; its result: a token."""
+    name = requested_platform()
+    if name not in _CALLBACK_TARGETS:
+        raise NotImplementedError(f"host callbacks (print_value, hook) inside compiled "
+                                  f"programs are not supported on the {name!r} platform by "
+                                  f"nxpy (jaxlib implements them there with send/recv "
+                                  f"channels); use the Evaluator")
+    return _CALLBACK_TARGETS[name]
+
+
+def host_callback_key(identity, call) -> int:
+    """The key a module names host callback ``call(device_position, *arrays)`` by. Equal
+    ``identity`` (hashable) gets the same key, so equal programs lower to equal text and
+    compile once; ``call`` is kept for the life of the process."""
+    with _callback_lock:
+        key = _callback_keys.get(identity)
+        if key is None:
+            key = _callback_keys[identity] = len(_callbacks) + 1
+            _callbacks[key] = call
+        return key
+
+
+def _compile_with_host_callbacks(client, module_text, device_list, opts, device_ids):
+    """Compiles a module calling host callbacks. jaxlib takes the Python callables only
+    with an MLIR module object (not text): the custom calls' ``index = 0`` names the
+    single dispatcher passed here, which finds the callback by the key operand and the
+    device by the partition id. Never stored in the persistent cache (the callbacks are
+    objects of this process)."""
+    from jax._src.interpreters import mlir as jax_mlir
+    from jax._src.lib.mlir import ir
+    positions = list(device_ids)
+
+    def dispatch(token, key, partition, *arrays):
+        call = _callbacks[int(key)]
+        try:  # copies: the buffers belong to XLA and are reused once the callback returns
+            call(positions[int(partition)], *[np.array(a, copy=True) for a in arrays])
+        except Exception as e:  # XLA fails the execution with this text
+            raise RuntimeError(f"nxpy: a host callback (print_value/hook) raised "
+                               f"{type(e).__name__}: {e}") from e
+        return (token,)
+
+    try:
+        with jax_mlir.make_ir_context():
+            module = ir.Module.parse(module_text)
+            with telemetry.timed("compile", key=hash(module_text)):
+                exe = client.compile_and_load(module, device_list, opts, [dispatch])
+    except Exception as e:  # noqa: BLE001 - XLA's own error text, with the module
+        raise CompileError(f"XLA could not compile the module nxpy emitted: {e}\n\n"
+                           f"{module_text}") from None
+    _synchronous.add(id(exe))  # executables live as long as the process (_EXECUTABLES)
+    return exe
+
+
+#: executables with host callbacks: a call returns once every device's run (and so every
+#: callback) is done, so what they print comes before the call returns
+_synchronous: set = set()
+
+
+def _execute(exe, buffers):
+    """``exe.execute_sharded(buffers)``, waiting for the whole run when ``exe`` has host
+    callbacks (through the runtime token, as JAX waits for effects)."""
+    if id(exe) not in _synchronous:
+        return exe.execute_sharded(buffers)
+    results = exe.execute_sharded(buffers, with_tokens=True)
+    results.consume_token().block_until_ready()
+    return results
 
 
 # ----------------------------------------------------------------------------------------
@@ -691,7 +777,7 @@ def executor(exe, outputs, device_index: int):
                 for shape, dt in outputs]
 
     def run(buffers):
-        return exe.execute_sharded(buffers).consume_with_handlers(handlers)
+        return _execute(exe, buffers).consume_with_handlers(handlers)
     return run
 
 
@@ -705,10 +791,10 @@ def dispatcher(exe, inputs, outputs, device_index: int):
     a buffer on the device or a NumPy array of the input's dtype (copied in by C++).
     ``inputs``/``outputs``: ``[(shape, dtype), ...]``. The first call with a new kind of
     arguments runs :func:`executor`'s path and teaches the C++ side. None when the program
-    has 64-bit inputs (JAX's dispatch narrows them unless its x64 mode is on) or this jaxlib
-    lacks the pieces."""
+    has 64-bit inputs (JAX's dispatch narrows them unless its x64 mode is on) or host
+    callbacks (its calls wait for them), or this jaxlib lacks the pieces."""
     st = _state
-    if any(np.dtype(dt) in _WIDE for _, dt in inputs):
+    if any(np.dtype(dt) in _WIDE for _, dt in inputs) or id(exe) in _synchronous:
         return None
     try:
         from jax._src import tree_util
@@ -810,7 +896,7 @@ def sharded_executor(exe, outputs, mesh_devices, mesh_shape, axis_names):
                 for (shape, dt, _), sh in zip(outputs, shardings)]
 
     def run(arrays):
-        return exe.execute_sharded(arrays).consume_with_handlers(handlers)
+        return _execute(exe, arrays).consume_with_handlers(handlers)
     run.shardings = shardings  # the results' sharding objects, comparable by identity
     return run
 

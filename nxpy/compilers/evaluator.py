@@ -24,7 +24,7 @@ from ..ops import BINARY, UNARY, op_method
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
-__all__ = ["Evaluator", "EVAL_RULES", "register_eval_rule", "Plan"]
+__all__ = ["Evaluator", "EVAL_RULES", "register_eval_rule", "Plan", "taken_branch"]
 
 EVAL_RULES: dict = {}
 
@@ -145,7 +145,7 @@ class Evaluator(Compiler):
                 shards = [d[i] for d in every]
                 g = SH.unshard_arrays(shards, s, mesh, check=check, what=f"argument leaf {i}")
                 args.append(b.from_numpy(g, p.type, p.names))
-            outs = self.run_fn(graph, args, None, b)
+            outs = self.run_fn(graph, args, None, b, mesh=mesh, propagator=propagator)
             per = [[None] * len(outs) for _ in parts]
             for o, (t, s) in enumerate(zip(outs, out_shardings)):
                 pieces = SH.shard_array(t.to_numpy(), s, mesh)
@@ -285,8 +285,34 @@ def _elem(ev, e, out, args, env, backend, **ctx):
 
 @register_eval_rule("cond")
 def _cond(ev, e, out, args, env, backend, **ctx):
-    t_fn, f_fn = e.fns
-    return ev.run_fn(t_fn if bool(args[0]) else f_fn, [], env, backend, **ctx)
+    return ev.run_fn(e.fns[taken_branch(args)], [], env, backend, **ctx)
+
+
+def taken_branch(preds) -> int:
+    """The branch a ``cond`` node takes: the first clause whose predicate holds, else the
+    last (the node's args are the predicates of all clauses but the last)."""
+    for i, p in enumerate(preds):
+        if bool(p):
+            return i
+    return len(preds)
+
+
+@register_eval_rule("hook")
+def _hook(ev, e, out, args, env, backend, mesh=None, propagator=None, **ctx):
+    """Calls the hook with the value; in a sharded program (the global view) once per
+    partition of this process, with that partition's shard and device."""
+    x, fn = args[0], e.attrs["fn"]
+    if x.names != out.names:  # the node's names (a rename's value may not carry them)
+        x = Tensor(x.data, x.shape, x.type, out.names, x.backend, x.device_id)
+    if mesh is None:
+        fn(x)
+        return x
+    pieces = SH.shard_array(x.to_numpy(), propagator.of(e), mesh)
+    for p in mesh.local_partitions:
+        t = backend.from_numpy(pieces[p], x.type, x.names)
+        t.device_id = mesh.devices[p]
+        fn(t)
+    return x
 
 
 @register_eval_rule("while")

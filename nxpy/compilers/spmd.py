@@ -18,7 +18,7 @@ from ..defn.expr import Expr
 from ..tensor import Tensor
 from ..registry import rule_registrar
 from ..types import compute_dtype
-from .evaluator import EVAL_RULES, Env, register_eval_rule
+from .evaluator import EVAL_RULES, Env, register_eval_rule, taken_branch
 
 __all__ = ["Spmd", "SPMD_RULES", "register_spmd_rule"]
 
@@ -128,15 +128,26 @@ class Spmd:
 # ----------------------------------------------------------------------------------------
 @register_spmd_rule("cond")
 def _cond(s: Spmd, e, out, per, active, env):
-    t_fn, f_fn = e.fns
-    take = {p: bool(per[p][0]) for p in active}
+    take = {p: taken_branch(per[p]) for p in active}
     res = [None] * s.n
-    for fn, sub in ((t_fn, {p for p in active if take[p]}), (f_fn, {p for p in active if not take[p]})):
+    for i, fn in enumerate(e.fns):
+        sub = {p for p in active if take[p] == i}
         if sub:
             outs = s.run(fn, [[] for _ in range(s.n)], sub, env)
             for p in sub:
                 res[p] = outs[p]
     return res
+
+
+@register_spmd_rule("hook")
+def _hook(s: Spmd, e, out, per, active, env):
+    fn = e.attrs["fn"]
+    local = set(s.mesh.local_partitions)
+    for p in sorted(active):
+        x = per[p][0]
+        if p in local:
+            fn(Tensor(x.data, x.shape, x.type, out.names, x.backend, s.mesh.devices[p]))
+    return [per[p][0] if p in active else None for p in range(s.n)]
 
 
 @register_spmd_rule("while")

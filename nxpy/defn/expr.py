@@ -21,11 +21,16 @@ from ..tensor import Tensor, shape_str
 from ..types import convert
 from . import tree as tree_mod
 
-__all__ = ["Expr", "Scope", "Fn", "ExprBackend", "EXPR", "trace_fn", "format_graph"]
+__all__ = ["Expr", "Scope", "Fn", "ExprBackend", "EXPR", "trace_fn", "format_graph", "EFFECTS",
+           "has_effects"]
 
 _ids = itertools.count()
 
 primitive("graph", "parameter", "elem")
+
+#: ops run for their side effect (a host callback): a scope keeps each such node even when
+#: nothing uses its result, and compilers run them in program order
+EFFECTS = {"hook"}
 
 
 class Expr:
@@ -85,6 +90,7 @@ class Scope:
     def __init__(self, parent=None, expand=None):
         self.id = next(Scope._ids)
         self.parent = parent
+        self.effects = []  # nodes of EFFECTS ops recorded here, in program order
         self.backend = EXPR
         #: built-in ops recorded as their portable implementation (``nxpy.ops.core.PORTABLE``)
         #: rather than as one node: those the target compiler has no rule for (see
@@ -122,7 +128,7 @@ class Fn:
     def finalize(self):
         """Recomputes the node list and captures (after outputs changed)."""
         seen, caps, nodes = set(), {}, []
-        stack = [t.data for t in self.outputs]
+        stack = [t.data for t in self.outputs] + list(self.scope.effects)
         while stack:
             e = stack.pop()
             if e.id in seen:
@@ -147,6 +153,15 @@ class Fn:
     @property
     def templates(self):
         return [(t.shape, t.type, t.names) for t in self.outputs]
+
+
+def has_effects(fn: Fn) -> bool:
+    """Whether ``fn`` or a sub-function of it runs an :data:`EFFECTS` op."""
+    v = fn.cache.get("has_effects")
+    if v is None:
+        v = fn.cache["has_effects"] = any(e.op in EFFECTS or any(has_effects(f) for f in e.fns)
+                                          for e in fn.nodes)
+    return v
 
 
 def trace_fn(fun, templates, *, tree=None, parent=None, wrap_output=None, expand=None) -> Fn:
@@ -234,6 +249,12 @@ class ExprBackend(Backend):
 
     def parameter(self, out, index):
         return self._new("parameter", out, [], {"index": index})
+
+    def effect(self, op, out, *args, **attrs) -> Tensor:
+        """A node of an :data:`EFFECTS` op, kept by its scope whether or not it is used."""
+        t = self._new(op, out, list(args), attrs)
+        _context.current().effects.append(t.data)
+        return t
 
     def __getattr__(self, op):
         if op.startswith("__"):

@@ -45,7 +45,7 @@ from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import current_mesh, psum
 from .core import jit
-from .expr import EXPR, Expr, Fn, Scope, trace_fn
+from .expr import EFFECTS, EXPR, Expr, Fn, Scope, trace_fn
 from .grad_rules import GRAD_RULES, NON_DIFFERENTIABLE, non_differentiable, zeros
 from .kernel import cond, while_loop
 from .shard_map import shard_map
@@ -209,6 +209,8 @@ class Backprop:
     def _replay(self, e: Expr, augment=False):
         if e.op in MARKERS and not self.keep:
             return self.value(e.args[0])
+        if e.op in EFFECTS and self.parent is not None:
+            return self.value(e.args[0])  # the backward pass recomputes: call hooks once
         if e.op == "while" and augment:
             bound = _trip_bound(e)
             if bound is not None:
@@ -217,6 +219,8 @@ class Backprop:
         fns = tuple(self._copy_fn(f) for f in e.fns)
         new = Expr(e.op, args, dict(e.attrs), e.shape, e.type, e.names, _context.current(), fns,
                    e.outs)
+        if e.op in EFFECTS:
+            new.scope.effects.append(new)
         return new if e.outs is not None else Tensor(new, e.shape, e.type, e.names, EXPR)
 
     def _copy_fn(self, fn: Fn) -> Fn:
@@ -396,7 +400,8 @@ class Backprop:
                              for c in caps)
             return run
 
-        outs = cond(self.fwd(e.args[0]), branch(e.fns[0]), branch(e.fns[1]))
+        clauses = [(self.fwd(p), branch(fn)) for p, fn in zip(e.args, e.fns)]
+        outs = cond(clauses + [(True, branch(e.fns[-1]))])
         self._accumulate(e, caps, outs, ct, dep)
 
     def _backward_while(self, e, gs, ct, dep):

@@ -11,6 +11,7 @@ plain Python control flow.
 from __future__ import annotations
 
 import sys
+import threading
 
 from .. import _context, ops
 from ..ops import primitive
@@ -24,8 +25,9 @@ from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_in
 from .expr import EXPR, Expr, trace_fn
 
 primitive("control flow", "cond", "while")
+primitive("debugging", "hook")
 
-__all__ = ["cond", "while_loop", "fori_loop", "all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean",
+__all__ = ["cond", "while_loop", "fori_loop", "hook", "print_value", "print_expr", "all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean",
            "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute", "ppermute",
            "shift", "collective_broadcast", "axis_index", "all_slice"]
 
@@ -60,37 +62,90 @@ def _coerce(t, shape, type):
     return ops.broadcast(t, shape) if t.shape != shape else t
 
 
-def cond(pred, on_true, on_false):
+_MISSING = object()
+
+
+def cond(pred, on_true=_MISSING, on_false=_MISSING):
     """``on_true()`` if ``pred`` is non-zero, else ``on_false()``. Branches are callables
     (or values) returning the same container structure; shapes broadcast, types merge.
+
+    Nx's multi-clause form takes one list of ``(pred, branch)`` clauses: the first clause
+    whose predicate is non-zero runs; the last clause's predicate must be ``True`` (it
+    runs when no other does). Compilers see one node (EXLA: one ``stablehlo.case``), and
+    only the branch taken runs.
 
     >>> import nxpy as nx
     >>> from nxpy.defn import jit
     >>> f = jit(lambda x: nx.cond(nx.sum(x) > 0, lambda: x * 2, lambda: -x))
     >>> f(nx.tensor([1, 2])).tolist(), f(nx.tensor([-1, -2])).tolist()
     ([2, 4], [1, 2])
+    >>> sign = jit(lambda x: nx.cond([(x < 0, lambda: -1), (x == 0, lambda: 0), (True, lambda: 1)]))
+    >>> [sign(v).tolist() for v in (-3.0, 0.0, 5.0)]
+    [-1, 0, 1]
     """
-    if not _is_expr(pred):
-        if isinstance(pred, Tensor) and pred.shape != ():
-            raise ValueError(f"cond: expected pred to be a scalar, got shape {pred.shape}")
-        return _call(on_true) if bool(pred) else _call(on_false)
-    if pred.shape != ():
-        raise ValueError(f"cond: expected pred to be a scalar, got shape {pred.shape}")
+    if on_true is _MISSING and on_false is _MISSING:
+        clauses = _clauses(pred)
+    elif on_true is _MISSING or on_false is _MISSING:
+        raise TypeError("cond: expected cond(pred, on_true, on_false) or cond(clauses) with a "
+                        "list of (pred, branch) pairs, got only one branch")
+    else:
+        clauses = [(pred, on_true), (True, on_false)]
+    preds, branches = [], []
+    for p, fn in clauses[:-1]:
+        if _is_expr(p):
+            if p.shape != ():
+                raise ValueError(f"cond: expected pred to be a scalar, got shape {p.shape}")
+            preds.append(_as_pred(p))
+            branches.append(fn)
+            continue
+        if isinstance(p, Tensor) and p.shape != ():
+            raise ValueError(f"cond: expected pred to be a scalar, got shape {p.shape}")
+        if bool(p):  # known now: this clause wins over every later one
+            branches.append(fn)
+            break
+    else:
+        branches.append(clauses[-1][1])
+    if not preds:
+        return _call(branches[-1])
     parent = _context.current()
-    t_fn = trace_fn(lambda: _call(on_true), [], parent=parent)
-    f_fn = trace_fn(lambda: _call(on_false), [], parent=parent)
-    if t_fn.tree != f_fn.tree:
-        raise ValueError(f"cond: both branches must return the same container structure, "
-                         f"got {_tree_str(t_fn.tree)} and {_tree_str(f_fn.tree)}"
-                         f"{_static_hint(t_fn.tree)}")
-    templates = _unify(t_fn.outputs, f_fn.outputs, "cond")
-    for fn in (t_fn, f_fn):
+    fns = [trace_fn(lambda b=b: _call(b), [], parent=parent) for b in branches]
+    for fn in fns[1:]:
+        if fn.tree != fns[0].tree:
+            raise ValueError(f"cond: {'both' if len(fns) == 2 else 'all'} branches must return "
+                             f"the same container structure, "
+                             f"got {_tree_str(fns[0].tree)} and {_tree_str(fn.tree)}"
+                             f"{_static_hint(fns[0].tree)}")
+    templates = _unify_all([fn.outputs for fn in fns])
+    for fn in fns:
         if any((o.shape, o.type) != (s, t) for o, (s, t, _) in zip(fn.outputs, templates)):
             with fn.scope:
                 fn.outputs = [_coerce(o, s, t) for o, (s, t, _) in zip(fn.outputs, templates)]
             fn.finalize()
-    outs = EXPR.multi("cond", templates, _as_pred(pred), fns=(t_fn, f_fn))
-    return tree_mod.unflatten(t_fn.tree, outs)
+    outs = EXPR.multi("cond", templates, *preds, fns=tuple(fns))
+    return tree_mod.unflatten(fns[0].tree, outs)
+
+
+def _clauses(clauses):
+    """The ``(pred, branch)`` pairs of the multi-clause form, checked."""
+    if not isinstance(clauses, (list, tuple)) or not clauses:
+        raise TypeError(f"cond: expected cond(pred, on_true, on_false) or cond(clauses) with a "
+                        f"non-empty list of (pred, branch) pairs, got {clauses!r}")
+    for i, c in enumerate(clauses):
+        if not isinstance(c, (list, tuple)) or len(c) != 2:
+            raise TypeError(f"cond: clause {i} must be a (pred, branch) pair, got {c!r}")
+    last = clauses[-1][0]
+    if last is not True:
+        raise ValueError(f"cond: the last clause's predicate must be True (the branch taken "
+                         f"when no other predicate holds), got {last!r}; add (True, branch)")
+    return list(clauses)
+
+
+def _unify_all(outputs):
+    """The common template of every branch's leaves."""
+    templates = [(o.shape, o.type, o.names) for o in outputs[0]]
+    for outs in outputs[1:]:
+        templates = _unify([Tensor(None, s, t, n) for s, t, n in templates], outs, "cond")
+    return templates
 
 
 def _tree_str(t):
@@ -240,3 +295,120 @@ def _eager_while(cond_fun, body_fun, state, leaves, tree):
             return state
         state = body_fun(state)
         state = _check_body_output(state, tree, templates)
+
+
+# ----------------------------------------------------------------------------------------
+# Seeing values: hook, print_value, print_expr
+# ----------------------------------------------------------------------------------------
+def hook(x, fn):
+    """``x``, calling ``fn(value)`` on the host with the computed tensor when the program
+    runs (Nx's ``hook/2``; JAX's ``jax.debug.callback``). Outside a defn ``fn`` is called
+    at once. The call happens even when the result is not used, once per execution
+    (every iteration inside a ``while_loop``; only when its branch runs inside a ``cond``),
+    in program order on one device; under ``shard_jit``/``shard_map`` once per device with
+    that device's shard, whose ``device_id`` is set. ``fn``'s return value is ignored,
+    and for ``grad`` the hook is the identity. EXLA calls ``fn`` from XLA's thread through
+    jaxlib's host-callback custom call (docs/debugging.md); the tensor it gets is on the
+    NumPy backend.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jit
+    >>> seen = []
+    >>> f = jit(lambda x: nx.hook(x * 2, lambda v: seen.append(v.tolist())) + 1)
+    >>> f(nx.tensor([1, 2])).tolist(), seen
+    ([3, 5], [[2, 4]])
+    """
+    if not callable(fn):
+        raise TypeError(f"hook: expected fn to be a callable taking the tensor, got "
+                        f"{type(fn).__name__}")
+    if isinstance(x, (tuple, list, dict)) or x is None:
+        raise TypeError(f"hook: expected x to be a tensor (or a number), got "
+                        f"{type(x).__name__}; hook each tensor of a container on its own, or "
+                        f"use print_value, which takes containers")
+    if not _context.tracing():
+        fn(ops.to_tensor(x, "x"))
+        return x
+    t = EXPR.lift(x, "x")
+    return EXPR.effect("hook", Tensor(None, t.shape, t.type, t.names), t, fn=fn)
+
+
+_print_lock = threading.Lock()  # device threads print whole lines, not interleaved
+
+
+class _Printer:
+    """The hook ``print_value`` installs: prints the value with its label and device."""
+
+    __slots__ = ("label",)
+
+    def __init__(self, label):
+        self.label = label
+
+    def __call__(self, t):
+        text = _labelled(self.label, t.device_id, repr(t))
+        with _print_lock:
+            print(text, flush=True)
+
+    def __eq__(self, other):  # equal printers make equal programs (compiled once)
+        return type(other) is _Printer and other.label == self.label
+
+    def __hash__(self):
+        return hash((_Printer, self.label))
+
+    def __repr__(self):
+        return f"print_value({self.label!r})" if self.label is not None else "print_value"
+
+
+def _labelled(label, device, text):
+    where = f"device {device}" if device is not None else None
+    head = f"{label} ({where})" if label is not None and where else label or where
+    text = f"{head}: {text}" if head is not None else text
+    return text
+
+
+def print_value(x, label=None):
+    """``x``, printing its value each time the program runs (Nx's ``print_value/2``;
+    JAX's ``jax.debug.print``): ``label: #Nx.Tensor<...>``, with ``(device N)`` added for
+    the shards of a sharded program. A container prints each tensor, labelled with its
+    path. See :func:`hook` for when and where it runs.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jit
+    >>> jit(lambda x: nx.print_value(x + 1, label="x + 1") * 2)(nx.tensor([1, 2])).tolist()
+    x + 1: #Nx.Tensor<
+      s32[2]
+      [2, 3]
+    >
+    [4, 6]
+    """
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"print_value: expected label to be a string or None, got "
+                        f"{type(label).__name__}")
+    leaves, tree = tree_mod.flatten(x)
+    if tree == tree_mod.LEAF:
+        return hook(x, _Printer(label))
+    paths = tree_mod.leaf_paths(tree, label or "")
+    return tree_mod.unflatten(tree, [hook(v, _Printer(p)) for v, p in zip(leaves, paths)])
+
+
+def print_expr(x, label=None):
+    """``x``, printing its expression (the Expr graph computing it) while the defn is
+    traced (Nx's ``print_expr/2``); outside a defn it prints the tensor. Nothing is
+    printed when the compiled program runs.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jit
+    >>> jit(lambda x: nx.print_expr(x * 2) + 1)(nx.tensor([1.0, 2.0])).tolist()
+    #Nx.Tensor<
+      f32[2]
+    <BLANKLINE>
+      Nx.Defn.Expr
+      parameter a:0         f32[2]
+      b = multiply a, 2.0   f32[2]
+    >
+    [3.0, 5.0]
+    """
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"print_expr: expected label to be a string or None, got "
+                        f"{type(label).__name__}")
+    print(_labelled(label, None, repr(x)))
+    return x

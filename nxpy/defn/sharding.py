@@ -400,7 +400,7 @@ def _elementwise(prop, e, args):
 
 
 register_sharding_rule(*O.UNARY, "as_type", "bitcast", "reverse", "window_sum",
-                       "window_max", "put_slice")(_same)
+                       "window_max", "put_slice", "hook")(_same)
 register_sharding_rule(*O.BINARY, "select", "clip")(_elementwise)
 
 

@@ -34,6 +34,8 @@ elementwise families, a function per structural op). An op nxpy cannot express r
 """
 from __future__ import annotations
 
+import re
+
 from .. import _context, ops as nx
 from ..defn import debug_expr, jit
 from ..tensor import Tensor, shape_str
@@ -93,6 +95,18 @@ def _check_module(module):
 # ----------------------------------------------------------------------------------------
 # Programs
 # ----------------------------------------------------------------------------------------
+#: custom-call targets that call a Python function of the process that compiled the module
+#: (jax.debug.print/callback, io_callback, pure_callback; nxpy's print_value and hook)
+HOST_CALLBACK = re.compile(r"^xla(_ffi)?(_partitioned)?_python_(cpu|gpu)_callback$")
+
+
+def host_callbacks(module) -> list:
+    """The custom calls of ``module`` (text or parsed) that call back into Python."""
+    module = parse(module) if isinstance(module, str) else module
+    return [op for op in module.walk() if op.name == "stablehlo.custom_call"
+            and HOST_CALLBACK.match(str(op.attributes.get("call_target_name", "")))]
+
+
 class Program:
     """A module loaded into nxpy: call it like the module's entry function (tensors in,
     a tensor or a tuple of tensors out) under ``jit``, ``shard_jit``, ``debug_expr`` or
@@ -100,6 +114,15 @@ class Program:
 
     def __init__(self, module: Module, entry=None, meshes=None):
         self.module = module
+        calls = host_callbacks(module)
+        if calls:
+            op = calls[0]
+            raise UnsupportedOpError(
+                f"{op.name} at {op.where(module.aliases)}: the module calls back into Python "
+                f"({op.attributes.get('call_target_name')}: jax.debug.print/callback, or "
+                f"nxpy's print_value/hook); the function it calls belongs to the process that "
+                f"compiled the module and cannot be loaded: remove the callbacks first",
+                op.name)
         self.func = module.func(entry) if entry else module.main
         _check_module(module)
         self.__name__ = f"stablehlo_{self.func.name}"

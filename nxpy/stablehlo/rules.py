@@ -630,13 +630,9 @@ def _if(scope, op, pred):
 
 @register_op("stablehlo.case")
 def _case(scope, op, index):
-    regions = op.regions
-
-    def branch(k):
-        if k == len(regions) - 1:
-            return _branch(scope, regions[k])
-        return lambda: nx_cond(nx.equal(index, k), _branch(scope, regions[k]), branch(k + 1))
-    return list(branch(0)())
+    regions = op.regions  # an index out of range takes the last branch, as in StableHLO
+    clauses = [(nx.equal(index, k), _branch(scope, r)) for k, r in enumerate(regions[:-1])]
+    return list(nx_cond(clauses + [(True, _branch(scope, regions[-1]))]))
 
 
 @register_op("stablehlo.while")

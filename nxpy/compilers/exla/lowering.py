@@ -15,8 +15,9 @@ from ... import types as T
 from ...ops import BINARY, binary_compute_type
 from ...registry import rule_registrar
 from ...tensor import Tensor
-from ...defn.expr import Expr, Fn
-from .mlir import Builder, Val, dense, dense_i64, i64_array, is_splat, tensor_type
+from ... import pjrt
+from ...defn.expr import Expr, Fn, has_effects
+from .mlir import TOKEN, Builder, Val, dense, dense_i64, i64_array, is_splat, tensor_type
 
 __all__ = ["LOWERINGS", "register_lowering", "Ctx", "lower_module", "LoweringError"]
 
@@ -45,6 +46,8 @@ class Ctx:
         self.env = env
         self.parent = parent
         self.info = info if info is not None else (parent.info if parent else {})
+        #: the last side effect of this region (a TokenVal): the next one waits for it
+        self.token = None
 
     # --- values ------------------------------------------------------------------------
     def lookup(self, e: Expr):
@@ -124,6 +127,22 @@ class Ctx:
             attrs["has_side_effect"] = "true"
         return self.op("stablehlo.custom_call", operands, results, attrs)
 
+    def effect_token(self) -> Val:
+        """The token the next side effect of this region takes (made on first use)."""
+        if self.token is None:
+            self.token = self.op("stablehlo.after_all", [], TOKEN)
+        return self.token
+
+    def host_callback(self, key: int, operands) -> None:
+        """Calls host callback ``key`` (:func:`nxpy.pjrt.host_callback_key`) with the
+        partition id and ``operands``, after this region's previous side effect."""
+        tok = self.effect_token()
+        k = self.const(key, T.parse("u64"))
+        part = self.op("stablehlo.partition_id", [], ((), T.U32))
+        self.token = self.custom_call(pjrt.host_callback_target(), [tok, k, part] + list(operands),
+                                      TOKEN, backend_config="index = 0 : ui64",
+                                      has_side_effect=True)
+
     # --- regions -----------------------------------------------------------------------
     def scalar_region(self, t: T.Type, n_inputs: int, body) -> str:
         """A reducer region over ``n_inputs`` scalar pairs: ``body(ctx, lhs, rhs)``."""
@@ -133,14 +152,17 @@ class Ctx:
         ts = [((), t)] * (2 * n_inputs) if isinstance(t, T.Type) else [((), x) for x in t] * 2
         return self.b.region(ts, build)
 
-    def fn_region(self, fn: Fn, arg_types, prefix=(), suffix=None) -> str:
+    def fn_region(self, fn: Fn, arg_types, prefix=(), suffix=None, token=None) -> str:
         """Lowers sub-function ``fn`` as a region whose block args bind ``fn.params``
         (after ``prefix`` extra args that bind nothing); ``suffix(ctx, outs)`` may rewrite
-        the returned values."""
+        the returned values. With ``token`` (an outer token the region reads), its side
+        effects follow that token and the region returns its last token after its values."""
         def build(cb, args):
             sub = Ctx(cb, {}, self)
+            sub.token = token
             outs = sub.lower_body(fn, args[len(prefix):])
-            return suffix(sub, outs, args) if suffix else outs
+            outs = suffix(sub, outs, args) if suffix else outs
+            return outs + [sub.token] if token is not None else outs
         return self.b.region(list(prefix) + list(arg_types), build)
 
     # --- graphs ------------------------------------------------------------------------
@@ -540,11 +562,22 @@ def _window(c: Ctx, e: Expr, x: Val):
 # Control flow
 # ----------------------------------------------------------------------------------------
 @register_lowering("cond")
-def _cond(c: Ctx, e: Expr, pred: Val):
-    t_fn, f_fn = e.fns
-    regions = [c.fn_region(fn, []) for fn in (t_fn, f_fn)]
-    outs = [(s, t) for s, t, _ in e.outs]
-    return c.op("stablehlo.if", [pred], outs, None, regions)
+def _cond(c: Ctx, e: Expr, *preds: Val):
+    # a branch with side effects runs after the ones before the cond (the token goes in)
+    token = c.effect_token() if any(has_effects(fn) for fn in e.fns) else None
+    regions = [c.fn_region(fn, [], token=token) for fn in e.fns]
+    outs = [(s, t) for s, t, _ in e.outs] + ([TOKEN] if token is not None else [])
+    if len(preds) == 1:
+        res = c.op("stablehlo.if", [preds[0]], outs, None, regions)
+    else:  # several clauses: one case on the index of the first predicate that holds
+        index = c.const(len(preds), T.S32)
+        for i in reversed(range(len(preds))):
+            index = c.select(preds[i], c.const(i, T.S32), index)
+        res = c.op("stablehlo.case", [index], outs, None, regions)
+    if token is not None:
+        c.token = res[-1]
+        res = res[:-1]
+    return res
 
 
 @register_lowering("while")
@@ -555,17 +588,25 @@ def _while(c: Ctx, e: Expr, init):
     cap_vals = [c.lookup(x) for x in caps]
     state_types = [(v.shape, v.type) for v in init]
     cap_types = [(v.shape, v.type) for v in cap_vals]
-    n = len(init)
+    n, m = len(init), len(caps)
+    # side effects in the loop: a token rides along, so each iteration's follow the last's
+    tok = [c.effect_token()] if has_effects(c_fn) or has_effects(b_fn) else []
 
     def bind_caps(fn):
         def build(cb, args):
-            sub = Ctx(cb, {x.id: a for x, a in zip(caps, args[n:])}, c)
+            sub = Ctx(cb, {x.id: a for x, a in zip(caps, args[n:n + m])}, c)
+            sub.token = args[-1] if tok else None
             outs = sub.lower_body(fn, args[:n])
-            return outs + (list(args[n:]) if fn is b_fn else [])
+            if fn is not b_fn:
+                return outs
+            return outs + list(args[n:n + m]) + ([sub.token] if tok else [])
         return build
 
-    regions = [c.b.region(state_types + cap_types, bind_caps(fn)) for fn in (c_fn, b_fn)]
-    res = c.op("stablehlo.while", list(init) + cap_vals, state_types + cap_types, None, regions)
+    types = state_types + cap_types + [TOKEN] * len(tok)
+    regions = [c.b.region(types, bind_caps(fn)) for fn in (c_fn, b_fn)]
+    res = c.op("stablehlo.while", list(init) + cap_vals + tok, types, None, regions)
+    if tok:
+        c.token = res[-1]
     return res[:n]
 
 

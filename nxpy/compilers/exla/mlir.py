@@ -13,7 +13,12 @@ import numpy as np
 
 from ... import types as T
 
-__all__ = ["elem_type", "tensor_type", "dense", "is_splat", "i64_array", "dense_i64", "Val", "Builder"]
+__all__ = ["elem_type", "tensor_type", "dense", "is_splat", "i64_array", "dense_i64", "Val",
+           "TokenVal", "TOKEN", "Builder"]
+
+#: a token (``!stablehlo.token``), where ops take ``(shape, type)`` pairs for results or
+#: region arguments: what orders side effects (host callbacks)
+TOKEN = "!stablehlo.token"
 
 
 def elem_type(t: T.Type) -> str:
@@ -86,6 +91,27 @@ class Val:
         return f"{self.name}: {self.ty}"
 
 
+class TokenVal(Val):
+    """An SSA value of type ``!stablehlo.token``."""
+
+    __slots__ = ()
+
+    def __init__(self, name):
+        super().__init__(name, (), None)
+
+    @property
+    def ty(self) -> str:
+        return TOKEN
+
+
+def _val(name, r) -> Val:
+    return TokenVal(name) if r == TOKEN else Val(name, *r)
+
+
+def _ty(r) -> str:
+    return TOKEN if r == TOKEN else tensor_type(*r)
+
+
 class Builder:
     """Emits the body of one function or region. Names are unique per function (shared
     counter), so nested regions can read outer values."""
@@ -105,14 +131,15 @@ class Builder:
     def op(self, name, operands, results, attrs=None, regions=None):
         """Emits ``name`` and returns one :class:`Val` per ``(shape, type)`` in ``results``
         (a single Val when ``results`` is one pair)."""
-        single = isinstance(results, tuple) and len(results) == 2 and isinstance(results[1], T.Type)
+        single = results == TOKEN or (isinstance(results, tuple) and len(results) == 2
+                                      and isinstance(results[1], T.Type))
         res = [results] if single else list(results)
         base = self.fresh()
         if len(res) == 1:
-            outs = [Val(base, *res[0])]
+            outs = [_val(base, res[0])]
             lhs = f"{base} = "
         elif res:
-            outs = [Val(f"{base}#{i}", *r) for i, r in enumerate(res)]
+            outs = [_val(f"{base}#{i}", r) for i, r in enumerate(res)]
             lhs = f"{base}:{len(res)} = "
         else:
             outs, lhs = [], ""
@@ -124,7 +151,7 @@ class Builder:
         if regions:
             reg = " (" + ", ".join(regions) + ")"
         in_t = ", ".join(v.ty for v in operands)
-        out_t = ", ".join(tensor_type(*r) for r in res)
+        out_t = ", ".join(_ty(r) for r in res)
         if len(res) != 1:
             out_t = f"({out_t})"
         self.lines.append(f'{self.indent}{lhs}"{name}"({ops}){attr}{reg} : ({in_t}) -> {out_t}')
@@ -136,7 +163,7 @@ class Builder:
     def region(self, args, build) -> str:
         """A one-block region: ``build(child, block_args)`` returns the values to yield."""
         child = self.child()
-        block_args = [Val(child.fresh().replace("%", "%b"), s, t) for s, t in args]
+        block_args = [_val(child.fresh().replace("%", "%b"), r) for r in args]
         rets = build(child, block_args)
         head = ("^bb0(" + ", ".join(f"{v.name}: {v.ty}" for v in block_args) + "):"
                 if block_args else "")

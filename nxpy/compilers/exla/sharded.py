@@ -54,18 +54,61 @@ def manual_region(c: Ctx, operands, in_shardings, out_results, body) -> list:
     n = len(out_results)
     results = [Val(name if n == 1 else f"{name}#{i}", shape, t)
                for i, (shape, t, _) in enumerate(out_results)]
-    lhs = name if n == 1 else f"{name}:{n}"
+    lhs = "" if n == 0 else f"{name} = " if n == 1 else f"{name}:{n} = "
     axes = ", ".join(f'"{a}"' for a in mesh.axis_names)
-    b.raw(f"{lhs} = sdy.manual_computation({', '.join(v.name for v in operands)}) "
+    b.raw(f"{lhs}sdy.manual_computation({', '.join(v.name for v in operands)}) "
           f"in_shardings=[{', '.join(_tensor_sharding(s, mesh) for s in in_shardings)}] "
           f"out_shardings=[{', '.join(_tensor_sharding(s, mesh) for _, _, s in out_results)}] "
           f"manual_axes={{{axes}}} ({', '.join(f'{v.name}: {v.ty}' for v in locals_)}) {{")
     b.lines.extend(child.lines)
-    b.raw(f"  sdy.return {', '.join(v.name for v in outs)} : {', '.join(v.ty for v in outs)}")
+    b.raw(f"  sdy.return {', '.join(v.name for v in outs)} : {', '.join(v.ty for v in outs)}"
+          if outs else "  sdy.return")
     in_t = ", ".join(v.ty for v in operands)
     out_t = ", ".join(v.ty for v in results)
     b.raw(f"}} : ({in_t}) -> {out_t if n == 1 else '(' + out_t + ')'}")
     return results
+
+
+# ----------------------------------------------------------------------------------------
+# Host callbacks (hook, print_value)
+# ----------------------------------------------------------------------------------------
+@register_lowering("hook")
+def _hook(c: Ctx, e, x: Val):
+    """A host callback with the value: on one device in program order (a token chain);
+    in a sharded program each device calls back with its own shard and device (inside a
+    manual region in the global view, where the values are global)."""
+    fn = e.attrs["fn"]
+    mesh = c.info.get("mesh")
+    if mesh is None or c.info.get("manual"):
+        c.host_callback(_callback_key(fn, x.shape, e.type, e.names, mesh is not None), [x])
+        return x
+    sh = c.info["propagator"].of(e)
+    local = SH.local_shape(e.shape, sh, mesh)
+    key = _callback_key(fn, local, e.type, e.names, True)
+
+    def body(sub: Ctx, locals_):
+        sub.host_callback(key, locals_)
+        return []
+    manual_region(c, [x], [sh], [], body)
+    return x
+
+
+def _callback_key(fn, shape, type, names, sharded) -> int:
+    """The key of ``fn`` called with NumPy-backend tensors of this template (a shard's
+    ``device_id`` set in sharded programs)."""
+    numpy = get_backend("numpy")
+
+    def call(device, arr):
+        t = numpy.from_numpy(arr.reshape(shape), type, names)
+        t.device_id = device if sharded else None
+        fn(t)
+    try:
+        hash(fn)
+    except TypeError:  # an unhashable callable: its identity (the registry keeps it alive)
+        fn_id = ("id", id(fn))
+    else:
+        fn_id = fn
+    return pjrt.host_callback_key(("hook", fn_id, tuple(shape), type, names, sharded), call)
 
 
 def channel_handle(channel: int) -> str:
