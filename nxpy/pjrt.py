@@ -165,6 +165,13 @@ def devices() -> list:
     return _state["devices"]
 
 
+def oracle():
+    """The ``jax`` module, for tests that compare with JAX: imported once nxpy's client
+    has started, so both share its devices (``nxpy.testing.fuzz`` uses it)."""
+    _client()
+    return _import()
+
+
 def device_count() -> int:
     return len(devices())
 
