@@ -39,7 +39,9 @@ reproduced program shows them):
   clipped to [0, bits - 1];
 * discontinuous ops on floats (floor, ceil, round, sign, comparisons, logical ops,
   float-to-integer ``as_type``, ``argmax``/``argmin``, ``argsort``, float ``remainder``,
-  the predicates of ``select``/``cond``, ``all``/``any``) only take *exact* operands:
+  the predicates of ``select``/``cond``, ``all``/``any``, and ``atan2``, where the sign
+  of a zero decides between 0 and pi, and XLA's fused ``atan2`` of an inexact zero over a
+  computed zero can even give NaN, as under ``jax.jit``) only take *exact* operands:
   values every implementation computes bit for bit (inputs, and what selection, data
   movement, rounding and f32/f64 add/subtract/multiply make of them); transcendental
   functions, divisions, sums and products are not exact;
@@ -455,7 +457,7 @@ _EXACT = {"negate", "floor", "ceil", "round", "max", "min", "select", "clip", "r
           "cumulative_max", "cumulative_min", "reduce_max", "reduce_min", "as_type"}
 _EXACT_ARITH = {"add", "subtract", "multiply"}   # correctly rounded in f32/f64
 # ops whose result jumps when a float operand moves by an ulp
-_DISCONTINUOUS = ({"floor", "ceil", "round", "sign", "argmax", "argmin", "argsort", "remainder",
+_DISCONTINUOUS = ({"floor", "ceil", "round", "sign", "argmax", "argmin", "argsort", "remainder", "atan2",
                    "all", "any", "select", "cond", "is_nan", "is_infinity", "logical_not"}
                   | {n for n, (rule, _) in BINARY.items() if rule in ("compare", "logical")})
 _COMPLEX_UNARY = {"negate", "abs", "exp", "sin", "cos", "tanh", "is_nan", "is_infinity",
