@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
 LIMIT := timeout -k 30 1800
 
-.PHONY: test roundtrip distributed demo train bench clean
+.PHONY: test roundtrip distributed soak fuzz demo train bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess"
+	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
 
 # meshes across 2 and 4 processes on loopback (tests/test_distributed.py)
 distributed: $(STAMP)
@@ -24,7 +24,17 @@ distributed: $(STAMP)
 
 # the whole suite again, every EXLA program also emitted -> parsed -> loaded -> rerun
 roundtrip: $(STAMP)
-	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess" -p nxpy.stablehlo.roundtrip
+	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" -p nxpy.stablehlo.roundtrip
+
+# threads, memory, cache bounds and interrupts under load (tests/test_soak.py)
+soak: $(STAMP)
+	timeout -k 30 600 $(PY) -m pytest -q -p no:xdist -m soak tests/test_soak.py
+
+# the differential fuzzer beyond make test's slice: make fuzz N=5000 SEED=3
+N ?= 1000
+SEED ?= 0
+fuzz: $(STAMP)
+	$(LIMIT) $(PY) -m nxpy.testing.fuzz --seed $(SEED) --count $(N)
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

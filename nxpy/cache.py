@@ -6,6 +6,12 @@ failed computation is not cached: every waiting thread then tries itself, so eac
 the error. :class:`FunctionCache` keys entries by a Python function (weakly: the entries
 go with the function) and the rest of a key.
 
+The caches of compiled programs are bounded: ``NXPY_PROGRAM_CACHE_SIZE`` (default
+:data:`DEFAULT_PROGRAM_CACHE_SIZE`) programs per function (``jit``, ``shard_jit``), and
+:data:`PROCESS_FACTOR` times as many in the process-wide tables (XLA executables, EXLA's
+eager one-op programs); beyond that the least recently used entry goes (and is traced or
+compiled again if it is needed again).
+
 >>> cache = LockedCache()
 >>> calls = []
 >>> cache.get(("k", 1), lambda: calls.append(1) or "value"), cache.get(("k", 1), lambda: "other")
@@ -15,10 +21,47 @@ go with the function) and the rest of a key.
 """
 from __future__ import annotations
 
+import os
 import threading
 import weakref
+from collections import OrderedDict
 
-__all__ = ["LockedCache", "FunctionCache"]
+__all__ = ["LockedCache", "FunctionCache", "positive_env", "program_cache_size", "put_bounded",
+           "DEFAULT_PROGRAM_CACHE_SIZE", "PROCESS_FACTOR"]
+
+DEFAULT_PROGRAM_CACHE_SIZE = 512
+PROCESS_FACTOR = 8
+
+
+def positive_env(name: str, default: int) -> int:
+    """The positive integer in environment variable ``name`` (``default`` if unset)."""
+    v = os.environ.get(name)
+    if v is None:
+        return default
+    try:
+        n = int(v)
+        if n < 1:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"{name} must be a positive integer, got {v!r}") from None
+    return n
+
+
+def program_cache_size() -> int:
+    """Compiled programs kept per function (``NXPY_PROGRAM_CACHE_SIZE``)."""
+    return positive_env("NXPY_PROGRAM_CACHE_SIZE", DEFAULT_PROGRAM_CACHE_SIZE)
+
+
+def put_bounded(table: dict, key, value, maxsize: int):
+    """``table[key] = value``, dropping the oldest entries beyond ``maxsize`` (for the
+    plain-dict lookup tables of hot paths, which are copies of a bounded cache)."""
+    table[key] = value
+    while len(table) > maxsize:
+        try:
+            del table[next(iter(table))]
+        except (KeyError, StopIteration, RuntimeError):  # another thread got there first
+            break
+    return value
 
 
 class _Pending:
@@ -31,12 +74,19 @@ class _Pending:
 
 
 class LockedCache:
-    """``key → value``; :meth:`get` computes a missing value once."""
+    """``key → value``; :meth:`get` computes a missing value once. With ``maxsize``, the
+    least recently used entries beyond it are dropped.
 
-    def __init__(self):
+    >>> c = LockedCache(maxsize=2)
+    >>> [c.get(k, lambda: k * 10) for k in (1, 2, 1, 3)], sorted(c._values)
+    ([10, 20, 10, 30], [1, 3])
+    """
+
+    def __init__(self, maxsize: int | None = None):
         self._lock = threading.Lock()
-        self._values: dict = {}
+        self._values: dict = OrderedDict() if maxsize else {}
         self._pending: dict = {}
+        self.maxsize = maxsize
 
     def __len__(self):
         return len(self._values)
@@ -50,6 +100,10 @@ class LockedCache:
         others asking meanwhile wait for it)."""
         v = self._values.get(key, _MISSING)
         if v is not _MISSING:
+            if self.maxsize:
+                with self._lock:
+                    if key in self._values:
+                        self._values.move_to_end(key)
             return v
         while True:
             with self._lock:
@@ -76,6 +130,9 @@ class LockedCache:
             with self._lock:
                 self._values[key] = value
                 del self._pending[key]
+                if self.maxsize:
+                    while len(self._values) > self.maxsize:
+                        self._values.popitem(last=False)
             pending.value = value
             pending.done.set()
             return value
@@ -90,9 +147,11 @@ _MISSING = object()
 
 class FunctionCache:
     """``(function, key) → value``, each function's entries held weakly by the function
-    (when it is garbage, they go), computed once per key like :class:`LockedCache`."""
+    (when it is garbage, they go), computed once per key like :class:`LockedCache`; with
+    ``bounded``, each function keeps :func:`program_cache_size` entries."""
 
-    def __init__(self):
+    def __init__(self, bounded: bool = False):
+        self.bounded = bounded
         self._lock = threading.Lock()
         self._weak: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._strong: dict = {}  # functions that cannot be weakly referenced
@@ -103,12 +162,15 @@ class FunctionCache:
             try:
                 c = self._weak.get(fun)
                 if c is None:
-                    c = self._weak[fun] = LockedCache()
+                    c = self._weak[fun] = self._new()
             except TypeError:
                 c = self._strong.get(fun)
                 if c is None:
-                    c = self._strong[fun] = LockedCache()
+                    c = self._strong[fun] = self._new()
         return c
+
+    def _new(self):
+        return LockedCache(program_cache_size() if self.bounded else None)
 
     def get(self, fun, key, compute):
         return self.of(fun).get(key, compute)

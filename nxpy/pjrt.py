@@ -34,7 +34,7 @@ import weakref
 import numpy as np
 
 from . import telemetry
-from .cache import LockedCache
+from .cache import PROCESS_FACTOR, LockedCache, positive_env, program_cache_size
 
 SUPPORTED_VERSION = "0.10.2"
 DEFAULT_CPU_DEVICES = 8
@@ -57,22 +57,8 @@ def _import():
     return jax
 
 
-def _positive_env(name: str, default: int) -> int:
-    """The positive integer in environment variable ``name`` (``default`` if unset)."""
-    v = os.environ.get(name)
-    if v is None:
-        return default
-    try:
-        n = int(v)
-        if n < 1:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}") from None
-    return n
-
-
 def requested_cpu_devices() -> int:
-    return _positive_env("NXPY_CPU_DEVICES", DEFAULT_CPU_DEVICES)
+    return positive_env("NXPY_CPU_DEVICES", DEFAULT_CPU_DEVICES)
 
 
 def requested_platform() -> str:
@@ -163,6 +149,13 @@ def how_to_get_devices(needed: int) -> str:
 def devices() -> list:
     _client()
     return _state["devices"]
+
+
+def oracle():
+    """The ``jax`` module, for tests that compare with JAX: imported once nxpy's client
+    has started, so both share its devices (``nxpy.testing.fuzz`` uses it)."""
+    _client()
+    return _import()
 
 
 def device_count() -> int:
@@ -444,7 +437,7 @@ class CompileError(RuntimeError):
 
 
 #: executables by (module text, devices, SPMD): each program compiles once per process
-_EXECUTABLES = LockedCache()
+_EXECUTABLES = LockedCache(PROCESS_FACTOR * program_cache_size())
 
 
 def lapack_ready() -> None:
@@ -630,7 +623,7 @@ def _disk_cache():
 
 
 def _max_bytes() -> int:
-    return _positive_env("NXPY_CACHE_MAX_BYTES", DEFAULT_CACHE_MAX_BYTES)
+    return positive_env("NXPY_CACHE_MAX_BYTES", DEFAULT_CACHE_MAX_BYTES)
 
 
 def _digest(module_text, opts, devs) -> str:

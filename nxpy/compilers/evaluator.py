@@ -38,7 +38,8 @@ register_eval_rule = rule_registrar(
 class Plan:
     """Per-function evaluation order and, for each node, which values die after it."""
 
-    __slots__ = ("fn", "steps", "outputs", "fast", "_local_operands", "output_steps")
+    __slots__ = ("fn", "steps", "outputs", "fast", "_local_operands", "output_steps",
+                 "output_names")
 
     def __init__(self, fn: Fn):
         self.fn = fn
@@ -59,6 +60,8 @@ class Plan:
                        [Tensor(None, s, t, n) for s, t, n in e.outs], release[i])
                       for i, e in enumerate(nodes)]
         self.outputs = [t.data for t in fn.outputs]
+        #: an output may be another value renamed (broadcast to its own shape): its names win
+        self.output_names = [t.names for t in fn.outputs]
         step_of = {e.id: i for i, e in enumerate(nodes)}
         #: the step computing each output (the last step for outputs from outside)
         self.output_steps = [step_of.get(o.id, -1) for o in self.outputs]
@@ -191,9 +194,9 @@ class Evaluator(Compiler):
                 del vals[nid]
         outs = [env.get(o) for o in plan.outputs]
         # a result that is a kept constant gets a tensor of its own (callers may donate it)
-        return [Tensor(v.raw_data, v.shape, v.type, v.names, v.backend, v.device_id)
-                if j >= 0 and type(v) is Tensor and fast[j] is v else v
-                for v, j in zip(outs, plan.output_steps)]
+        return [Tensor(v.raw_data, v.shape, v.type, n, v.backend, v.device_id)
+                if (j >= 0 and type(v) is Tensor and fast[j] is v) or v.names != n else v
+                for v, j, n in zip(outs, plan.output_steps, plan.output_names)]
 
     def eval_node(self, e: Expr, out, env: Env, backend, **ctx):
         args = [_arg(a, env) for a in e.args]

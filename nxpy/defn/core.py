@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _context, pjrt, shape as S, telemetry, types as T
 from ..backend import default_backend
-from ..cache import FunctionCache
+from ..cache import FunctionCache, program_cache_size, put_bounded
 from ..tensor import Tensor, shape_str
 from ..ops import to_tensor
 from ..ops.core import PORTABLE
@@ -262,7 +262,7 @@ _NUMPY_TYPES = {t.dtype: t for t in T.ALL_TYPES}
 #: compiled programs of every jitted function, process-wide: ``function → {(compiler,
 #: options, argument structure, static options, argument templates) → (run, out_tree)}``.
 #: A second ``jit`` of the same function finds them; concurrent first calls compile once.
-PROGRAMS = FunctionCache()
+PROGRAMS = FunctionCache(bounded=True)
 
 
 class Jit:
@@ -332,7 +332,8 @@ class Jit:
         exe = PROGRAMS.get(self.fun, key, build)
         if not kwargs and all(type(x) is Tensor or type(x) is np.ndarray for x in args) \
                 and len(leaves) == len(args):
-            self._fast[tuple([(t.shape, t.type, t.names) for t in leaves])] = exe
+            put_bounded(self._fast, tuple([(t.shape, t.type, t.names) for t in leaves]), exe,
+                        program_cache_size())
         run, out_tree = exe
         return tree_mod.unflatten(out_tree, run(leaves))
 

@@ -19,7 +19,7 @@ per-device results.
 from __future__ import annotations
 
 from .. import _context
-from ..cache import FunctionCache
+from ..cache import FunctionCache, program_cache_size, put_bounded
 from ..mesh import Mesh, as_partition_spec
 from ..ops import template, to_tensor
 from ..tensor import Tensor, shape_str
@@ -39,7 +39,7 @@ _FLAT_TREES: dict = {}
 #: traced sharded programs and their executables, process-wide, keyed by the function:
 #: ``(compiler, options, abstract mesh, shardings, argument templates)`` → the traced
 #: program, and the same plus the mesh's devices → the compiled one
-SHARDED = FunctionCache()
+SHARDED = FunctionCache(bounded=True)
 
 
 def _freeze(spec):
@@ -237,7 +237,8 @@ class ShardJit:
                 mesh = mesh.bind(devices)
         exe = self.cache.get(key)
         if exe is None:
-            exe = self.cache[key] = self._compile(tree, per_device_args[0], local, mesh)
+            exe = put_bounded(self.cache, key, self._compile(tree, per_device_args[0], local, mesh),
+                              program_cache_size())
         self.last = exe
         return exe, leaves
 

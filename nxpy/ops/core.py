@@ -27,7 +27,7 @@ from ..backend import Backend, default_backend, get_backend, pick
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
-__all__ = ["template", "dispatch", "dispatch_multi", "to_tensor", "tensor", "from_numpy", "as_type",
+__all__ = ["template", "kind_ok", "dispatch", "dispatch_multi", "to_tensor", "tensor", "from_numpy", "as_type",
            "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
            "PORTABLE", "register_portable", "portable",
            "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable"]
@@ -35,7 +35,9 @@ __all__ = ["template", "dispatch", "dispatch_multi", "to_tensor", "tensor", "fro
 _Number = (numbers.Number, np.generic)
 
 
-def _kind_ok(t: T.Type, kinds: str) -> bool:
+def kind_ok(t: T.Type, kinds: str) -> bool:
+    """Whether type ``t`` is of ``kinds``, the accepted-kinds column of the op tables
+    (``any``, ``num``, ``real``, ``int``, ``intonly``)."""
     return {"any": True, "num": not t.is_pred, "real": not t.is_complex,
             "int": t.is_int or t.is_pred, "intonly": t.is_int}[kinds]
 
@@ -53,7 +55,7 @@ def _axes_of(op, f, *args, **kw):
 
 
 def check_kind(op, arg, t: T.Type, kinds: str):
-    if not _kind_ok(t, kinds):
+    if not kind_ok(t, kinds):
         raise TypeError(f"{op}: expected {arg} to have {_KIND_TEXT[kinds]}, got {t}")
 
 

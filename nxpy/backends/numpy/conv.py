@@ -42,8 +42,10 @@ def conv_reference(x, k, *, strides, padding, input_dilation, kernel_dilation,
     n_sp = x.ndim - 2
     sp = list(range(2, 2 + n_sp))
     x = _pad(_dilate(x, sp, input_dilation), padding)
-    k = _dilate(k, sp, kernel_dilation)
-    kw = k.shape[2:]
+    # the kernel's dilation holes are skipped, not multiplied by zero (XLA's: an inf or NaN
+    # under a hole must not turn the output NaN), so windows span the dilated extent and
+    # keep every rate-th tap
+    kw = [(w - 1) * r + 1 if w else 0 for w, r in zip(k.shape[2:], kernel_dilation)]
     fg, bg = feature_group_size, batch_group_size
     n, c = x.shape[:2]
     o = k.shape[0]
@@ -51,7 +53,8 @@ def conv_reference(x, k, *, strides, padding, input_dilation, kernel_dilation,
     # windows: N, C, out spatial..., kernel spatial...
     v = np.lib.stride_tricks.sliding_window_view(x, kw, axis=tuple(sp))
     v = v[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
-    v = v[(slice(None), slice(None)) + tuple(slice(0, m) for m in out_sp)]
+    v = v[(slice(None), slice(None)) + tuple(slice(0, m) for m in out_sp)
+          + tuple(slice(None, None, r) for r in kernel_dilation)]
     g = max(fg, bg)
     og = o // g
     letters = "abcdefghijklmnopqrstuvwxyz"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import pjrt
+from ...cache import PROCESS_FACTOR, program_cache_size, put_bounded
 from ...backend import Backend, register_backend_factory
 from ...defn.expr import EXPR, trace_fn
 from ...format import format_array
@@ -102,8 +103,7 @@ class ExlaBackend(Backend):
         dev = args[0].device_id
         if any(a.device_id != dev for a in args):
             return None
-        self._run(name, out, args, {})  # compiles (or finds) the program
-        run = self._programs[self._key(name, out, args, {}, dev)]
+        run = self._program(name, out, args, {}, dev)
         execute = pjrt.executor(run.executable, [(out.shape, out.type.dtype)], dev)
         return lambda *datas: execute(list(datas))[0]
 
@@ -114,14 +114,14 @@ class ExlaBackend(Backend):
         return (op, tuple((o.shape, o.type) for o in out) if multi else (out.shape, out.type),
                 _key(args), tuple(sorted((k, _key(v)) for k, v in attrs.items())), dev)
 
-    def _run(self, op, out, args, attrs):
-        tensors = _tensors(args, [])
-        dev = tensors[0].device_id if tensors else pjrt.default_device()
-        multi = isinstance(out, (list, tuple))
+    def _program(self, op, out, args, attrs, dev):
+        """The one-op program (compiled on first use; the table keeps the most recently
+        made, see ``nxpy.cache``)."""
         key = self._key(op, out, args, attrs, dev)
         run = self._programs.get(key)
         if run is None:
-            templates = [(t.shape, t.type, None) for t in tensors]
+            multi = isinstance(out, (list, tuple))
+            templates = [(t.shape, t.type, None) for t in _tensors(args, [])]
 
             def one_op(*params):
                 a = _replace(list(args), iter(params))
@@ -129,7 +129,15 @@ class ExlaBackend(Backend):
                     return EXPR.multi(op, [(o.shape, o.type, None) for o in out], *a, **attrs)
                 return EXPR.node(op, Tensor(None, out.shape, out.type), *a, **attrs)
             graph = trace_fn(one_op, templates)
-            run = self._programs[key] = ExlaCompiler().compile(graph, {"device_id": dev})
+            run = put_bounded(self._programs, key, ExlaCompiler().compile(graph, {"device_id": dev}),
+                              PROCESS_FACTOR * program_cache_size())
+        return run
+
+    def _run(self, op, out, args, attrs):
+        tensors = _tensors(args, [])
+        dev = tensors[0].device_id if tensors else pjrt.default_device()
+        multi = isinstance(out, (list, tuple))
+        run = self._program(op, out, args, attrs, dev)
         if multi:
             rs = run(tensors)
             for r, o in zip(rs, out):

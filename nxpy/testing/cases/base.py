@@ -7,9 +7,10 @@ import numpy as np
 from ... import ops as O
 from .core import Case, _arr, _tol
 
-__all__ = ["CASES", "OPS"]
+__all__ = ["CASES", "OPS", "DOMAINS"]
 
-_DOMAIN = {"log": (0.1, 4), "log1p": (0, 4), "sqrt": (0, 4), "rsqrt": (0.1, 4), "asin": (-0.9, 0.9),
+#: the input range of each unary op with a restricted domain (its cases and the fuzzer use it)
+DOMAINS = {"log": (0.1, 4), "log1p": (0, 4), "sqrt": (0, 4), "rsqrt": (0.1, 4), "asin": (-0.9, 0.9),
            "acos": (-0.9, 0.9), "atanh": (-0.9, 0.9), "acosh": (1.1, 4), "erf_inv": (-0.9, 0.9),
            "exp": (-2, 2), "expm1": (-2, 2), "sinh": (-2, 2), "cosh": (-2, 2), "tan": (-1, 1)}
 
@@ -17,7 +18,7 @@ _DOMAIN = {"log": (0.1, 4), "log1p": (0, 4), "sqrt": (0, 4), "rsqrt": (0.1, 4), 
 def _unary_cases():
     out = []
     for name, (rule, kinds) in O.UNARY.items():
-        lo, hi = _DOMAIN.get(name, (-3, 3))
+        lo, hi = DOMAINS.get(name, (-3, 3))
         types = ["float32", "float64", "float16"]
         if kinds in ("any", "num") and rule != "float":
             types += ["int32", "int8"]

@@ -1,0 +1,105 @@
+"""The differential fuzzer's fast slice (nxpy.testing.fuzz): random programs on the NumPy
+backend, the Evaluator, EXLA and the StableHLO round trip, against one another and
+jax.numpy; every tenth a sharded program against JAX's shard_map. ``make fuzz`` runs more.
+
+A failure prints the program and a one-line repro command. NXPY_FUZZ_SEED and
+NXPY_FUZZ_N choose the slice (default: seed 17, 200 programs). Below the slice: the
+mismatches the fuzzer found, as fixed programs.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import nxpy as nx
+from nxpy.defn import jit
+from nxpy.testing import fuzz
+from nxpy.testing.fuzz import Leaf, Program, Step
+
+SEED = int(os.environ.get("NXPY_FUZZ_SEED", "17"))
+N = int(os.environ.get("NXPY_FUZZ_N", "200"))
+
+
+def _program(k):
+    return fuzz.generate_sharded(SEED, k) if k % 10 == 9 else fuzz.generate(SEED, k)
+
+
+@pytest.mark.parametrize("k", range(N), ids=lambda k: f"seed{SEED}-{k}")
+def test_fuzz_slice(k):
+    prog = _program(k)
+    try:
+        fuzz.check(prog)
+    except fuzz.Mismatch as err:
+        pytest.fail(f"fuzz seed {SEED}, program {k}: {err}", pytrace=False)
+
+
+def test_the_generator_is_deterministic_and_covers_the_families():
+    a, b = fuzz.generate(SEED, 5), fuzz.generate(SEED, 5)
+    assert str(a) == str(b) and [x.array().tolist() for x in a.leaves()] == \
+        [x.array().tolist() for x in b.leaves()]
+    ops = {n.op for k in range(300) for n in fuzz.generate(SEED, k).nodes if isinstance(n, Step)}
+    for family in ["sin", "add", "sum", "argmax", "reshape", "dot", "cond", "while", "take", "gather",
+                   "put_slice", "indexed_add", "sort", "argsort", "cumulative_sum", "conv", "pad"]:
+        assert family in ops, family
+    assert any(fuzz.generate(SEED, k).grad for k in range(50))
+    kinds = {fuzz.generate_sharded(SEED, k).kind for k in range(20)}
+    assert kinds == {"shard_map", "shard_jit"}
+
+
+def test_a_mismatch_names_the_program_and_a_repro_command():
+    prog = Program(3, 4, [Leaf((2,), "f32", data=[1.0, 2.0]), Step("exp", (0,), {})], ["f32", "f32"], (1,))
+    saved = fuzz.OPS["exp"]
+    fuzz.OPS["exp"] = (lambda x: nx.exp(x) + 1, saved[1])  # a wrong nxpy program
+    try:
+        with pytest.raises(fuzz.Mismatch) as e:
+            fuzz.check(prog)
+    finally:
+        fuzz.OPS["exp"] = saved
+    msg = str(e.value)
+    assert "n1 = exp(n0)" in msg and "python -m nxpy.testing.fuzz --seed 3 --index 4 --show" in msg
+
+
+def test_the_tolerance_follows_the_least_precise_type():
+    assert fuzz._tolerance(Program(0, 0, [], ["f64", "f32", "s8"], ())) == fuzz.TOLERANCES["float32"]
+    assert fuzz._values_match(np.float64([1.0]), np.float64([1.0 + 1e-7]), fuzz.TOLERANCES["float32"]) is None
+    assert fuzz._values_match(np.float64([1.0]), np.float64([1.0 + 1e-7]), (0, 0)) is not None
+    assert fuzz._values_match(np.int32([1]), np.int32([2]), fuzz.TOLERANCES["float32"]) is not None
+
+
+# ----------------------------------------------------------------------------------------
+# Regressions: mismatches the fuzzer found, as fixed programs
+# ----------------------------------------------------------------------------------------
+def _check_fixed(nodes, outputs, grad=False):
+    """Checks a hand-written description (types inferred as the generator does)."""
+    with fuzz._numpy_backend():
+        vals = []
+        for n in nodes:
+            if isinstance(n, Leaf):
+                vals.append(nx.tensor(n.array(), type=n.type, names=list(n.names) if n.names else None))
+            else:
+                vals.append(fuzz.OPS[n.op][0](*[vals[a] for a in n.args], **n.kw))
+    fuzz.check(Program(0, 0, nodes, [str(v.type) for v in vals], outputs, grad))
+
+
+def test_regression_evaluator_keeps_the_names_of_a_renamed_output():
+    # seed 2 #116: broadcast to a tensor's own shape drops its names (as Nx); the Evaluator
+    # returned the input's names when that renamed tensor was the program's output
+    x = nx.tensor([[1.0, 2.0]], names=["h", None])
+    for compiler in ("evaluator", "exla"):
+        assert jit(lambda x: nx.broadcast(x, (1, 2)), compiler=compiler)(x).names == (None, None)
+    _check_fixed([Leaf((4, 3), "f32", ("h", None), seed=1), Step("broadcast", (0,), {"shape": (4, 3)})], (1,))
+
+
+def test_regression_conv_kernel_dilation_skips_the_holes():
+    # seed 2 #70: the NumPy kernel multiplied the zeros of a dilated kernel by the input,
+    # so an inf under a hole made NaN where XLA (and JAX) skip the hole
+    x = np.array([[[-np.inf, 0.5, -1.0, -2.875]]], np.float32)
+    k = np.array([[[2.0, 3.0]]], np.float32)
+    f = lambda x, k: nx.conv(x, k, padding=[(1, 1)], kernel_dilation=[2], strides=[2])  # noqa: E731
+    want = [[[1.5, 1.0 - 8.625]]]  # the taps at offsets 0 and 2 never meet the inf
+    for compiler in ("evaluator", "exla"):
+        np.testing.assert_array_equal(jit(f, compiler=compiler)(nx.tensor(x), nx.tensor(k)).to_numpy(), want)
+    np.testing.assert_array_equal(f(nx.tensor(x), nx.tensor(k)).to_numpy(), want)
+    _check_fixed([Leaf((2, 2, 3), "f16", seed=4), Leaf((2, 1, 2), "f16", seed=5),
+                  Step("conv", (0, 1), {"strides": [2], "padding": [[1, 1]], "input_dilation": [2],
+                                        "kernel_dilation": [2], "groups": 2})], (2,))
