@@ -26,7 +26,7 @@ from nxpy.defn.shard_jit import shard_jit
 from nxpy.compilers.exla import to_mlir
 from nxpy.stablehlo import load
 
-from helpers import default_backend
+from test_ops import run  # f on every path (NumPy, Evaluator, EXLA, EXLA eager)
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -55,22 +55,6 @@ def well(t, shape, seed=0):
     """A well-conditioned square batch (diagonally dominant)."""
     n = shape[-1]
     return (rand(t, shape, seed) + 2 * n ** 0.5 * np.eye(n)).astype(NP[t])
-
-
-def run(f, *arrays, paths=PATHS):
-    res = {}
-    if "numpy" in paths:
-        res["numpy"] = f(*[nx.tensor(a) for a in arrays])
-    if "evaluator" in paths:
-        res["evaluator"] = jit(f, compiler="evaluator")(*[nx.tensor(a) for a in arrays])
-    if "exla" in paths:
-        res["exla"] = jit(f, compiler="exla")(*[nx.tensor(a) for a in arrays])
-    if "exla_eager" in paths:
-        with default_backend("exla"):
-            r = res["exla_eager"] = f(*[nx.tensor(a, backend="exla") for a in arrays])
-        for leaf in (r if isinstance(r, (tuple, list)) else [r]):
-            assert leaf.backend.name == "exla"
-    return res
 
 
 def leaves(r):
