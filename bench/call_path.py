@@ -27,6 +27,19 @@ def call_vs_raw(cfg):
                      "with the device buffers directly (the 'jax' column is the raw call)")
 
 
+@case("jax_vs_raw", "reference: jax.jit call vs raw PJRT execute of its executable")
+def jax_vs_raw(cfg):
+    from nxpy import pjrt
+    _, _, jf, (jx, jy) = _call_sides()
+    exe = jf.lower(jx, jy).compile()._executable.xla_executable
+    execute = pjrt.executor(exe, [((4, 4), np.float32)], 0)
+    bufs = [jx, jy]
+    np.testing.assert_array_equal(np.asarray(execute(bufs)[0]), np.asarray(jf(jx, jy)))
+    return Pair(nxpy=lambda: jf(jx, jy), jax=lambda: execute(bufs),
+                info="what call_vs_raw's floor costs JAX: the 'nxpy' column is jax.jit's "
+                     "call, the 'jax' column the raw execute of JAX's own executable")
+
+
 @case("call_numpy", "call with NumPy array inputs (4x4 f32)", aim=1.2)
 def call_numpy(cfg):
     import jax

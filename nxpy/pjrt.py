@@ -768,9 +768,14 @@ def executor(exe, outputs, device_index: int):
     handlers = [st["J"].array_result_handler(st["core"].ShapedArray(tuple(shape), np.dtype(dt)),
                                              _single(device_index), True, True)
                 for shape, dt in outputs]
+    if id(exe) not in _synchronous:
+        execute = exe.execute_sharded
 
-    def run(buffers):
-        return _execute(exe, buffers).consume_with_handlers(handlers)
+        def run(buffers):
+            return execute(buffers).consume_with_handlers(handlers)
+    else:
+        def run(buffers):
+            return _execute(exe, buffers).consume_with_handlers(handlers)
     return run
 
 

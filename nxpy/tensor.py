@@ -20,11 +20,15 @@
 """
 from __future__ import annotations
 
+import threading
+import weakref
+
 import numpy as np
 
 from ._context import HostOnlyError
 
-__all__ = ["Deferred", "Donated", "DonatedError", "Tensor", "shape_str"]
+__all__ = ["Deferred", "Donated", "DonatedError", "Template", "Tensor", "shape_str",
+           "template"]
 
 
 def shape_str(shape, names=None) -> str:
@@ -71,22 +75,74 @@ class Donated(Deferred):
                            f"or do not donate it")
 
 
+class Template:
+    """A tensor's shape, type and names, interned: equal templates are one object, so a
+    cache key made of templates hashes and compares by identity (``defn``'s call path
+    looks compiled programs up by them). Made by :func:`template`.
+
+    >>> import nxpy as nx
+    >>> x, y = nx.iota((2, 3), names=["i", None]), nx.iota((2, 3), names=["i", None])
+    >>> x.template is y.template, x.template
+    (True, Template((2, 3), s32, ('i', None)))
+    """
+
+    __slots__ = ("shape", "type", "names", "__weakref__")
+
+    def __repr__(self) -> str:
+        return f"Template({self.shape}, {self.type}, {self.names})"
+
+
+_TEMPLATES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_TEMPLATES_LOCK = threading.Lock()
+
+
+def template(shape, type, names) -> Template:
+    """The one :class:`Template` of ``(shape, type, names)`` (kept while something uses it)."""
+    key = (shape, type, names)
+    t = _TEMPLATES.get(key)
+    if t is None:
+        with _TEMPLATES_LOCK:  # two threads must not make two templates of one key
+            t = _TEMPLATES.get(key)
+            if t is None:
+                t = Template()
+                t.shape, t.type, t.names = key
+                _TEMPLATES[key] = t
+    return t
+
+
 class Tensor:
     """An n-dimensional array. ``data`` belongs to ``backend``; everything else is generic.
 
     ``device_id`` is set on the per-device results of sharded programs.
     """
 
-    __slots__ = ("_data", "shape", "type", "names", "backend", "device_id", "__weakref__")
+    __slots__ = ("_data", "shape", "type", "names", "backend", "device_id", "_tk",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy defers binary operators to us
 
-    def __init__(self, data, shape, type, names=None, backend=None, device_id=None):
+    def __init__(self, data, shape, type, names=None, backend=None, device_id=None,
+                 template=None):
         self._data = data
         self.shape = shape
         self.type = type
         self.names = names if names is not None else (None,) * len(shape)
         self.backend = backend
         self.device_id = device_id
+        self._tk = template  # None, or the given template of (shape, type, names)
+
+    @property
+    def template(self) -> Template:
+        """The interned :class:`Template` of the tensor's shape, type and names."""
+        tk = self._tk
+        if tk is None:
+            tk = self._tk = template(self.shape, self.type, self.names)
+        return tk
+
+    def rename_in_place(self, names) -> None:
+        """Sets ``names`` on a tensor nothing else has seen yet (a backend finishing its
+        result); tensors are otherwise immutable."""
+        self.names = tuple(names)
+        self._tk = None
 
     @property
     def data(self):

@@ -88,3 +88,37 @@ def test_eager_fast_kernels_match_the_op_methods(backend):
             again = fn(a, b)
             assert (again.type, again.names, again.shape) == (first.type, first.names, first.shape)
             np.testing.assert_array_equal(again.to_numpy(), first.to_numpy(), err_msg=name)
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_templates_keep_names_apart_on_the_hot_path(compiler):
+    """The hot path looks programs up by interned templates: tensors differing only in
+    names, and eager EXLA results renamed after their (name-less) program ran, each get the
+    program of their own names."""
+    f = jit(lambda x: x * 2, compiler=compiler)
+    backend = "exla" if compiler == "exla" else "numpy"
+    plain = nx.iota((2, 3), backend=backend)
+    named = nx.iota((2, 3), names=["i", None], backend=backend)
+    renamed = named + 1  # eager: EXLA runs a program without names, then names the result
+    assert renamed.names == ("i", None)
+    assert renamed.template is named.template and plain.template is not named.template
+    for _ in range(3):
+        assert f(plain).names == (None, None)
+        assert f(named).names == ("i", None)
+        assert f(renamed).names == ("i", None)
+        assert f(renamed).tolist() == [[2, 4, 6], [8, 10, 12]]
+    # results carry their program's template: fed back, they hit the same entry
+    r = f(named)
+    assert r.template is named.template
+    assert f(r).tolist() == [[0, 4, 8], [12, 16, 20]]
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_arrays_of_other_dtypes_and_objects_are_not_hot_path_hits(compiler):
+    f = jit(lambda x: x + 1, compiler=compiler)
+    a = np.arange(3, dtype=np.float32)
+    for _ in range(2):
+        assert f(a).tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="object"):
+        f(np.array([1, "a"], dtype=object))
+    assert f(a.astype(np.float64)).type == nx.types.F64

@@ -37,6 +37,10 @@ class Compiler:
         True when ``run`` never returns memory of its argument tensors (its results are
         fresh buffers): ``defn`` then hands it a caller's NumPy arrays without copying
         them first.
+    ``run.takes_arrays``  (optional attribute of ``run``)
+        True when ``run`` also accepts, in place of a tensor, a NumPy array of the
+        parameter's shape and dtype (with default names): ``defn``'s call path then passes
+        a caller's arrays as they are, without wrapping them in tensors.
     ``result_backend(opts) -> Backend``  (optional)
         The backend the results live on (default: the default backend).
     ``compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts)``  (optional)

@@ -19,7 +19,7 @@ import numpy as np
 from .. import _context, pjrt, shape as S, telemetry, types as T
 from ..backend import default_backend
 from ..cache import FunctionCache, program_cache_size, put_bounded
-from ..tensor import Tensor, shape_str
+from ..tensor import Tensor, shape_str, template
 from ..ops import to_tensor
 from ..ops.core import PORTABLE
 from . import tree as tree_mod
@@ -259,6 +259,36 @@ def donating(run, donated, where: str):
 #: NumPy dtypes that are nxpy types (arrays of these take the hot path as they are)
 _NUMPY_TYPES = {t.dtype: t for t in T.ALL_TYPES}
 
+_ARRAY_TEMPLATES: dict = {}  # (shape, dtype) -> Template, for NumPy arguments
+
+
+def _array_template(a: np.ndarray):
+    """The template of the host tensor a NumPy array argument becomes (None for dtypes
+    that are no nxpy type), remembered for the hot path's lookup."""
+    key = (a.shape, a.dtype)
+    t = _ARRAY_TEMPLATES.get(key)
+    if t is None:
+        typ = _NUMPY_TYPES.get(a.dtype)
+        if typ is None:
+            return None
+        if len(_ARRAY_TEMPLATES) >= 4096:  # bounded: shapes may change on every call
+            _ARRAY_TEMPLATES.clear()
+        t = _ARRAY_TEMPLATES[key] = template(a.shape, typ, (None,) * a.ndim)
+    return t
+
+
+def _wrap_arrays(args, run):
+    """``args`` with NumPy arrays made host tensors: copies, as ``to_tensor`` makes (a
+    result must not alias the caller's array), unless ``run`` copies its inputs itself."""
+    if all(type(a) is Tensor for a in args):
+        return args
+    copy = not getattr(run, "copies_inputs", False)
+    b = default_backend()
+    return [a if type(a) is Tensor else b.from_numpy(a.copy() if copy else a,
+                                                      _NUMPY_TYPES[a.dtype], (None,) * a.ndim)
+            for a in args]
+
+
 #: compiled programs of every jitted function, process-wide: ``function → {(compiler,
 #: options, argument structure, static options, argument templates) → (run, out_tree)}``.
 #: A second ``jit`` of the same function finds them; concurrent first calls compile once.
@@ -281,7 +311,7 @@ class Jit:
         self.opts = opts
         self.donate_argnums = check_donate_argnums(
             donate_argnums, f"jit({getattr(fun, '__name__', 'function')})")
-        self._fast: dict = {}  # arg templates -> (run, out_tree) for plain tensor args
+        self._fast: dict = {}  # arg templates -> (run, out_tree, takes_arrays)
         self._fast_version = _VERSION[0]  # the defaults the entries were made under
         self.trace_count = 0
         try:
@@ -299,12 +329,14 @@ class Jit:
             if self._fast_version != _VERSION[0]:
                 self._fast.clear()
                 self._fast_version = _VERSION[0]
-            try:
-                hit = self._fast.get(tuple([(a.shape, a.type, a.names) for a in args]))
-            except AttributeError:
-                hit, args = self._fast_numpy(args)
+            hit = self._fast.get(tuple([
+                (a._tk or a.template) if type(a) is Tensor
+                else _ARRAY_TEMPLATES.get((a.shape, a.dtype)) if type(a) is np.ndarray
+                else None for a in args]))
             if hit is not None:
-                run, out_tree = hit
+                run, out_tree, arrays = hit
+                if not arrays:  # the program wants tensors: wrap the caller's arrays
+                    args = _wrap_arrays(args, run)
                 outs = run(args)
                 return outs[0] if out_tree is tree_mod.LEAF else tree_mod.unflatten(out_tree, outs)
         comp, opts = _resolve(self.compiler, self.opts)
@@ -332,31 +364,13 @@ class Jit:
         exe = PROGRAMS.get(self.fun, key, build)
         if not kwargs and all(type(x) is Tensor or type(x) is np.ndarray for x in args) \
                 and len(leaves) == len(args):
-            put_bounded(self._fast, tuple([(t.shape, t.type, t.names) for t in leaves]), exe,
-                        program_cache_size())
+            for a in args:
+                if type(a) is np.ndarray:
+                    _array_template(a)  # known from now on: the hot path looks it up
+            put_bounded(self._fast, tuple([t.template for t in leaves]),
+                        (*exe, getattr(exe[0], "takes_arrays", False)), program_cache_size())
         run, out_tree = exe
         return tree_mod.unflatten(out_tree, run(leaves))
-
-    def _fast_numpy(self, args):
-        """The hot path's lookup when some arguments are NumPy arrays (of nxpy's dtypes):
-        ``(hit or None, args with the arrays wrapped as host tensors)``."""
-        sig = []
-        for a in args:
-            if type(a) is Tensor:
-                sig.append((a.shape, a.type, a.names))
-            elif type(a) is np.ndarray and a.dtype in _NUMPY_TYPES:
-                sig.append((a.shape, _NUMPY_TYPES[a.dtype], (None,) * a.ndim))
-            else:
-                return None, args
-        hit = self._fast.get(tuple(sig))
-        if hit is None:
-            return None, args
-        # a copy, as to_tensor makes (a result must not alias the caller's array), unless
-        # the compiled program copies its inputs in itself
-        copy = not getattr(hit[0], "copies_inputs", False)
-        b = default_backend()
-        return hit, [a if type(a) is Tensor else b.from_numpy(a.copy() if copy else a, t, n)
-                     for a, (_, t, n) in zip(args, sig)]
 
     def _check_arity(self, args, kwargs):
         if self._sig is not None:

@@ -65,8 +65,8 @@ def binary_compute_type(op: str, out: Tensor, a: Tensor, b: Tensor) -> T.Type:
     return out.type
 
 
-#: per op, ``(backend, operand devices and signatures) → (shape, type, names, backend,
-#: kernel, device)`` or
+#: per op, ``(backend, operand devices and templates) → (shape, type, names, backend,
+#: kernel, device, template)`` or
 #: False: eager elementwise ops on tensors seen before skip validation and inference and
 #: run the backend's ``fast_kernel`` directly (see Backend.fast_kernel)
 _FAST: dict = {}
@@ -78,14 +78,13 @@ def _remember(cache, key, name, out, backend, args):
         cache.clear()
     k = backend.fast_kernel(name, out, *args)
     cache[key] = False if k is None else (out.shape, out.type, out.names, backend, k,
-                                          args[0].device_id)
+                                          args[0].device_id, out.template)
 
 
-def _unary(name, x, cache=None):
-    if type(x) is Tensor and x.backend is not None and not x.backend.is_expr and cache is not None:
+def _unary(name, x, cache=None, key=None):
+    if key is not None and x.backend is not None and not x.backend.is_expr:
         out = _unary_out(name, x)
-        _remember(cache, (x.backend, x.device_id, x.shape, x.type, x.names), name, out,
-                  x.backend, (x,))
+        _remember(cache, key, name, out, x.backend, (x,))
         return dispatch(name, out, x)
     x = to_tensor(x, "x")
     return dispatch(name, _unary_out(name, x), x)
@@ -99,12 +98,11 @@ def _unary_out(name, x):
     return _out(x.shape, t, x.names)
 
 
-def _binary(name, a, b, cache=None):
-    if (cache is not None and type(a) is Tensor and type(b) is Tensor and a.backend is b.backend
-            and a.backend is not None and not a.backend.is_expr):
+def _binary(name, a, b, cache=None, key=None):
+    if (key is not None and a.backend is b.backend and a.backend is not None
+            and not a.backend.is_expr):
         out = _binary_out(name, a, b)
-        _remember(cache, (a.backend, a.device_id, a.shape, a.type, a.names, b.device_id, b.shape,
-                          b.type, b.names), name, out, a.backend, (a, b))
+        _remember(cache, key, name, out, a.backend, (a, b))
         return dispatch(name, out, a, b)
     a, b = _binary_operands(a, b, name)
     return dispatch(name, _binary_out(name, a, b), a, b)
@@ -132,12 +130,13 @@ def _make_unary(name):
 
     def f(x):
         if type(x) is Tensor:
-            hit = get((x.backend, x.device_id, x.shape, x.type, x.names))
+            key = (x.backend, x.device_id, x._tk or x.template)
+            hit = get(key)
             if hit:
-                shape, t, names, b, k, dev = hit
-                return Tensor(k(x.data), shape, t, names, b, dev)
+                shape, t, names, b, k, dev, tk = hit
+                return Tensor(k(x.data), shape, t, names, b, dev, tk)
             if hit is None:
-                return _unary(name, x, cache)
+                return _unary(name, x, cache, key)
         return _unary(name, x)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}``; type rule: {UNARY[name][0]}."
@@ -150,14 +149,15 @@ def _make_binary(name):
 
     def f(a, b):
         if type(a) is Tensor and type(b) is Tensor:
-            hit = get((a.backend, a.device_id, a.shape, a.type, a.names, b.device_id, b.shape,
-                       b.type, b.names))
+            key = (a.backend, a.device_id, a._tk or a.template, b.device_id,
+                   b._tk or b.template)
+            hit = get(key)
             if hit:
-                shape, t, names, bk, k, dev = hit
+                shape, t, names, bk, k, dev, tk = hit
                 if bk is b.backend:
-                    return Tensor(k(a.data, b.data), shape, t, names, bk, dev)
+                    return Tensor(k(a.data, b.data), shape, t, names, bk, dev, tk)
             elif hit is None:
-                return _binary(name, a, b, cache)
+                return _binary(name, a, b, cache, key)
         return _binary(name, a, b)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` with broadcasting; type rule: {BINARY[name][0]}."

@@ -141,11 +141,11 @@ class ExlaBackend(Backend):
         if multi:
             rs = run(tensors)
             for r, o in zip(rs, out):
-                r.names = o.names
+                r.rename_in_place(o.names)
             return rs
         r = run(tensors)[0]
         if out.names != r.names:
-            r.names = out.names
+            r.rename_in_place(out.names)
         return r
 
 

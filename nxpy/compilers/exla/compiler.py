@@ -6,7 +6,7 @@ import numpy as np
 from ... import pjrt, shape as S, telemetry
 from ...backend import get_backend
 from ...defn.compiler import Compiler, register_compiler_factory
-from ...tensor import Tensor
+from ...tensor import Tensor, template
 from .lowering import LOWERINGS, lower_module
 from .sharded import compile_replicated, compile_sharded, uses_shard_map
 
@@ -65,46 +65,48 @@ class ExlaCompiler(Compiler):
         text = self.lower(graph, opts)
         exe = self.executable(text, dev)
         backend = get_backend("exla")
-        templates = [(t.shape, t.type, t.names) for t in graph.outputs]
+        templates = [(t.shape, t.type, t.names, template(t.shape, t.type, t.names))
+                     for t in graph.outputs]
+        # device buffers go to PJRT's execute directly (cheaper than any dispatcher); host
+        # arrays go through JAX's C++ dispatch, which copies them in (faster than Python)
         execute = pjrt.executor(exe, [(t.shape, t.type.dtype) for t in graph.outputs], dev)
-        move = backend.buffer_on
-        array = pjrt.array_type()
-        # JAX's C++ dispatch when it applies (host arrays are copied in by C++ too)
         cpp = None if graph.donated else pjrt.dispatcher(
             exe, [(p.shape, p.type.dtype) for p in graph.params],
             [(t.shape, t.type.dtype) for t in graph.outputs], dev)
-        if cpp is not None:
-            execute = lambda bufs: cpp(*bufs)  # noqa: E731
+        move = backend.buffer_on
+        array = pjrt.array_type()
+        ndarray = np.ndarray
 
-        def buffers(args):
+        single = len(templates) == 1
+        (s0, t0, n0, k0) = templates[0] if single else (None,) * 4
+
+        def run(args):
             bufs = []
+            host = False
             for a in args:
-                d = a._data  # the common cases read directly: a buffer of ours on `dev`,
-                if type(d) is array:  # or a host array (for the C++ dispatch)
-                    if a.backend is backend and a.device_id == dev:
-                        bufs.append(d)
-                        continue
-                elif type(d) is np.ndarray and cpp is not None and d.dtype == a.type.dtype:
-                    bufs.append(d)
+                if type(a) is ndarray:  # a caller's array (``takes_arrays``), dtype checked
+                    bufs.append(a)
+                    host = True
                     continue
-                bufs.append(a.data if a.backend is backend and a.device_id == dev
-                            else move(a, dev))
-            return bufs
-
-        if len(templates) == 1:  # one result: no zip, no loop
-            (s0, t0, n0), = templates
-
-            def run(args):
-                return [Tensor(execute(buffers(args))[0], s0, t0, n0, backend, dev)]
-        else:
-            def run(args):
-                outs = execute(buffers(args))
-                return [Tensor(o, s, t, n, backend, dev)
-                        for o, (s, t, n) in zip(outs, templates)]
+                d = a._data  # the common case: a buffer of ours on `dev`
+                if type(d) is array and a.device_id == dev and a.backend is backend:
+                    bufs.append(d)
+                elif type(d) is ndarray and cpp is not None and d.dtype == a.type.dtype:
+                    bufs.append(d)
+                    host = True
+                else:
+                    bufs.append(a.data if a.backend is backend and a.device_id == dev
+                                else move(a, dev))
+            outs = cpp(*bufs) if host else execute(bufs)
+            if single:  # no zip, no loop
+                return [Tensor(outs[0], s0, t0, n0, backend, dev, k0)]
+            return [Tensor(o, s, t, n, backend, dev, k)
+                    for o, (s, t, n, k) in zip(outs, templates)]
 
         run.module = text
         run.executable = exe
         run.copies_inputs = True  # results are fresh buffers: host arrays need no copy first
+        run.takes_arrays = cpp is not None
         return run
 
     def compile_sharded(self, graph, mesh, in_shardings, out_shardings, propagator, opts):
