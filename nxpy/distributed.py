@@ -34,9 +34,11 @@ from .ops import to_tensor
 from .tensor import Tensor
 
 __all__ = ["initialize", "shutdown", "process_index", "process_count", "is_initialized",
-           "local_shards", "from_process_pieces", "fetch", "DistributedError"]
+           "local_shards", "from_process_pieces", "fetch", "DistributedError",
+           "ProcessLostError"]
 
 DistributedError = pjrt.DistributedError
+ProcessLostError = pjrt.ProcessLostError
 DEFAULT_TIMEOUT = 60.0
 
 
@@ -52,9 +54,14 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
 
     Call it before anything starts the XLA backend. Errors: :class:`RuntimeError` after
     the backend started; :class:`DistributedError` when the coordinator cannot be reached
-    within ``timeout`` or the processes disagree on ``num_processes``. When a process
-    stops, the others end within ``heartbeat_timeout`` seconds plus a few (see
-    docs/distributed.md)."""
+    within ``timeout`` or the processes disagree on ``num_processes``.
+
+    When a process is lost (it dies, is killed, raises, or exits without
+    :func:`shutdown`), the others raise :class:`ProcessLostError` in their main thread
+    within a moment, naming it; a main thread blocked in the runtime that does not take
+    it within 10 s prints the message and exits with status 75 instead. A process whose
+    host stops answering is declared lost after about ``heartbeat_timeout`` seconds. A
+    slow process is never declared lost. See docs/distributed.md."""
     if platform is not None:
         pjrt.set_platform(platform)
     kw = pjrt.distributed_from_env(coordinator_address=coordinator_address,

@@ -1,8 +1,8 @@
 """Every jaxlib touchpoint of nxpy, in one file, version-checked: the PJRT client, its
 devices, compiling (each program once per process, and through a persistent cache
-across processes), buffers, executing. It imports only nxpy's foundations (telemetry and
-cache), so any layer can ask it about devices (``nx.Mesh`` does) and the EXLA compiler
-builds on it.
+across processes), buffers, executing. It imports only nxpy's foundations (telemetry,
+cache, watchdog), so any layer can ask it about devices (``nx.Mesh`` does) and the EXLA
+compiler builds on it.
 
 jaxlib's PJRT client methods (``compile_and_load``, ``execute_sharded``,
 ``batched_device_put``) are undocumented, so nxpy pins jax/jaxlib 0.10.2 and an
@@ -17,14 +17,21 @@ Platforms: the client is chosen by ``NXPY_PLATFORM`` (or :func:`set_platform`): 
 Several processes: :func:`initialize_distributed` (before the client starts) connects
 to PJRT's distributed runtime (the coordination service; gloo collectives on CPU, NCCL
 on GPUs); then device *positions* number the GLOBAL devices, in process order, and only
-this process's devices (:func:`is_local`) hold buffers here.
+this process's devices (:func:`is_local`) hold buffers here. A lost process raises
+:class:`ProcessLostError` in the others (:mod:`nxpy.watchdog`).
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import ipaddress
 import os
+import re
+import select
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -33,7 +40,7 @@ import weakref
 
 import numpy as np
 
-from . import telemetry
+from . import telemetry, watchdog
 from .cache import PROCESS_FACTOR, LockedCache, positive_env, program_cache_size
 
 SUPPORTED_VERSION = "0.10.2"
@@ -213,6 +220,27 @@ class DistributedError(RuntimeError):
     """The distributed runtime could not start, or lost a process."""
 
 
+class ProcessLostError(DistributedError):
+    """Another process of the distributed program was lost (it died, was killed, raised,
+    or exited without :func:`shutdown_distributed`): the collectives it takes part in can
+    never complete. ``process`` is its index (-1: the coordination service itself).
+    Raised in the main thread by nxpy's watch (see :mod:`nxpy.watchdog`), or by the
+    runtime call that failed; with no arguments it takes the watch's message."""
+
+    def __init__(self, *args):
+        w = _state.get("watch")
+        lost = w is not None and w.lost is not None
+        super().__init__(*(args or ((w.message,) if lost else ())))
+        self.process = w.lost if lost else None
+        if lost:
+            w.taken()
+
+
+#: jaxlib's heartbeat timeout (s) when nxpy watches the processes: so long that it never
+#: fires, since all jaxlib can do then is abort the survivors
+_JAXLIB_HEARTBEAT = 7 * 24 * 3600
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -235,7 +263,16 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
     """Connects this process to PJRT's distributed runtime (process 0 also runs the
     coordination service at ``coordinator_address``). Must come before the client starts.
     Raises :class:`DistributedError` when the coordinator cannot be reached within
-    ``timeout`` seconds, or when the processes disagree on ``num_processes``."""
+    ``timeout`` seconds, or when the processes disagree on ``num_processes``.
+
+    With several processes, process 0 runs the coordination service in a helper process
+    (so that the service outlives process 0: jaxlib aborts every process whose service is
+    gone), and every process joins the helper's watch (:mod:`nxpy.watchdog`): when a
+    process is lost, the others raise :class:`ProcessLostError` in their main thread
+    within a moment, or, when their main thread stays blocked in the runtime for
+    :data:`nxpy.watchdog.GRACE` seconds, print why and exit with
+    :data:`nxpy.watchdog.EXIT_STATUS`. ``heartbeat_timeout``: how long a process whose
+    host stops answering (TCP keepalives) may take to be declared lost."""
     if "client" in _state:
         raise RuntimeError(
             "nxpy.distributed.initialize must be called before anything starts the XLA "
@@ -262,8 +299,8 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
     except Exception:  # pragma: no cover - another jaxlib
         pass
     try:
-        _start_runtime(jdist.global_state, f"{host}:{port}", bind, num_processes, process_id,
-                       wait, int(heartbeat_timeout))
+        hub = _start_runtime(jdist.global_state, f"{host}:{port}", bind, num_processes,
+                             process_id, wait, int(heartbeat_timeout))
     except DistributedError:
         _reset_jax_distributed(jdist)
         raise
@@ -294,29 +331,85 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
             raise DistributedError(
                 f"process {process_id} was started with num_processes={num_processes} but "
                 f"process {p} with num_processes={n}: start every process with the same count")
+    if num_processes > 1:
+        _join_watch(kv, host, hub, num_processes, process_id, wait, heartbeat_timeout)
+
+
+def _join_watch(kv, host, hub, num_processes, process_id, wait, heartbeat):
+    """Connects this process to the watch hub (its port published by process 0 in the
+    key-value store) and arranges a clean leave at exit."""
+    try:
+        if process_id == 0:
+            kv.key_value_set("nxpy/watch", str(hub))
+        port = int(kv.blocking_key_value_get("nxpy/watch", wait * 1000))
+        _state["watch"] = watchdog.Watch(
+            (host.strip("[]"), port), process_id, timeout=wait, keepalive_seconds=heartbeat,
+            error=ProcessLostError,
+            describe=lambda p, why: _lost_message(p, why, process_id, num_processes))
+    except Exception as e:
+        raise DistributedError(f"process {process_id} could not join nxpy's watch of the "
+                               f"processes at {host}: {_first_line(e)}") from None
+    if not _state.get("exit_hooks"):
+        _state["exit_hooks"] = True
+        atexit.register(_at_exit)  # after jax's own: runs first, before its shutdown
+        previous = sys.excepthook
+
+        def excepthook(kind, value, tb):
+            w = _state.get("watch")
+            if w is not None and w.lost is None:  # tell the others why this one ends
+                w.failed = f"{kind.__name__}: {_first_line(value)}" if str(value) else \
+                    kind.__name__
+            previous(kind, value, tb)
+        sys.excepthook = excepthook
+
+
+def _lost_message(process, why, me, n) -> str:
+    if process is None:
+        return (f"nxpy.distributed: process {me} lost the coordination service (the helper "
+                f"process 0 started; {why}): the processes can no longer coordinate. Stop "
+                f"every process and start them all again")
+    who = "process 0 (the coordinator)" if process == 0 else f"process {process}"
+    return (f"nxpy.distributed: {who} of {n} was lost: it {why}. Process {me} cannot "
+            f"complete collectives without it; stop every process (python -m nxpy.launch "
+            f"does) and start them all again")
+
+
+def _at_exit():
+    w = _state.get("watch")
+    if w is not None and "dist" in _state:
+        w.exiting = True
+        shutdown_distributed()
 
 
 def _start_runtime(gs, address, bind, num_processes, process_id, wait, heartbeat):
     """What ``jax.distributed.initialize`` does (jax's global state is filled in, so
     jax's CPU client gets gloo collectives over it), with nxpy's timeouts and without
-    the preemption service (which would catch the launcher's SIGTERM). When another
-    process stops, the coordination service notices within ``heartbeat`` seconds and
-    the runtime ends this process (SIGABRT) with "Terminating process because the JAX
-    distributed service detected fatal errors ... another task died": jaxlib 0.10.2 cannot
-    hand that status to a Python callback (``missed_heartbeat_callback`` fails with
-    std::bad_cast), and the main thread may be blocked in a collective anyway."""
+    the preemption service (which would catch the launcher's SIGTERM). Returns the watch
+    hub's port on process 0 (None elsewhere).
+
+    jaxlib ends a process (SIGABRT, "Terminating process because the JAX distributed
+    service detected fatal errors ... another task died") when its heartbeat notices a
+    lost process, and at once when the coordination service goes away; jaxlib 0.10.2
+    cannot hand that status to Python instead (``missed_heartbeat_callback`` fails with
+    std::bad_cast). So with several processes the heartbeat is set out of the way, the
+    service runs in a helper process (:func:`_coordinator_main`) that outlives process
+    0, and nxpy's watch notices lost processes (:mod:`nxpy.watchdog`)."""
     from jaxlib import _jax
-    if process_id == 0:
+    hub = None
+    if num_processes > 1:
+        hub = _spawn_coordinator(bind, num_processes, wait, heartbeat, process_id)
+        heartbeat = _JAXLIB_HEARTBEAT
+    elif process_id == 0:
         gs.service = _jax.get_distributed_runtime_service(
             bind, num_processes, heartbeat_timeout=heartbeat, shutdown_timeout=wait)
-    else:  # the runtime aborts the process when it cannot connect: find out first
+    if process_id != 0:  # the runtime aborts the process when it cannot connect: find out first
         _wait_for_coordinator(address, wait, process_id)
     gs.num_processes = num_processes
     gs.process_id = process_id
     gs.coordinator_address = address
     gs.client = _jax.get_distributed_runtime_client(
         address, process_id, init_timeout=wait, heartbeat_timeout=heartbeat,
-        shutdown_timeout=wait, use_compression=True)
+        shutdown_timeout=wait, use_compression=True, shutdown_on_destruction=False)
     # the runtime also aborts when not every process joins in time: say why first
     late = threading.Timer(max(0.5, wait - 0.5), lambda: os.write(2, (
         f"nxpy.distributed: process {process_id}: not all {num_processes} processes joined "
@@ -328,6 +421,63 @@ def _start_runtime(gs, address, bind, num_processes, process_id, wait, heartbeat
         gs.client.connect()
     finally:
         late.cancel()
+    return hub
+
+
+def _spawn_coordinator(bind, num_processes, wait, heartbeat, process_id):
+    """On process 0: starts the helper process that runs the coordination service and
+    the watch hub, and returns the hub's port. The helper has its own session (the
+    launcher's stop and a terminal's Ctrl-C reach it only through the processes it
+    serves) and ends when every process has left its hub."""
+    if process_id != 0:
+        return None
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    code = "import sys; from nxpy import pjrt; pjrt._coordinator_main(sys.argv[1:])"
+    helper = subprocess.Popen(
+        [sys.executable, "-c", code, bind, str(num_processes), str(wait), str(heartbeat)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=env, start_new_session=True)
+    _state["helper"] = helper
+    ready, _, _ = select.select([helper.stdout], [], [], wait)
+    line = helper.stdout.readline().decode(errors="replace").strip() if ready else ""
+    helper.stdout.close()
+    if not line.startswith("ready "):
+        if helper.poll() is None:
+            helper.kill()
+        code = helper.wait()
+        why = line.partition(" ")[2] or (
+            f"its helper process ended (status {code}) before it served: is the port in use?"
+            if ready else f"its helper process did not start within {wait} s")
+        raise DistributedError(f"process 0 could not start the coordination service at "
+                               f"{bind}: {why}")
+    return int(line.split()[1])
+
+
+def _coordinator_main(argv):
+    """The helper process (``python -c ...`` from :func:`_spawn_coordinator`): runs the
+    coordination service at ``bind`` and the watch hub beside it, says ``ready PORT``
+    (or ``error MESSAGE``) on stdout, and ends when every process has left the hub."""
+    bind, num_processes, wait, heartbeat = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C ends the processes, then this
+    try:
+        host, port = _split_address(bind)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        # jaxlib may crash on a port it cannot bind: try it first
+        socket.create_server((host.strip("[]"), port), family=family).close()
+        from jaxlib import _jax
+        service = _jax.get_distributed_runtime_service(
+            bind, num_processes, heartbeat_timeout=_JAXLIB_HEARTBEAT, shutdown_timeout=wait)
+        listener = socket.create_server((host.strip("[]"), 0), family=family)
+    except Exception as e:
+        print(f"error {type(e).__name__}: {_first_line(e)}", flush=True)
+        return
+    print(f"ready {listener.getsockname()[1]}", flush=True)
+    sys.stdout.close()
+    watchdog.serve(listener, first_wait=wait + 5, keepalive_seconds=heartbeat)
+    listener.close()
+    service.shutdown()
 
 
 def _wait_for_coordinator(address, wait, process_id):
@@ -394,14 +544,62 @@ def distributed_info():
 
 
 def shutdown_distributed() -> None:
-    """Leaves the distributed runtime (waits for the other processes to leave too)."""
+    """Leaves the distributed runtime (waits for the other processes to leave too). After
+    a process was lost there is no one to wait for: the runtime is left as it is."""
     if "dist" not in _state:
         return
     jax = _state.get("jax") or _import()
+    w = _state.get("watch")
     try:
-        jax.distributed.shutdown()
+        if w is not None and (w.lost is not None or w.failed):
+            _abandon()  # the shutdown barrier would wait for the lost process forever
+        else:
+            jax.distributed.shutdown()
     finally:
         _state.pop("dist", None)
+        if w is not None:
+            w.close()
+            _state.pop("watch", None)
+
+
+def _abandon():
+    """Forgets the runtime client without its shutdown barrier (kept referenced: it was
+    made with shutdown_on_destruction=False, and is never destroyed mid-exit)."""
+    from jax._src import distributed as jdist
+    gs = jdist.global_state
+    _state.setdefault("abandoned", []).extend([gs.client, gs.service])
+    gs.client = gs.service = None
+
+
+def _lost_error():
+    """The :class:`ProcessLostError` to raise when the watch knows that a process was
+    lost, else None."""
+    w = _state.get("watch")
+    return ProcessLostError() if w is not None and w.lost is not None else None
+
+
+#: what a runtime error says when a collective across processes failed on its transport
+_TRANSPORT = re.compile(r"gloo|nccl|connection|peer|socket", re.I)
+
+
+def _runtime_failure(e, what):
+    """The error to raise for a runtime call that failed with ``e`` in a distributed
+    program: :class:`ProcessLostError` when a process was lost (a collective's failure
+    comes a moment before the watch hears of it: it waits a few seconds for it), a
+    :class:`DistributedError` for another failure of the collectives' transport, else
+    None (``e`` stands)."""
+    w = _state.get("watch")
+    if w is None or isinstance(e, DistributedError):
+        return None
+    transport = bool(_TRANSPORT.search(str(e)))
+    if w.wait_lost(5.0 if transport else 0.0):
+        return ProcessLostError()
+    if transport:
+        return DistributedError(
+            f"process {process_index()}: {what} failed in the collectives between "
+            f"processes ({_first_line(e)}), and no process is known to be lost: check the "
+            f"network between the hosts and the other processes' output")
+    return None
 
 
 def allgather_bytes(payload: bytes) -> list:
@@ -416,17 +614,35 @@ def allgather_bytes(payload: bytes) -> list:
     kv.key_value_set_bytes(f"nxpy/x/{seq}/{me}", payload)
     out = []
     for p in range(d["num_processes"]):
-        try:
-            out.append(payload if p == me else kv.blocking_key_value_get_bytes(f"nxpy/x/{seq}/{p}", ms))
-        except Exception as e:
-            raise DistributedError(f"process {me}: process {p} did not send its data within "
-                                   f"{ms // 1000} s (has it stopped?): {_first_line(e)}") from None
+        out.append(payload if p == me else _kv_get_bytes(kv, f"nxpy/x/{seq}/{p}", ms, me, p))
     if seq > 2:  # having read everyone's round seq-1, everyone has read all of seq-2
         try:
             kv.key_value_delete(f"nxpy/x/{seq - 2}/{me}")
+        except ProcessLostError:  # raised in this thread by the watch: never swallowed
+            raise
         except Exception:
             pass
     return out
+
+
+def _kv_get_bytes(kv, key, ms, me, p):
+    """``kv.blocking_key_value_get_bytes`` in slices of a second, so that a lost process
+    raises :class:`ProcessLostError` at once rather than after the whole timeout."""
+    deadline = time.monotonic() + ms / 1000
+    while True:
+        lost = _lost_error()
+        if lost is not None:
+            raise lost
+        left = deadline - time.monotonic()
+        try:
+            return kv.blocking_key_value_get_bytes(key, max(1, min(1000, int(left * 1000))))
+        except ProcessLostError:
+            raise
+        except Exception as e:
+            if left <= 1.0 or "DEADLINE_EXCEEDED" not in str(e):
+                raise DistributedError(
+                    f"process {me}: process {p} did not send its data within {ms // 1000} s "
+                    f"(has it stopped?): {_first_line(e)}") from None
 
 
 # --------------------------------------------------------------------------------------
@@ -487,6 +703,8 @@ def _compile_or_load(module_text, device_ids, spmd):
         if payload is not None:
             try:
                 exe = client.deserialize_executable(payload, device_list, opts)
+            except ProcessLostError:
+                raise
             except Exception as e:  # an entry of another jaxlib, or damaged past the checks
                 warnings.warn(f"nxpy: the cached executable {digest[:16]}... in {disk.root} "
                               f"could not be loaded ({type(e).__name__}: {e}); compiling it "
@@ -498,6 +716,8 @@ def _compile_or_load(module_text, device_ids, spmd):
     try:
         with telemetry.timed("compile", key=hash(module_text)):
             exe = client.compile_and_load(module_text, device_list, opts)
+    except ProcessLostError:  # raised in this thread by the watch, not XLA's
+        raise
     except Exception as e:  # XLA's own error text, with the module for debugging
         raise CompileError(f"XLA could not compile the module nxpy emitted: {e}\n\n"
                            f"{module_text}") from None
@@ -568,6 +788,8 @@ def _compile_with_host_callbacks(client, module_text, device_list, opts, device_
             module = ir.Module.parse(module_text)
             with telemetry.timed("compile", key=hash(module_text)):
                 exe = client.compile_and_load(module, device_list, opts, [dispatch])
+    except ProcessLostError:
+        raise
     except Exception as e:  # noqa: BLE001 - XLA's own error text, with the module
         raise CompileError(f"XLA could not compile the module nxpy emitted: {e}\n\n"
                            f"{module_text}") from None
@@ -583,11 +805,17 @@ _synchronous: set = set()
 def _execute(exe, buffers):
     """``exe.execute_sharded(buffers)``, waiting for the whole run when ``exe`` has host
     callbacks (through the runtime token, as JAX waits for effects)."""
-    if id(exe) not in _synchronous:
-        return exe.execute_sharded(buffers)
-    results = exe.execute_sharded(buffers, with_tokens=True)
-    results.consume_token().block_until_ready()
-    return results
+    try:
+        if id(exe) not in _synchronous:
+            return exe.execute_sharded(buffers)
+        results = exe.execute_sharded(buffers, with_tokens=True)
+        results.consume_token().block_until_ready()
+        return results
+    except Exception as e:
+        err = _runtime_failure(e, "a program")
+        if err is None:
+            raise
+        raise err from None
 
 
 # ----------------------------------------------------------------------------------------
@@ -753,7 +981,13 @@ def array_type():
 
 
 def to_host(buffer) -> np.ndarray:
-    return np.asarray(buffer)
+    try:
+        return np.asarray(buffer)
+    except Exception as e:  # a program's failure shows when its results are read
+        err = _runtime_failure(e, "reading a result")
+        if err is None:
+            raise
+        raise err from None
 
 
 def device_index_of(buffer) -> int:
@@ -909,4 +1143,10 @@ def block_until_ready(buffers) -> None:
     """Waits until every buffer (single-device or global) is computed."""
     st = _state
     if buffers:
-        st["xc"].batched_block_until_ready(list(buffers))
+        try:
+            st["xc"].batched_block_until_ready(list(buffers))
+        except Exception as e:
+            err = _runtime_failure(e, "waiting for results")
+            if err is None:
+                raise
+            raise err from None

@@ -5,13 +5,18 @@ errors, error cases that need no peers). Tests marked ``multiprocess`` launch 2 
 processes on loopback (``make distributed``; ``make test`` leaves them out): every
 collective on a 2x2 mesh over 2 processes and a 2x4 mesh over 4 processes gives, device
 for device, exactly what the same programs give in this one process on 8 devices; the
-Evaluator across processes; faults (a killed worker, a wrong process count, an
-unreachable coordinator) end with clear errors within their timeouts.
+Evaluator across processes; faults end with clear errors within their timeouts: a
+worker or the coordinator lost mid-run (the survivor raises ProcessLostError whether its
+main thread waits in a collective or runs Python; exits with status 75 when it stays in a
+C call), a process that raises, a wrong process count, an unreachable coordinator, a
+taken port; a slow process is not declared lost.
 """
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +24,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from nxpy import distributed, launch, pjrt
+from nxpy import distributed, launch, pjrt, watchdog
 from nxpy.defn import all_gather, shard_jit
 
 import distributed_worker as W
@@ -145,6 +150,54 @@ def test_unreachable_coordinator():
     assert float(r.stdout.split()[1]) < 10
 
 
+def test_watch_hub():
+    """The hub tells the others of a process whose connection closes without ``bye``
+    (with its error when it sent ``fail``), tells a late joiner what was lost before,
+    says nothing of a clean leave, and ends when everyone has gone."""
+    hub = socket.create_server(("127.0.0.1", 0))
+    t = threading.Thread(target=watchdog.serve, args=(hub, 5.0, 10), daemon=True)
+    t.start()
+    address = ("127.0.0.1", hub.getsockname()[1])
+    conns = []
+    for i in range(4):
+        conns.append(socket.create_connection(address, timeout=10))
+        conns[-1].sendall(f"hello {i}\n".encode())
+    conns[3].sendall(b"bye\n")
+    conns[3].close()                            # clean: nobody hears of it
+    conns[2].close()                            # died
+    assert conns[0].recv(200) == b"lost 2 ended without nxpy.distributed.shutdown() (it " \
+                                 b"died, was killed, or exited early)\n"
+    late = socket.create_connection(address, timeout=10)
+    late.sendall(b"hello 4\n")
+    assert late.recv(200).startswith(b"lost 2 ")
+    conns[1].sendall(b"fail KeyError: 'w'\n")
+    conns[1].close()
+    assert conns[0].recv(200) == b"lost 1 raised KeyError: 'w'\n"
+    assert late.recv(200) == b"lost 1 raised KeyError: 'w'\n"
+    for c in (conns[0], late):
+        c.sendall(b"bye\n")
+        c.close()
+    t.join(10)
+    assert not t.is_alive()
+
+
+def test_coordinator_port_in_use():
+    """Process 0 of several runs the coordination service in a helper process: a port
+    that is taken fails at once, with the reason."""
+    code = ("import socket, time; from nxpy import distributed as D\n"
+            "s = socket.create_server(('127.0.0.1', 0)); t = time.time()\n"
+            "try:\n"
+            "    D.initialize(f'127.0.0.1:{s.getsockname()[1]}', 2, 0, 2, timeout=20)\n"
+            "except D.DistributedError as e:\n"
+            "    print('ERR', round(time.time()-t, 1), e)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True,
+                       text=True, timeout=60)
+    assert "ERR" in r.stdout, r.stderr
+    assert "process 0 could not start the coordination service at 127.0.0.1:" in r.stdout
+    assert "Address already in use" in r.stdout
+    assert float(r.stdout.split()[1]) < 20
+
+
 # ----------------------------------------------------------------------------------------
 # Several processes (make distributed)
 # ----------------------------------------------------------------------------------------
@@ -234,31 +287,180 @@ def test_killed_worker_under_launcher(tmp_path):
     assert "process 1 failed (exit status 3); stopped the others" in r.stderr
 
 
-@multiprocess
-def test_killed_worker_alone(tmp_path):
-    """Without the launcher: the surviving process ends within 30 s with the runtime's
-    message that another process died."""
-    script = tmp_path / "killer.py"
-    script.write_text(KILLER)
-    port = launch.free_port()
-    env = {**_env(), "NXPY_COORDINATOR": f"127.0.0.1:{port}", "NXPY_NUM_PROCESSES": "2",
-           "NXPY_LOCAL_DEVICES": "2"}
-    procs = [subprocess.Popen([sys.executable, str(script)], cwd=ROOT,
+# A survivor's view of a lost process: the victim (argv[1]) dies at a known time
+# (os._exit or SIGKILL, argv[3]); the survivor runs collectives (argv[2] "collective":
+# its main thread waits inside a shard_jit all_gather across processes) or Python work
+# ("python": a sleep loop), and prints when and what it caught.
+SURVIVOR = """
+import os, signal, sys, time
+import nxpy as nx
+from nxpy import distributed as D
+from nxpy.defn import shard_jit, all_gather
+victim, mode, how = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+D.initialize()
+me = D.process_index()
+mesh = nx.Mesh("m", (2, 2))
+f = shard_jit(lambda a: all_gather(a, axes=[0], all_gather_dim=0), mesh,
+              input_shardings=[{0: [0], 1: [1]}], compiler="exla")
+try:
+    for i in range(100000):
+        if mode == "collective" or i < 5:
+            [r.to_numpy() for r in f.call_global(nx.iota((4, 4)))]
+        else:
+            time.sleep(0.05)
+        if i == 5 and me == victim:
+            print("DYING", time.time(), flush=True)
+            if how == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(3)
+except D.ProcessLostError as e:
+    print("LOST", time.time(), e.process, isinstance(e, D.DistributedError), e, flush=True)
+    sys.exit(9)
+"""
+
+
+def run_pair(tmp_path, script, args=(), timeout=60):
+    """Runs ``script`` as processes 0 and 1 (no launcher), returns [(code, out, err)]."""
+    path = tmp_path / "script.py"
+    path.write_text(script)
+    env = {**_env(), "NXPY_COORDINATOR": f"127.0.0.1:{launch.free_port()}",
+           "NXPY_NUM_PROCESSES": "2", "NXPY_LOCAL_DEVICES": "2"}
+    procs = [subprocess.Popen([sys.executable, str(path), *map(str, args)], cwd=ROOT,
                               env={**env, "NXPY_PROCESS_ID": str(i)}, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for i in range(2)]
-    t = time.monotonic()
     try:
-        out0, err0 = procs[0].communicate(timeout=60)
-        procs[1].communicate(timeout=10)
+        outs = [p.communicate(timeout=timeout) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    assert procs[1].returncode == 3
-    assert procs[0].returncode != 0
-    assert time.monotonic() - t < 30
-    assert "another task died" in err0
+    return [(p.returncode, out, err) for p, (out, err) in zip(procs, outs)]
+
+
+def _line(out, tag):
+    lines = [ln.split() for ln in out.splitlines() if ln.startswith(tag + " ")]
+    assert lines, f"no {tag} line in {out!r}"
+    return lines[0]
+
+
+@multiprocess
+@pytest.mark.parametrize("victim,how", [(1, "exit"), (0, "kill")])
+@pytest.mark.parametrize("mode", ["collective", "python"])
+def test_lost_process_raises_in_the_survivor(tmp_path, victim, how, mode):
+    """A worker that exits (os._exit) or the coordinator killed (SIGKILL) mid-run: the
+    survivor raises ProcessLostError, naming the lost process, within 30 s, whether its
+    main thread waits inside a collective across processes or runs Python code."""
+    results = run_pair(tmp_path, SURVIVOR, (victim, mode, how))
+    code, out, err = results[victim]
+    assert code == (-9 if how == "kill" else 3), err[-2000:]
+    died = float(_line(out, "DYING")[1])
+    code, out, err = results[1 - victim]
+    assert code == 9, out[-2000:] + err[-3000:]
+    lost = _line(out, "LOST")
+    assert lost[2:4] == [str(victim), "True"]  # e.process, a DistributedError
+    assert float(lost[1]) - died < 30
+    who = "process 0 (the coordinator)" if victim == 0 else "process 1"
+    assert f"nxpy.distributed: {who} of 2 was lost: it ended without " in out
+    assert "start them all again" in out
+    assert "another task died" not in err  # jaxlib did not abort it
+
+
+STUCK = """
+import os, sys, time
+import nxpy as nx
+from nxpy import distributed as D
+D.initialize()
+nx.Mesh("m", (2, 2))  # starts the runtime
+if D.process_index() == 1:
+    time.sleep(1)
+    print("DYING", time.time(), flush=True)
+    os._exit(3)
+time.sleep(120)  # one C call: the main thread never returns to Python in time
+"""
+
+
+@multiprocess
+def test_lost_process_while_the_main_thread_is_stuck(tmp_path):
+    """A survivor whose main thread stays in one C call (a long sleep; a runtime call
+    alike) cannot take the exception: it prints the message and exits with status 75
+    within 30 s."""
+    t = time.monotonic()
+    (code, out, err), (code1, out1, _) = run_pair(tmp_path, STUCK)
+    assert code1 == 3
+    assert code == 75, err[-3000:]
+    assert time.monotonic() - t < 60
+    assert "nxpy.distributed: process 1 of 2 was lost" in err
+    assert "did not return to Python within 10 s" in err and "exit status 75" in err
+
+
+RAISER = """
+import sys, time
+import nxpy as nx
+from nxpy import distributed as D
+from nxpy.defn import shard_jit, all_gather
+D.initialize()
+mesh = nx.Mesh("m", (2, 2))
+f = shard_jit(lambda a: all_gather(a, axes=[0], all_gather_dim=0), mesh,
+              input_shardings=[{0: [0], 1: [1]}], compiler="exla")
+f.call_global(nx.iota((4, 4)))
+if D.process_index() == 1:
+    raise ValueError("bad batch in process 1")
+try:
+    while True:
+        [r.to_numpy() for r in f.call_global(nx.iota((4, 4)))]
+except D.ProcessLostError as e:
+    print("LOST", e.process, e, flush=True)
+    sys.exit(9)
+"""
+
+
+@multiprocess
+def test_process_that_raises_is_lost_with_its_error(tmp_path):
+    """A process ending with an uncaught exception tells the others which one."""
+    (code, out, err), (code1, _, err1) = run_pair(tmp_path, RAISER)
+    assert code1 == 1 and "ValueError: bad batch in process 1" in err1
+    assert code == 9, out + err[-3000:]
+    assert _line(out, "LOST")[1] == "1"
+    assert "process 1 of 2 was lost: it raised ValueError: bad batch in process 1" in out
+
+
+SLOW = """
+import os, sys, time
+import nxpy as nx
+from nxpy import distributed as D, pjrt
+from nxpy.defn import shard_jit, all_gather
+D.initialize()
+me = D.process_index()
+mesh = nx.Mesh("m", (2, 2))
+f = shard_jit(lambda a: all_gather(a, axes=[0], all_gather_dim=0), mesh,
+              input_shardings=[{0: [0], 1: [1]}], compiler="exla")
+if me == 0:
+    print("HELPER", pjrt._state["helper"].pid, flush=True)
+for i in range(3):
+    if me == 1 and i == 1:
+        time.sleep(15)  # slow but alive: process 0 waits inside the all_gather
+    out = [r.to_numpy().tolist() for r in f.call_global(nx.iota((4, 4)))]
+print("DONE", out == [nx.iota((4, 4)).to_numpy()[:, c:c + 2].tolist() for c in (0, 2)],
+      flush=True)
+"""
+
+
+@multiprocess
+def test_slow_process_is_not_lost(tmp_path):
+    """A process that sleeps 15 s between collectives is not declared lost; both end
+    cleanly at interpreter exit (no message), and so does the coordination helper."""
+    results = run_pair(tmp_path, SLOW)
+    for code, out, err in results:
+        assert code == 0, out + err[-3000:]
+        assert _line(out, "DONE")[1] == "True"
+        assert "nxpy.distributed" not in err and "lost" not in out + err
+    helper = int(_line(results[0][1], "HELPER")[1])
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{helper}").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not Path(f"/proc/{helper}").exists() or \
+        "Z" in Path(f"/proc/{helper}/stat").read_text().split()[2]
 
 
 @multiprocess
