@@ -1002,7 +1002,7 @@ def executor(exe, outputs, device_index: int):
     handlers = [st["J"].array_result_handler(st["core"].ShapedArray(tuple(shape), np.dtype(dt)),
                                              _single(device_index), True, True)
                 for shape, dt in outputs]
-    if id(exe) not in _synchronous:
+    if id(exe) not in _synchronous:  # one device, no collectives: nothing for _execute to convert
         execute = exe.execute_sharded
 
         def run(buffers):
