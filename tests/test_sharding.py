@@ -499,3 +499,27 @@ def test_mesh_error_when_jax_started_xla_first():
                          check=True).stdout
     assert "jax created its CPU client before nxpy" in out
     assert "--xla_force_host_platform_device_count=4" in out
+
+
+def test_mesh_contexts_belong_to_their_thread():
+    """A trace over a mesh in one thread is invisible to another thread's trace (the
+    stack of mesh contexts is per thread)."""
+    import threading
+    from nxpy.defn.collectives import current_mesh, mesh_context
+    mesh = nx.Mesh("m", (2,), axis_names=("a",), devices=[0, 1])
+    entered, done, seen = threading.Event(), threading.Event(), []
+
+    def other():
+        entered.wait(10)
+        seen.append(current_mesh())
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with mesh_context(mesh, view="local") as ctx:
+        assert current_mesh() is ctx
+        entered.set()
+        done.wait(10)
+    t.join(10)
+    assert seen == [None]
+    assert current_mesh() is None

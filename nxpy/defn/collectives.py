@@ -26,7 +26,11 @@ from .expr import EXPR, Expr
 
 __all__ = ["all_gather", "mesh_context", "current_mesh"]
 
-_local = threading.local()
+class _Meshes(threading.local):
+    stack = None  # this thread's mesh contexts, innermost last
+
+
+_meshes = _Meshes()
 
 
 class mesh_context:
@@ -40,18 +44,19 @@ class mesh_context:
         self.varying: dict = {}  # local view: node id -> the mesh axes its value varies along
 
     def __enter__(self):
-        stack = getattr(_local, "stack", None)
+        stack = _meshes.stack
         if stack is None:
-            stack = _local.stack = []
+            stack = _meshes.stack = []
         stack.append(self)
         return self
 
     def __exit__(self, *exc):
-        _local.stack.pop()
+        _meshes.stack.pop()
 
 
 def current_mesh():
-    stack = getattr(_local, "stack", None)
+    """The innermost mesh context of this thread's traces (None outside any)."""
+    stack = _meshes.stack
     return stack[-1] if stack else None
 
 
