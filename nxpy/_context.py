@@ -3,11 +3,18 @@ from __future__ import annotations
 
 import threading
 
-_local = threading.local()
+class _Local(threading.local):
+    # class-level defaults: a thread that never traced reads them without the
+    # AttributeError a plain threading.local raises (and getattr catches) on every call
+    stack = None
+    grad_depth = 0
+
+
+_local = _Local()
 
 
 def stack() -> list:
-    s = getattr(_local, "stack", None)
+    s = _local.stack
     if s is None:
         s = _local.stack = []
     return s
@@ -38,7 +45,7 @@ def forbid_inside_defn(what: str) -> None:
 def grad_depth() -> int:
     """How many ``grad`` transforms are tracing the function being traced now (markers
     such as ``stop_grad`` only matter, and are only recorded, when this is above 0)."""
-    return getattr(_local, "grad_depth", 0)
+    return _local.grad_depth
 
 
 class differentiating:

@@ -47,7 +47,11 @@ _handlers: list = []
 # traces per function, held weakly (a recycled id() must not inherit another's count)
 _traces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _traces_strong: dict = {}  # functions without weak references
-_local = threading.local()  # .off: this thread's events are not recorded
+class _Local(threading.local):
+    off = False  # this thread's events are not recorded
+
+
+_local = _Local()
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ class unobserved:
     __slots__ = ("prev",)
 
     def __enter__(self):
-        self.prev = getattr(_local, "off", False)
+        self.prev = _local.off
         _local.off = True
 
     def __exit__(self, *exc):
@@ -97,7 +101,7 @@ class unobserved:
 
 def event(name: str, *, duration: float = 0.0, key=None, function: str = "") -> None:
     """Records one event."""
-    if getattr(_local, "off", False):
+    if _local.off:
         return
     with _lock:
         _counts[name] += 1
@@ -130,7 +134,7 @@ class timed:
 
 def note_trace(fun, name: str) -> None:
     """Counts a trace of ``fun``; warns once when it passes :data:`RETRACE_WARNING`."""
-    if getattr(_local, "off", False):
+    if _local.off:
         return
     with _lock:
         try:

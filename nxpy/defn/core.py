@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
+import threading
+import weakref
 
 import numpy as np
 
@@ -30,7 +33,8 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Jit", "Co
            "trace"]
 
 _DEFAULTS: dict = {"compiler": "evaluator"}
-_VERSION = [0]  # bumped when the defaults change, invalidating Jit fast paths
+_JITS: weakref.WeakSet = weakref.WeakSet()  # every Jit: default_options clears their hot paths
+_JITS_LOCK = threading.Lock()
 _LOCAL = _context._local  # the defn stack lives here (read directly on the hot path)
 
 
@@ -56,7 +60,10 @@ def default_options(**opts) -> dict:
     old = dict(_DEFAULTS)
     _DEFAULTS.clear()
     _DEFAULTS.update(new)
-    _VERSION[0] += 1
+    with _JITS_LOCK:  # their hot paths hold programs made under the old defaults
+        jits = list(_JITS)
+    for j in jits:
+        j._fast.clear()
     return old
 
 
@@ -260,6 +267,8 @@ def donating(run, donated, where: str):
 _NUMPY_TYPES = {t.dtype: t for t in T.ALL_TYPES}
 
 _ARRAY_TEMPLATES: dict = {}  # (shape, dtype) -> Template, for NumPy arguments
+_TEMPLATE_OF = operator.attrgetter("_tk")  # a tensor's template, if made yet (else None)
+_LEAF = tree_mod.LEAF
 
 
 def _array_template(a: np.ndarray):
@@ -312,7 +321,8 @@ class Jit:
         self.donate_argnums = check_donate_argnums(
             donate_argnums, f"jit({getattr(fun, '__name__', 'function')})")
         self._fast: dict = {}  # arg templates -> (run, out_tree, takes_arrays)
-        self._fast_version = _VERSION[0]  # the defaults the entries were made under
+        with _JITS_LOCK:
+            _JITS.add(self)
         self.trace_count = 0
         try:
             self._sig = inspect.signature(fun)
@@ -322,23 +332,28 @@ class Jit:
             _resolve(compiler, opts)  # reject unknown compilers and options early
 
     def __call__(self, *args, **kwargs):
-        if getattr(_LOCAL, "stack", None):  # a defn calling a defn inlines it
+        if _LOCAL.stack:  # a defn calling a defn inlines it
             return self.fun(*args, **kwargs)
         # hot path: positional Tensor (or NumPy array) arguments whose templates were seen
         if not kwargs:
-            if self._fast_version != _VERSION[0]:
-                self._fast.clear()
-                self._fast_version = _VERSION[0]
-            hit = self._fast.get(tuple([
-                (a._tk or a.template) if type(a) is Tensor
-                else _ARRAY_TEMPLATES.get((a.shape, a.dtype)) if type(a) is np.ndarray
-                else None for a in args]))
+            fast = self._fast
+            hit = None
+            if args and type(args[0]) is Tensor:  # tensors whose templates are known: in C
+                try:
+                    hit = fast.get(tuple(map(_TEMPLATE_OF, args)))
+                except AttributeError:  # a NumPy array among them
+                    pass
+            if hit is None:
+                hit = fast.get(tuple([
+                    (a._tk or a.template) if type(a) is Tensor
+                    else _ARRAY_TEMPLATES.get((a.shape, a.dtype)) if type(a) is np.ndarray
+                    else None for a in args]))
             if hit is not None:
                 run, out_tree, arrays = hit
                 if not arrays:  # the program wants tensors: wrap the caller's arrays
                     args = _wrap_arrays(args, run)
                 outs = run(args)
-                return outs[0] if out_tree is tree_mod.LEAF else tree_mod.unflatten(out_tree, outs)
+                return outs[0] if out_tree is _LEAF else tree_mod.unflatten(out_tree, outs)
         comp, opts = _resolve(self.compiler, self.opts)
         if kwargs:
             static = tuple(sorted((k, _static_key(v, f"{self.__name__}: keyword argument {k}"))
