@@ -203,3 +203,18 @@ def test_in_place_update_of_256_mib_keeps_peak_memory_near_one_copy():
     donated, copied = peak(True), peak(False)
     assert donated < 1.5, donated
     assert copied >= 1.9, copied  # the measure can tell the two apart
+
+
+@pytest.mark.parametrize("backend,compiler", [("numpy", "evaluator"), ("exla", "exla")])
+def test_eager_fast_kernels_refuse_a_donated_tensor(backend, compiler):
+    """Eager ops whose fast kernels have seen the tensor's template still raise for a
+    donated tensor, in either operand position and for unary ops."""
+    x = nx.tensor([1.0, 2.0], backend=backend)
+    y = nx.tensor([3.0, 4.0], backend=backend)
+    for _ in range(2):  # the second calls run the fast kernels
+        nx.add(x, y), nx.add(y, x), nx.exp(x)
+    jit(lambda a: a * 2, donate_argnums=0, compiler=compiler)(x)
+    for op in (lambda: nx.add(x, y), lambda: nx.add(y, x), lambda: nx.exp(x)):
+        with pytest.raises(nx.DonatedError, match="donated to"):
+            op()
+    assert nx.add(y, y).tolist() == [6.0, 8.0]

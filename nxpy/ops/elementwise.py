@@ -66,7 +66,7 @@ def binary_compute_type(op: str, out: Tensor, a: Tensor, b: Tensor) -> T.Type:
 
 
 #: per op, ``(backend, operand devices and templates) → (shape, type, names, backend,
-#: kernel, device, template)`` or
+#: kernel, device, template, data type)`` or
 #: False: eager elementwise ops on tensors seen before skip validation and inference and
 #: run the backend's ``fast_kernel`` directly (see Backend.fast_kernel)
 _FAST: dict = {}
@@ -77,8 +77,11 @@ def _remember(cache, key, name, out, backend, args):
     if len(cache) >= _FAST_MAX:
         cache.clear()
     k = backend.fast_kernel(name, out, *args)
+    # the type of data the kernel takes: operands holding it skip Tensor.data (which
+    # resolves Deferred data, and raises for donated tensors)
     cache[key] = False if k is None else (out.shape, out.type, out.names, backend, k,
-                                          args[0].device_id, out.template)
+                                          args[0].device_id, out.template,
+                                          type(args[0].data))
 
 
 def _unary(name, x, cache=None, key=None):
@@ -133,8 +136,9 @@ def _make_unary(name):
             key = (x.backend, x.device_id, x._tk or x.template)
             hit = get(key)
             if hit:
-                shape, t, names, b, k, dev, tk = hit
-                return Tensor(k(x.data), shape, t, names, b, dev, tk)
+                shape, t, names, b, k, dev, tk, dt = hit
+                d = x._data
+                return Tensor(k(d if type(d) is dt else x.data), shape, t, names, b, dev, tk)
             if hit is None:
                 return _unary(name, x, cache, key)
         return _unary(name, x)
@@ -153,9 +157,12 @@ def _make_binary(name):
                    b._tk or b.template)
             hit = get(key)
             if hit:
-                shape, t, names, bk, k, dev, tk = hit
+                shape, t, names, bk, k, dev, tk, dt = hit
                 if bk is b.backend:
-                    return Tensor(k(a.data, b.data), shape, t, names, bk, dev, tk)
+                    da, db = a._data, b._data
+                    if type(da) is not dt or type(db) is not dt:
+                        da, db = a.data, b.data
+                    return Tensor(k(da, db), shape, t, names, bk, dev, tk)
             elif hit is None:
                 return _binary(name, a, b, cache, key)
         return _binary(name, a, b)
