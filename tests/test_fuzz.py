@@ -39,7 +39,8 @@ def test_the_generator_is_deterministic_and_covers_the_families():
         [x.array().tolist() for x in b.leaves()]
     ops = {n.op for k in range(300) for n in fuzz.generate(SEED, k).nodes if isinstance(n, Step)}
     for family in ["sin", "add", "sum", "argmax", "reshape", "dot", "cond", "while", "take", "gather",
-                   "put_slice", "indexed_add", "sort", "argsort", "cumulative_sum", "conv", "pad"]:
+                   "put_slice", "indexed_add", "sort", "argsort", "cumulative_sum", "conv", "pad",
+                   "top_k", "bitcast", "window_sum", "window_max", "window_reduce", "window_scatter_max"]:
         assert family in ops, family
     assert any(fuzz.generate(SEED, k).grad for k in range(50))
     kinds = {fuzz.generate_sharded(SEED, k).kind for k in range(20)}

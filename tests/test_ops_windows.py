@@ -226,6 +226,46 @@ def test_window_scatter(kind, t, shape, window, strides, padding, st, tie):
     check(run(f, x, src), exp.astype(dt(out_t)), out_t, what=f"scatter {kind} {tie}")
 
 
+# the fuzzer (nxpy.testing.fuzz) found these: EXLA padded the operand with the type's
+# lowest value (highest for min), which ties with -inf, an unsigned zero or pred false, so
+# the source value went to the padding; and a rank-0 select_and_scatter aborted the process
+PAD_TIE_CASES = [
+    ("max", "f32", [-np.inf, 1.0, -np.inf, -np.inf], (2,), 2, [(1, 1)]),
+    ("min", "bf16", [np.inf, np.inf, 0.5], (2,), 1, [(1, 1)]),
+    ("max", "u8", [0, 0, 0, 3, 0], (3,), 2, "same"),
+    ("max", "pred", [False, False, True], (2,), 2, [(1, 0)]),
+    ("min", "s16", [32767, 1, 32767], (2,), 2, [(0, 1)]),
+]
+
+
+@pytest.mark.parametrize("kind,t,x,window,strides,padding", PAD_TIE_CASES,
+                         ids=[f"{c[0]}-{c[1]}" for c in PAD_TIE_CASES])
+@pytest.mark.parametrize("tie", ["high", "low"])
+def test_window_scatter_never_selects_the_padding_on_ties(kind, t, x, window, strides, padding, tie):
+    x = np.asarray(x).astype(dt(t))
+    pads = nx_pads(window, (1,), padding)
+    n = (len(x) + sum(pads[0]) - window[0]) // strides + 1
+    src = np.arange(1, n + 1, dtype=np.int32) * 10
+    exp = scatter_oracle(x.astype(np.float64), src.astype(np.float64), 0, window, (strides,), pads,
+                         kind, tie)
+    f = lambda a, b: select_and_scatter(f"window_scatter_{kind}", a, b, 0, window,  # noqa: E731
+                                        strides, padding, tie)
+    assert exp.sum() == src.sum()  # every source value lands on an element
+    check(run(f, x, src), exp.astype(np.int32), "s32", what=f"scatter {kind} {t} {tie}")
+
+
+def test_window_scatter_and_reduce_at_rank_0():
+    # one window holding the element: init + source; window_reduce folds acc in (as a
+    # one-element window at rank 1 does: XLA drops the init value of a rank-0 reduce_window)
+    f = lambda a, b: nx.window_scatter_max(a, b, 1.0, ())  # noqa: E731
+    check(run(f, np.float64(1.5), np.float32(2.0)), np.float32(3.0), "f32", what="rank-0 scatter")
+    g = lambda a: nx.window_reduce(a, nx.tensor(-1, type="s32"), (), lambda v, acc: nx.min(v, acc))  # noqa: E731
+    with x64():
+        exp = np.asarray(lax.reduce_window(jnp.asarray([3], jnp.int32), jnp.int32(-1), lax.min, (1,), (1,),
+                                           "VALID")).reshape(())
+    check(run(g, np.int32(3)), exp, "s32", what="rank-0 window_reduce")
+
+
 def test_window_scatter_low_matches_jax():
     x = np.random.default_rng(1).integers(0, 3, size=(5, 6)).astype(np.float32)
     src = np.random.default_rng(2).standard_normal((3, 3)).astype(np.float32)
@@ -640,6 +680,10 @@ IMPORT_CASES = {
         lax.reduce_window(x, jnp.inf, lax.min, (3, 2), (1, 2), "VALID"))))(x), [(5, 6)]),
     "conv_grad": (lambda x, k: jax.grad(lambda x, k: jnp.sum(jnp.sin(jconv(x, k, strides=2, padding="same", feature_group_size=2))),
                                         argnums=(0, 1))(x, k), [(2, 4, 5, 5), (6, 2, 3, 3)]),
+    # a one-element window is the identity, not a cumulative scan along axis 0 (the
+    # importer took it for one: found by the fuzzer)
+    "reduce_window_one_element": (lambda x: lax.reduce_window(x, jnp.inf, lax.min, (1, 1), (1, 1), "VALID"),
+                                  [(4, 3)]),
     "reduce_custom_body": (lambda x: lax.reduce(x, 0.0, lambda a, b: jnp.maximum(a, b) + 0.0 * a, (1,)), [(4, 5)]),
 }
 

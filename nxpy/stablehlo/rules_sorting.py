@@ -161,8 +161,11 @@ def _cumulative_form(scope, op, x, init):
     axes = [i for i, w in enumerate(window) if w != 1]
     if len(axes) > 1 or any(p != (0, 0) for i, p in enumerate(pads) if i not in axes):
         return None
-    if not axes:  # a window of one element: the identity, as a scan along any axis
-        return (name, 0, False) if all(p == (0, 0) for p in pads) else None
+    if not axes:  # a window of one element: the identity, which is a scan along an axis
+        # of length one only (along a longer axis the scan would combine its elements)
+        if any(p != (0, 0) for p in pads):
+            return None
+        return next(((name, i, False) for i, n in enumerate(x.shape) if n == 1), None)
     ax = axes[0]
     n = x.shape[ax]
     if window[ax] != n:

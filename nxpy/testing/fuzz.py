@@ -6,7 +6,11 @@ dims included, every nxpy type, dim names), drawn from a seed and an index:
 elementwise (every op of ``UNARY``/``BINARY``, with the kinds each accepts), reductions,
 argmax/argmin, shape ops, ``dot``, ``cond`` and ``while_loop``, indexing (``take``,
 ``gather``, static and dynamic ``slice``, ``put_slice``, ``indexed_add``/``indexed_put``),
-``sort``/``argsort``, cumulative ops, ``conv``, and ``grad`` of float programs. Each
+``sort``/``argsort``/``top_k``, cumulative ops, ``bitcast``, the window ops
+(``window_sum``/``max``/``min``/``product``/``mean``, ``window_reduce`` with add, multiply,
+max or min and an ``acc`` that need not be the identity, ``window_scatter_max``/``min``;
+window shapes, strides, dilations, and ``"valid"``, ``"same"`` or explicit padding),
+``conv``, and ``grad`` of float programs. Each
 program runs on the NumPy backend (eagerly), under the Evaluator and EXLA, and through
 StableHLO (``to_mlir``, then :func:`nxpy.stablehlo.load`, run on EXLA and the Evaluator);
 the same description also builds a ``jax.numpy`` program (run under ``jax.jit`` with x64
@@ -47,6 +51,23 @@ reproduced program shows them):
   functions, divisions, sums and products are not exact;
 * ``conv`` operands are finite: what an inf or NaN times a padding zero gives differs
   between XLA's own kernels (f32 and f64 disagree);
+* window padding follows Nx (``"same"``: the dilated window's size minus one in total,
+  the odd one high, whatever the strides), written out for ``lax.reduce_window``;
+  ``window_reduce`` skips padded positions and folds ``acc`` in once per window; at rank 0
+  XLA (so JAX) returns a ``reduce_window``'s operand without folding ``acc`` in, so the
+  JAX twin reduces a one-element window at rank 1 there;
+* ``window_scatter_max``/``min`` operands are exact and NaN-free (the selection compares
+  them); ties are kept: Nx's tie break (the last extremum) is XLA's select with ``>``/``<``,
+  which the JAX twin runs in f64 with a padding that loses to every element, infinities
+  included (Nx never selects padding). An operand of a 64-bit merged type holding that
+  type's lowest (highest) value is not drawn when padded: nxpy pads 64-bit operands with
+  that value (``docs/ops_windows.md``);
+* ``top_k`` values are a selection (exact when the operand is); its indices need an exact
+  operand. Ties go to the lower index in both; Nx orders every NaN above everything and
+  takes -0.0 equal to 0.0, ``lax.top_k`` orders floats totally, so the JAX twin makes
+  every NaN +NaN and every zero +0.0 first;
+* ``bitcast`` of a float needs an exact operand without NaN (a NaN's sign and payload are
+  the implementation's); complex values bitcast as (real, imag) pairs;
 * grad programs take finite continuous inputs (no ties for max, no NaN to route a
   cotangent through);
 * ``take``/``gather`` indices are in range (JAX's ``take`` fills out-of-range reads
@@ -399,6 +420,126 @@ def _scatter(kind):
     return (lambda x, idx, u: getattr(nx, f"indexed_{kind}")(x, idx, u)), jx
 
 
+# -- windows, top_k and bitcast ---------------------------------------------------------
+def _nx_pads(window, dilations, padding):
+    """Nx's padding modes as explicit (low, high) pairs, written out here for JAX (not
+    nxpy's own helper): "same" pads the dilated window's size minus one in total, the odd
+    one high, whatever the strides (JAX's "SAME" depends on the strides)."""
+    if padding == "valid":
+        return [(0, 0)] * len(window)
+    if padding == "same":
+        eff = [(w - 1) * r + 1 for w, r in zip(window, dilations)]
+        return [((k - 1) // 2, (k - 1) - (k - 1) // 2) for k in eff]
+    return [tuple(p) for p in padding]
+
+
+# the monoid of each window op: (lax op, identity), and for pred (XLA's add and multiply
+# on pred are or and and)
+_WINDOW_MONOIDS = {"window_sum": ("add", "bitwise_or", 0), "window_product": ("mul", "bitwise_and", 1),
+                   "window_max": ("max", "bitwise_or", "lowest"),
+                   "window_min": ("min", "bitwise_and", "highest")}
+
+
+def _reduce_window(J, x, t, kind, window, strides, padding, dilations, init=None):
+    """``x`` (of nxpy type ``t``) reduced over each window with lax.reduce_window."""
+    op, pred_op, ident = _WINDOW_MONOIDS[kind]
+    tt = T.parse(t)
+    if init is None:
+        init = {"lowest": _lowest, "highest": _highest}[ident](J, t) if isinstance(ident, str) else ident
+    x = J.c(x, t)
+    pads = _nx_pads(window, dilations, padding)
+    if not x.ndim:  # XLA skips the init value at rank 0 (see the module docstring)
+        return _reduce_window(J, x.reshape(1), t, kind, (1,), (1,), "valid", (1,), init).reshape(())
+    return J.lax.reduce_window(x, np.array(init, tt.dtype), getattr(J.lax, pred_op if tt.is_pred else op),
+                               tuple(window), tuple(strides), pads, window_dilation=tuple(dilations))
+
+
+def _window(name):
+    def nxf(x, window, strides, padding, dilations):
+        return getattr(nx, name)(x, window, strides=strides, padding=padding, window_dilations=dilations)
+
+    def jx(J, ts, out, x, window, strides, padding, dilations):
+        if name == "window_mean":
+            s = _reduce_window(J, x, ts[0], "window_sum", window, strides, padding, dilations)
+            return J.c(s, out) / J.c(int(np.prod(window, dtype=np.int64)), out)
+        return _reduce_window(J, x, out, name, window, strides, padding, dilations)
+    return nxf, jx
+
+
+_REDUCE_FNS = {"add": ("window_sum", lambda a, b: nx.add(a, b)),
+               "multiply": ("window_product", lambda a, b: nx.multiply(a, b)),
+               "max": ("window_max", lambda a, b: nx.max(a, b)),
+               "min": ("window_min", lambda a, b: nx.min(a, b))}
+
+
+def _window_reduce_nx(x, fn, acc, window, strides, padding, dilations):
+    return nx.window_reduce(x, nx.tensor(acc, type=x.type), window,
+                            {"strides": strides, "padding": padding, "window_dilations": dilations},
+                            _REDUCE_FNS[fn][1])
+
+
+def _window_reduce_jx(J, ts, out, x, fn, acc, window, strides, padding, dilations):
+    # XLA's reduce_window folds acc in once per window and skips the padding (as nxpy)
+    return _reduce_window(J, x, out, _REDUCE_FNS[fn][0], window, strides, padding, dilations, init=acc)
+
+
+def _window_scatter(kind):
+    name = f"window_scatter_{kind}"
+
+    def nxf(x, src, init, window, strides, padding):
+        return getattr(nx, name)(x, src, nx.tensor(init, type=src.type), window, strides=strides,
+                                 padding=padding)
+
+    def jx(J, ts, out, x, src, init, window, strides, padding):
+        # XLA's select_and_scatter, all in f64 (the operand's values are below 2**53 or
+        # 1e300 in magnitude, see windows()), with infinities moved to +-1e301 so the padding
+        # (+-inf) is strictly worse than every element: Nx never selects the padding. A
+        # window keeps its pick while select(current, candidate) holds: > / < move to the
+        # last extremum on ties, Nx's choice. Rank 0 as rank 1 (XLA aborts on rank 0).
+        lax, jnp = J.lax, J.jnp
+        shape = x.shape
+        pads = _nx_pads(window, (1,) * len(window), padding)
+        if not shape:
+            x, src, window, strides, pads = x.reshape(1), src.reshape(1), (1,), (1,), [(0, 0)]
+        xf = J.c(x, "f64")
+        xf = jnp.where(jnp.isinf(xf), jnp.sign(xf) * 1e301, xf)
+        xp = lax.pad(xf, -np.inf if kind == "max" else np.inf, [(lo, hi, 0) for lo, hi in pads])
+        sas = J.jax._src.lax.windowed_reductions._select_and_scatter
+        r = sas(xp, lax.gt if kind == "max" else lax.lt, tuple(window), tuple(strides),
+                [(0, 0)] * len(window), J.c(src, "f64"), np.float64(0), lax.add)
+        r = lax.slice(r, [lo for lo, _ in pads], [lo + d for (lo, _), d in zip(pads, xf.shape)])
+        return J.c(r.reshape(shape) + J.c(init, "f64"), out)
+    return nxf, jx
+
+
+def _nan_last(J, x, t):
+    """Nx's top_k order (NaN above everything, whatever its sign; -0.0 equal to 0.0) for
+    lax.top_k, which orders floats totally: every NaN made +NaN, every zero +0.0."""
+    if not T.parse(t).is_float:
+        return x
+    return J.jnp.where(J.jnp.isnan(x), J.jnp.array(np.nan, x.dtype), _canonical_zero(J, x, t))
+
+
+def _top_k_jx(J, ts, out, x, k, part):
+    t = T.parse(ts[0])
+    xs = J.c(x, "u8") if t.is_pred else _nan_last(J, x, ts[0])
+    values, indices = J.lax.top_k(xs, k)
+    return J.c(values if part == "values" else indices, out)
+
+
+def _bitcast_jx(J, ts, out, x, type):
+    t, to = T.parse(ts[0]), T.parse(out)
+    # lax.bitcast_convert_type has no complex types: complex as (real, imag) pairs of the
+    # component type, which is what its memory is
+    if t.is_complex:
+        x = J.jnp.stack([J.jnp.real(x), J.jnp.imag(x)], axis=-1)
+    if to.is_complex:
+        part = np.float32 if to.bits == 64 else np.float64
+        pair = J.lax.bitcast_convert_type(x, part)
+        return J.lax.complex(pair[..., 0], pair[..., 1])
+    return J.lax.bitcast_convert_type(x, to.dtype)
+
+
 OPS = {
     **{n: _unary(n) for n in UNARY},
     **{n: _binary(n) for n in BINARY},
@@ -444,6 +585,11 @@ OPS = {
     "conv": (lambda x, k, strides, padding, input_dilation, kernel_dilation, groups: nx.conv(
         x, k, strides=strides, padding=padding, input_dilation=input_dilation,
         kernel_dilation=kernel_dilation, feature_group_size=groups), _conv_jx),
+    **{n: _window(n) for n in ("window_sum", "window_max", "window_min", "window_product", "window_mean")},
+    "window_reduce": (_window_reduce_nx, _window_reduce_jx),
+    "window_scatter_max": _window_scatter("max"), "window_scatter_min": _window_scatter("min"),
+    "top_k": (lambda x, k, part: nx.top_k(x, k=k)[0 if part == "values" else 1], _top_k_jx),
+    "bitcast": (lambda x, type: nx.bitcast(x, type), _bitcast_jx),
     "cond": (lambda p, x, then, other: cond(nx.sum(p) > 0, lambda: _TRANSFORMS[then][0](x),
                                             lambda: _TRANSFORMS[other][0](x)), _cond_jx),
     "while": (lambda x, n, body: while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, _TRANSFORMS[body][0](s[1])),
@@ -454,11 +600,13 @@ OPS = {
 _EXACT = {"negate", "floor", "ceil", "round", "max", "min", "select", "clip", "reshape",
           "transpose", "broadcast", "squeeze", "new_axis", "pad", "reverse", "concatenate",
           "slice", "dynamic_slice", "put_slice", "take", "gather", "indexed_put", "sort",
-          "cumulative_max", "cumulative_min", "reduce_max", "reduce_min", "as_type"}
+          "cumulative_max", "cumulative_min", "reduce_max", "reduce_min", "as_type",
+          "window_max", "window_min", "top_k", "bitcast"}
 _EXACT_ARITH = {"add", "subtract", "multiply"}   # correctly rounded in f32/f64
 # ops whose result jumps when a float operand moves by an ulp
 _DISCONTINUOUS = ({"floor", "ceil", "round", "sign", "argmax", "argmin", "argsort", "remainder", "atan2",
-                   "all", "any", "select", "cond", "is_nan", "is_infinity", "logical_not"}
+                   "all", "any", "select", "cond", "is_nan", "is_infinity", "logical_not",
+                   "window_scatter_max", "window_scatter_min", "bitcast"}
                   | {n for n, (rule, _) in BINARY.items() if rule in ("compare", "logical")})
 _COMPLEX_UNARY = {"negate", "abs", "exp", "sin", "cos", "tanh", "is_nan", "is_infinity",
                   "logical_not"}
@@ -619,7 +767,7 @@ class _Gen:
         x = self.vals[i]
         s, r = x.shape, x.rank
         op = self.pick(["reshape", "transpose", "broadcast", "squeeze", "new_axis", "pad",
-                        "reverse", "concatenate", "slice", "as_type", "select", "clip"])
+                        "reverse", "concatenate", "slice", "as_type", "select", "clip", "bitcast"])
         if op == "reshape":
             return self.step(op, [i], shape=self._refactor(s))
         if op == "transpose":
@@ -658,6 +806,14 @@ class _Gen:
             if x.type.is_inexact and not to.is_inexact and not self.exact[i]:
                 return None
             return self.step(op, [i], type=str(to))
+        if op == "bitcast":
+            # a float's bits only when every implementation has the same float: exact, and
+            # no NaN (whose sign and payload are the implementation's)
+            if x.type.is_pred or not self.exact_ok(op, i) or (
+                    x.type.is_inexact and np.isnan(x.to_numpy()).any()):
+                return None
+            to = [t for t in TYPES if t != "pred" and T.parse(t).bits == x.type.bits]
+            return self.step(op, [i], type=self.pick(to))
         if op == "select":
             p = self.leaf(s[int(self.rng.integers(0, r + 1)):], self.pick(["pred", "pred", "s8", "f32"]))
             j = self.operand_like(i, "any")
@@ -747,7 +903,13 @@ class _Gen:
             return None
         axis = int(self.rng.integers(x.rank))
         op = self.pick(["sort", "argsort", "cumulative_sum", "cumulative_product", "cumulative_max",
-                        "cumulative_min"])
+                        "cumulative_min", "top_k"])
+        if op == "top_k":
+            # the values are a selection; which index holds them needs exact operands
+            part = self.pick(["values", "indices"])
+            if not x.shape[-1] or (part == "indices" and not self.exact_ok("argsort", i)):
+                return None
+            return self.step(op, [i], k=int(self.rng.integers(1, x.shape[-1] + 1)), part=part)
         if op == "sort":
             return self.step(op, [i], axis=axis, desc=self.chance(0.5))
         if op == "argsort":
@@ -757,6 +919,52 @@ class _Gen:
         if x.type.is_pred:
             return None
         return self.step(op, [i], axis=axis, reverse=self.chance(0.5))
+
+    def windows(self, i):
+        x = self.vals[i]
+        s, r = x.shape, x.rank
+        op = self.pick(["window_sum", "window_max", "window_min", "window_product", "window_mean",
+                        "window_reduce", "window_scatter_max", "window_scatter_min"])
+        scatter = op.startswith("window_scatter")
+        window = [int(self.rng.integers(1, max(1, min(3, d)) + 1)) for d in s]
+        strides = [int(self.rng.integers(1, 3)) for _ in s]
+        dil = [1 if scatter or self.chance(0.7) else 2 for _ in s]
+        padding = self.pick(["valid", "same", "explicit"])
+        if padding == "explicit":
+            padding = [[int(self.rng.integers(0, 3)), int(self.rng.integers(0, 3))] for _ in s]
+        if op == "window_reduce":
+            t = x.type
+            if t.is_pred:
+                return None
+            fn = self.pick(list(_REDUCE_FNS))
+            acc = self.pick({"add": [0, 1, -2], "multiply": [1, 2, -1], "max": [-4, 0, 1],
+                             "min": [4, 0, -1]}[fn])
+            acc = abs(acc) if t.kind == "u" else acc
+            return self.step(op, [i], fn=fn, acc=acc, window=window, strides=strides, padding=padding,
+                             dilations=dil)
+        if not scatter:
+            return self.step(op, [i], window=window, strides=strides, padding=padding, dilations=dil)
+        # select and scatter picks by comparing the operand: exact operands without NaN,
+        # of magnitudes the JAX twin holds exactly in f64 (see _window_scatter)
+        v = x.to_numpy()
+        if x.type.is_inexact:
+            big = np.isnan(v).any() or (np.abs(v[np.isfinite(v)]) >= 1e300).any()
+        else:
+            big = (np.abs(v.astype(np.float64)) >= 2.0**53).any()
+        if not self.exact_ok(op, i) or big:
+            return None
+        try:
+            pooled = nx.window_max(x, window, strides=strides, padding=padding).shape
+        except (TypeError, ValueError):
+            return None
+        src = self.leaf(pooled, self.pick([str(x.type), "f32", "s8", "f64", "u8"]))
+        init = self.pick([0, 1, -2])
+        init = abs(init) if self.t(src).kind == "u" else init
+        m = T.merge(x.type, self.t(src))
+        worst = T.min_value(m) if op == "window_scatter_max" else T.max_value(m)
+        if m.bits == 64 and padding != "valid" and (v.astype(m.dtype) == worst).any():
+            return None  # 64-bit operands are padded with this value: ties (see the docstring)
+        return self.step(op, [i, src], init=init, window=window, strides=strides, padding=padding)
 
     def conv(self):
         nsp = int(self.rng.integers(1, 3))
@@ -773,7 +981,7 @@ class _Gen:
 
 
 _FAMILIES = ["unary", "unary", "binary", "binary", "reduction", "shaping", "shaping", "dot",
-             "control", "indexing", "sorting"]
+             "control", "indexing", "sorting", "windows"]
 _SMOOTH = ["sin", "cos", "tanh", "exp", "log", "sqrt", "sigmoid", "negate", "atan", "erf"]
 
 
