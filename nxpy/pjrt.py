@@ -559,7 +559,8 @@ def shutdown_distributed() -> None:
         _state.pop("dist", None)
         if w is not None:
             w.close()
-            _state.pop("watch", None)
+            # kept (its connection open) until the process ends: see Watch.close
+            _state.setdefault("left_watches", []).append(_state.pop("watch"))
 
 
 def _abandon():

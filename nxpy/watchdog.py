@@ -91,7 +91,8 @@ def serve(listener, first_wait: float, keepalive_seconds) -> None:
                 conn.setblocking(True)
                 conn.settimeout(5.0)  # a send to a stuck peer must not stop the hub
                 keepalive(conn, keepalive_seconds)
-                peers[conn] = {"id": None, "buf": b"", "bye": False, "fail": None}
+                peers[conn] = {"id": None, "buf": b"", "bye": False, "fail": None,
+                               "told": False}
                 sel.register(conn, selectors.EVENT_READ)
                 ever = True
                 continue
@@ -106,27 +107,37 @@ def serve(listener, first_wait: float, keepalive_seconds) -> None:
                 while b"\n" in p["buf"]:
                     line, p["buf"] = p["buf"].split(b"\n", 1)
                     _hub_line(line.decode("utf-8", "replace"), p, s, lost)
+                if p["fail"] and not p["told"] and p["id"] is not None:
+                    # the others learn at once; the process itself stays a peer until its
+                    # connection closes (it is still exiting, its runtime client alive:
+                    # the service must outlive it)
+                    p["told"] = True
+                    _tell(peers, s, f"lost {p['id']} raised {p['fail']}\n".encode(), lost)
                 continue
             sel.unregister(s)
             del peers[s]
             s.close()
-            if p["bye"] or p["id"] is None:
+            if p["bye"] or p["told"] or p["id"] is None:
                 continue
-            if p["fail"]:
-                reason = f"raised {p['fail']}"
-            elif timed_out:
+            if timed_out:
                 reason = "stopped answering (is its host or the network down?)"
             else:
                 reason = ("ended without nxpy.distributed.shutdown() (it died, was killed, "
                           "or exited early)")
-            line = f"lost {p['id']} {reason}\n".encode()
-            lost.append(line)
-            for other in list(peers):
-                try:
-                    other.sendall(line)
-                except OSError:
-                    pass  # its own loss is noticed when its connection closes
+            _tell(peers, None, f"lost {p['id']} {reason}\n".encode(), lost)
     sel.close()
+
+
+def _tell(peers, source, line, lost):
+    """Sends a ``lost`` line to every peer but ``source`` (and to later joiners)."""
+    lost.append(line)
+    for other in list(peers):
+        if other is source:
+            continue
+        try:
+            other.sendall(line)
+        except OSError:
+            pass  # its own loss is noticed when its connection closes
 
 
 def _hub_line(line, p, s, lost):
@@ -195,7 +206,7 @@ class Watch:
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
                 word, _, rest = line.decode("utf-8", "replace").partition(" ")
-                if word == "lost":
+                if word == "lost" and not self._closing:
                     who, _, reason = rest.partition(" ")
                     if self._lose(int(who), reason):
                         return
@@ -244,16 +255,13 @@ class Watch:
                 _set_async(self._main, None)
 
     def close(self) -> None:
-        """Leaves: ``fail`` when :attr:`failed` is set, else ``bye``; then the hub and this
-        thread forget this process."""
+        """Leaves: ``fail`` when :attr:`failed` is set, else ``bye``. The connection itself
+        stays open until the process ends (the kernel closes it): the hub, and the
+        coordination service beside it, outlive every process's runtime client, which
+        would abort its process if the service went away first."""
         with self._lock:
             self._closing = True
         try:
             self._sock.sendall(f"fail {self.failed}\n".encode() if self.failed else b"bye\n")
         except OSError:
             pass
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._sock.close()
