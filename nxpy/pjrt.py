@@ -23,6 +23,7 @@ this process's devices (:func:`is_local`) hold buffers here. A lost process rais
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import ipaddress
 import os
@@ -583,24 +584,39 @@ def _lost_error():
 _TRANSPORT = re.compile(r"gloo|nccl|connection|peer|socket", re.I)
 
 
-def _runtime_failure(e, what):
-    """The error to raise for a runtime call that failed with ``e`` in a distributed
-    program: :class:`ProcessLostError` when a process was lost (a collective's failure
-    comes a moment before the watch hears of it: it waits a few seconds for it), a
-    :class:`DistributedError` for another failure of the collectives' transport, else
-    None (``e`` stands)."""
+def _raise_runtime_failure(e, what):
+    """Called while handling ``e``, the failure of a runtime call (``what``): raises, in a
+    distributed program, :class:`ProcessLostError` when a process was lost (a
+    collective's failure comes a moment before the watch hears of it: it waits a few
+    seconds for it) or a :class:`DistributedError` for another failure of the
+    collectives' transport; else re-raises ``e``."""
     w = _state.get("watch")
     if w is None or isinstance(e, DistributedError):
-        return None
+        raise  # noqa: PLE0704 - e, the exception being handled
     transport = bool(_TRANSPORT.search(str(e)))
     if w.wait_lost(5.0 if transport else 0.0):
-        return ProcessLostError()
+        raise ProcessLostError() from None
     if transport:
-        return DistributedError(
+        raise DistributedError(
             f"process {process_index()}: {what} failed in the collectives between "
             f"processes ({_first_line(e)}), and no process is known to be lost: check the "
-            f"network between the hosts and the other processes' output")
-    return None
+            f"network between the hosts and the other processes' output") from None
+    raise  # noqa: PLE0704
+
+
+@contextlib.contextmanager
+def _compiling(module_text):
+    """Times an XLA compile of ``module_text`` and reports XLA's failure as
+    :class:`CompileError` with the module (a :class:`ProcessLostError` the watch raises
+    in this thread meanwhile is not XLA's: it goes through)."""
+    try:
+        with telemetry.timed("compile", key=hash(module_text)):
+            yield
+    except ProcessLostError:
+        raise
+    except Exception as e:  # noqa: BLE001 - XLA's own error text, with the module
+        raise CompileError(f"XLA could not compile the module nxpy emitted: {e}\n\n"
+                           f"{module_text}") from None
 
 
 def allgather_bytes(payload: bytes) -> list:
@@ -714,14 +730,8 @@ def _compile_or_load(module_text, device_ids, spmd):
                 telemetry.event("disk_hit", key=digest)
                 return exe
         telemetry.event("disk_miss", key=digest)
-    try:
-        with telemetry.timed("compile", key=hash(module_text)):
-            exe = client.compile_and_load(module_text, device_list, opts)
-    except ProcessLostError:  # raised in this thread by the watch, not XLA's
-        raise
-    except Exception as e:  # XLA's own error text, with the module for debugging
-        raise CompileError(f"XLA could not compile the module nxpy emitted: {e}\n\n"
-                           f"{module_text}") from None
+    with _compiling(module_text):
+        exe = client.compile_and_load(module_text, device_list, opts)
     if disk is not None:
         disk.store(digest, client.serialize_executable(exe))
     return exe
@@ -784,16 +794,9 @@ def _compile_with_host_callbacks(client, module_text, device_list, opts, device_
                                f"{type(e).__name__}: {e}") from e
         return (token,)
 
-    try:
-        with jax_mlir.make_ir_context():
-            module = ir.Module.parse(module_text)
-            with telemetry.timed("compile", key=hash(module_text)):
-                exe = client.compile_and_load(module, device_list, opts, [dispatch])
-    except ProcessLostError:
-        raise
-    except Exception as e:  # noqa: BLE001 - XLA's own error text, with the module
-        raise CompileError(f"XLA could not compile the module nxpy emitted: {e}\n\n"
-                           f"{module_text}") from None
+    with _compiling(module_text), jax_mlir.make_ir_context():
+        exe = client.compile_and_load(ir.Module.parse(module_text), device_list, opts,
+                                      [dispatch])
     _synchronous.add(id(exe))  # executables live as long as the process (_EXECUTABLES)
     return exe
 
@@ -813,10 +816,7 @@ def _execute(exe, buffers):
         results.consume_token().block_until_ready()
         return results
     except Exception as e:
-        err = _runtime_failure(e, "a program")
-        if err is None:
-            raise
-        raise err from None
+        _raise_runtime_failure(e, "a program")
 
 
 # ----------------------------------------------------------------------------------------
@@ -985,10 +985,7 @@ def to_host(buffer) -> np.ndarray:
     try:
         return np.asarray(buffer)
     except Exception as e:  # a program's failure shows when its results are read
-        err = _runtime_failure(e, "reading a result")
-        if err is None:
-            raise
-        raise err from None
+        _raise_runtime_failure(e, "reading a result")
 
 
 def device_index_of(buffer) -> int:
@@ -1147,7 +1144,4 @@ def block_until_ready(buffers) -> None:
         try:
             st["xc"].batched_block_until_ready(list(buffers))
         except Exception as e:
-            err = _runtime_failure(e, "waiting for results")
-            if err is None:
-                raise
-            raise err from None
+            _raise_runtime_failure(e, "waiting for results")

@@ -293,9 +293,13 @@ def _wrap_arrays(args, run):
         return args
     copy = not getattr(run, "copies_inputs", False)
     b = default_backend()
-    return [a if type(a) is Tensor else b.from_numpy(a.copy() if copy else a,
-                                                      _NUMPY_TYPES[a.dtype], (None,) * a.ndim)
-            for a in args]
+    out = []
+    for a in args:
+        if type(a) is not Tensor:  # a hot-path hit: its template is known
+            t = _array_template(a)
+            a = b.from_numpy(a.copy() if copy else a, t.type, t.names)
+        out.append(a)
+    return out
 
 
 #: compiled programs of every jitted function, process-wide: ``function → {(compiler,
