@@ -19,7 +19,7 @@ from .single_device import CHAIN_BLOCKS, _call_fn, _call_sides, _operands, chain
 def call_vs_raw(cfg):
     from nxpy import pjrt
     nf, (x, y), _, _ = _call_sides()
-    run = next(iter(nf._fast.values()))[0]
+    run = next(iter(nf._mixed.values()))[0]
     execute = pjrt.executor(run.executable, [((4, 4), np.float32)], 0)
     bufs = [x.data, y.data]
     return Pair(nxpy=lambda: nf(x, y), jax=lambda: execute(bufs),

@@ -122,3 +122,59 @@ def test_arrays_of_other_dtypes_and_objects_are_not_hot_path_hits(compiler):
     with pytest.raises(TypeError, match="object"):
         f(np.array([1, "a"], dtype=object))
     assert f(a.astype(np.float64)).type == nx.types.F64
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_arrays_then_named_tensors_of_the_same_shape_and_dtype(compiler):
+    """All-array calls have their own hot path keyed by shape and dtype: a named tensor of
+    the same shape and dtype among arrays must not take it (its program keeps the names)."""
+    f = jit(lambda x, y: x + y, compiler=compiler)
+    a = np.ones((2, 3), np.float32)
+    named = nx.tensor(a, names=["i", None])
+    for _ in range(3):
+        assert f(a, a).names == (None, None)
+        assert f(a, named).names == ("i", None)
+        assert f(named, a).names == ("i", None)
+    assert f(a, named).tolist() == [[2.0] * 3] * 2
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_arrays_of_wider_dtypes_after_narrower_keep_their_precision(compiler):
+    """JAX's dispatch narrows 64-bit host arrays when its x64 mode is off: a float64 or
+    int64 array after a float32/int32 one of the same shape must get its own program."""
+    f = jit(lambda x: x + 1, compiler=compiler)
+    for _ in range(3):
+        assert f(np.zeros(2, np.float32)).type == nx.types.F32
+        assert f(np.zeros(2, np.int32)).type == nx.types.S32
+    wide = f(np.array([1e-12, 2.0 ** 40], np.float64))
+    assert wide.type == nx.types.F64 and wide.tolist() == [1.0 + 1e-12, 2.0 ** 40 + 1]
+    big = f(np.array([2 ** 40, -2 ** 40], np.int64))
+    assert big.type == nx.types.S64 and big.tolist() == [2 ** 40 + 1, -2 ** 40 + 1]
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_arrays_of_non_native_byte_order(compiler):
+    """They are no nxpy type (convert them first): rejected on every call, never passed
+    on to a program of the native dtype."""
+    f = jit(lambda x: x * 2, compiler=compiler)
+    assert f(np.arange(3, dtype=np.float32)).tolist() == [0.0, 2.0, 4.0]
+    for _ in range(3):
+        with pytest.raises(TypeError, match=r"argument 0 \(x\).*unsupported NumPy dtype >f4"):
+            f(np.arange(3, dtype=">f4"))
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("args", ["tensors", "arrays"])
+def test_structured_results_on_the_hot_path(compiler, args):
+    """``run.call`` builds the whole result: several outputs, containers, a lone tensor in
+    a tuple, on every call after the first."""
+    f = jit(lambda x, y: (x + y, {"d": x - y, "p": (x * y,)}), compiler=compiler)
+    g = jit(lambda x: (x,), compiler=compiler)
+    a, b = np.float32([1, 2]), np.float32([3, 5])
+    x, y = (nx.tensor(a), nx.tensor(b)) if args == "tensors" else (a, b)
+    for _ in range(3):
+        s, rest = f(x, y)
+        assert (s.tolist(), rest["d"].tolist(), rest["p"][0].tolist()) == \
+            ([4.0, 7.0], [-2.0, -3.0], [3.0, 10.0])
+        one = g(x)
+        assert type(one) is tuple and one[0].tolist() == [1.0, 2.0]

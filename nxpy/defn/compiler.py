@@ -41,6 +41,13 @@ class Compiler:
         True when ``run`` also accepts, in place of a tensor, a NumPy array of the
         parameter's shape and dtype (with default names): ``defn``'s call path then passes
         a caller's arrays as they are, without wrapping them in tensors.
+    ``run.call``, ``run.call_arrays``  (optional attributes of ``run``)
+        The call path of a compiled program, for speed: ``call(args)`` takes the
+        positional argument tensors (their templates checked by ``defn``) and returns
+        the whole result, structured as ``graph.tree`` says (a single tensor, a tuple,
+        a map...); ``call_arrays(arrays)`` the same for calls whose every argument is a
+        NumPy array of the parameter's shape and dtype (None: not supported). Without
+        them ``defn`` calls ``run`` and builds the result itself.
     ``result_backend(opts) -> Backend``  (optional)
         The backend the results live on (default: the default backend).
     ``compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts)``  (optional)

@@ -63,7 +63,7 @@ def default_options(**opts) -> dict:
     with _JITS_LOCK:  # their hot paths hold programs made under the old defaults
         jits = list(_JITS)
     for j in jits:
-        j._fast.clear()
+        j.forget_programs()
     return old
 
 
@@ -269,6 +269,7 @@ _NUMPY_TYPES = {t.dtype: t for t in T.ALL_TYPES}
 _ARRAY_TEMPLATES: dict = {}  # (shape, dtype) -> Template, for NumPy arguments
 _TEMPLATE_OF = operator.attrgetter("_tk")  # a tensor's template, if made yet (else None)
 _LEAF = tree_mod.LEAF
+_NDARRAY = np.ndarray
 
 
 def _array_template(a: np.ndarray):
@@ -302,6 +303,17 @@ def _wrap_arrays(args, run):
     return out
 
 
+def _call_of(run, out_tree):
+    """``call(args) -> result`` of a compiled ``run``: its own (``run.call``, see the
+    Compiler protocol), or ``run`` and the result built from ``out_tree``."""
+    call = getattr(run, "call", None)
+    if call is not None:
+        return call
+    if out_tree is _LEAF:
+        return lambda args: run(args)[0]
+    return lambda args: tree_mod.unflatten(out_tree, run(args))
+
+
 #: compiled programs of every jitted function, process-wide: ``function → {(compiler,
 #: options, argument structure, static options, argument templates) → (run, out_tree)}``.
 #: A second ``jit`` of the same function finds them; concurrent first calls compile once.
@@ -324,7 +336,10 @@ class Jit:
         self.opts = opts
         self.donate_argnums = check_donate_argnums(
             donate_argnums, f"jit({getattr(fun, '__name__', 'function')})")
-        self._fast: dict = {}  # arg templates -> (run, out_tree, takes_arrays)
+        # the hot paths (see _remember): argument templates -> call(args) -> result, ...
+        self._fast: dict = {}
+        self._fast_arrays: dict = {}  # ((shape, dtype) per argument) -> call(arrays)
+        self._mixed: dict = {}  # argument templates -> (run, out_tree)
         with _JITS_LOCK:
             _JITS.add(self)
         self.trace_count = 0
@@ -336,28 +351,37 @@ class Jit:
             _resolve(compiler, opts)  # reject unknown compilers and options early
 
     def __call__(self, *args, **kwargs):
+        # hot path: positional tensors whose templates were seen (looked up in C), or
+        # positional NumPy arrays whose shapes and dtypes were seen
+        if not kwargs and args and not _LOCAL.stack:
+            a0 = type(args[0])
+            if a0 is Tensor:
+                try:
+                    call = self._fast.get(tuple(map(_TEMPLATE_OF, args)))
+                except AttributeError:  # a NumPy array among them
+                    call = None
+            elif a0 is _NDARRAY:  # a tensor among arrays makes a key no entry has
+                call = self._fast_arrays.get(tuple([
+                    (a.shape, a.dtype) if type(a) is _NDARRAY else a for a in args]))
+            else:
+                call = None
+            if call is not None:
+                return call(args)
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if _LOCAL.stack:  # a defn calling a defn inlines it
             return self.fun(*args, **kwargs)
-        # hot path: positional Tensor (or NumPy array) arguments whose templates were seen
-        if not kwargs:
-            fast = self._fast
-            hit = None
-            if args and type(args[0]) is Tensor:  # tensors whose templates are known: in C
-                try:
-                    hit = fast.get(tuple(map(_TEMPLATE_OF, args)))
-                except AttributeError:  # a NumPy array among them
-                    pass
-            if hit is None:
-                hit = fast.get(tuple([
-                    (a._tk or a.template) if type(a) is Tensor
-                    else _ARRAY_TEMPLATES.get((a.shape, a.dtype)) if type(a) is np.ndarray
-                    else None for a in args]))
+        if not kwargs:  # tensors and arrays mixed, tensors whose templates are not made yet
+            hit = self._mixed.get(tuple([
+                (a._tk or a.template) if type(a) is Tensor
+                else _ARRAY_TEMPLATES.get((a.shape, a.dtype)) if type(a) is _NDARRAY
+                else None for a in args]))
             if hit is not None:
-                run, out_tree, arrays = hit
-                if not arrays:  # the program wants tensors: wrap the caller's arrays
+                run, out_tree = hit
+                if not getattr(run, "takes_arrays", False):  # wrap the caller's arrays
                     args = _wrap_arrays(args, run)
-                outs = run(args)
-                return outs[0] if out_tree is _LEAF else tree_mod.unflatten(out_tree, outs)
+                return tree_mod.unflatten(out_tree, run(args))
         comp, opts = _resolve(self.compiler, self.opts)
         if kwargs:
             static = tuple(sorted((k, _static_key(v, f"{self.__name__}: keyword argument {k}"))
@@ -381,15 +405,37 @@ class Jit:
             return donating(compile_graph(comp, graph, opts), donated, where), graph.tree
 
         exe = PROGRAMS.get(self.fun, key, build)
-        if not kwargs and all(type(x) is Tensor or type(x) is np.ndarray for x in args) \
-                and len(leaves) == len(args):
-            for a in args:
-                if type(a) is np.ndarray:
-                    _array_template(a)  # known from now on: the hot path looks it up
-            put_bounded(self._fast, tuple([t.template for t in leaves]),
-                        (*exe, getattr(exe[0], "takes_arrays", False)), program_cache_size())
+        if not kwargs and len(leaves) == len(args):
+            self._remember(args, leaves, exe)
         run, out_tree = exe
         return tree_mod.unflatten(out_tree, run(leaves))
+
+    def _remember(self, args, leaves, exe) -> None:
+        """Puts program ``exe`` on the hot path of calls like this one: positional tensors
+        (``_fast``), positional NumPy arrays (``_fast_arrays``), any mix of both
+        (``_mixed``, also for tensors whose templates are not made yet)."""
+        kinds = {type(a) for a in args}
+        if not kinds <= {Tensor, _NDARRAY}:
+            return
+        run, out_tree = exe
+        size = program_cache_size()
+        for a in args:
+            if type(a) is _NDARRAY:
+                _array_template(a)  # known from now on: the mixed lookup finds it
+        key = tuple([t.template for t in leaves])
+        put_bounded(self._mixed, key, exe, size)
+        put_bounded(self._fast, key, _call_of(run, out_tree), size)
+        call_arrays = getattr(run, "call_arrays", None)
+        if call_arrays is not None and kinds == {_NDARRAY} \
+                and all(a.dtype in _NUMPY_TYPES for a in args):
+            put_bounded(self._fast_arrays, tuple([(a.shape, a.dtype) for a in args]),
+                        call_arrays, size)
+
+    def forget_programs(self) -> None:
+        """Empties the hot paths (the programs stay in the process-wide cache)."""
+        self._fast.clear()
+        self._fast_arrays.clear()
+        self._mixed.clear()
 
     def _check_arity(self, args, kwargs):
         if self._sig is not None:
