@@ -71,7 +71,9 @@ class Backend:
     a function ``kernel(*datas) -> data`` computing ``out``'s data from the operands' data
     with no further checks. The front end asks once per op and operand signature (shapes,
     types, names), keeps the answer, and calls the kernel directly next time; None means
-    "use the op method".
+    "use the op method". A kernel may raise to decline one call (the NumPy backend's do
+    when another thread is inside the same kernel): the op then runs its full path, which
+    reports a real error properly.
     """
 
     name = "backend"

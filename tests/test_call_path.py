@@ -178,3 +178,87 @@ def test_structured_results_on_the_hot_path(compiler, args):
             ([4.0, 7.0], [-2.0, -3.0], [3.0, 10.0])
         one = g(x)
         assert type(one) is tuple and one[0].tolist() == [1.0, 2.0]
+
+
+def test_numpy_fast_kernels_ignore_floating_point_warnings():
+    """The NumPy backend's fast kernels compute inf/NaN silently, as XLA does (and as the
+    op's full path does on the first call)."""
+    import warnings
+    big = nx.tensor(np.float32([3e38, 0.0]), backend="numpy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):  # first call: full path; then the fast kernel
+            r = nx.multiply(big, big)
+            assert r.to_numpy()[0] == np.inf
+            q = nx.divide(big, nx.tensor(np.float32([0.0, 0.0]), backend="numpy"))
+            assert q.to_numpy()[0] == np.inf and np.isnan(q.to_numpy()[1])
+    assert np.geterr()["over"] == "warn"  # the caller's NumPy error state is untouched
+
+
+def test_numpy_fast_kernels_from_many_threads():
+    """A fast kernel runs in a context one thread enters at a time (NumPy releases the GIL
+    inside large ufuncs): concurrent calls decline it and take the op's full path, with the
+    same results and no warnings."""
+    import threading
+    import warnings
+    a = np.linspace(-1, 1, 200_000, dtype=np.float32) * 3e38
+    x = nx.tensor(a, backend="numpy")
+    with np.errstate(over="ignore"):
+        want = (a.astype(np.float64) * 4).astype(np.float32)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                np.testing.assert_array_equal(nx.add(nx.add(x, x), nx.add(x, x)).to_numpy(),
+                                              want)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+
+
+def test_a_declining_fast_kernel_falls_back_to_the_op_method():
+    """A backend's fast kernel may raise to decline a call: the front end and the Evaluator
+    then run the op method (the conformance of both paths does not depend on it)."""
+    from nxpy.backends.numpy import NumpyBackend
+
+    class Moody(NumpyBackend):
+        name = "moody"
+        calls = 0
+
+        def fast_kernel(self, name, out, *args):
+            def k(*datas):
+                Moody.calls += 1
+                raise RuntimeError("not now")
+            return k
+
+    nx.register_backend("moody", Moody)
+    try:
+        x = nx.tensor(np.float32([1, 2]), backend="moody")
+        f = jit(lambda v: nx.exp(v) + v, compiler="evaluator")
+        for _ in range(3):
+            assert nx.add(x, x).tolist() == [2.0, 4.0]
+            assert nx.negate(x).tolist() == [-1.0, -2.0]
+        front = Moody.calls
+        assert front >= 4  # the front end's kernels were tried, and declined
+        old = nx.default_backend("moody")  # the Evaluator computes on the default backend
+        try:
+            for _ in range(3):
+                r = f(x)
+                assert r.backend.name == "moody"
+                np.testing.assert_allclose(r.to_numpy(), np.exp([1, 2]) + [1, 2], rtol=1e-6)
+        finally:
+            nx.default_backend(old)
+        assert Moody.calls > front  # and the Evaluator's
+    finally:
+        from nxpy import plugins
+        plugins.BACKENDS.unregister("moody")
+

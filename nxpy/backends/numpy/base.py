@@ -3,6 +3,8 @@ reductions, dot, windows), and the helpers every kernel family uses (``_wrap``: 
 result in the output template's type and shape)."""
 from __future__ import annotations
 
+import contextvars
+import functools
 import math
 
 import numpy as np
@@ -235,6 +237,18 @@ def _quietly(f):
     return quiet
 
 
+def _in_quiet_context(f):
+    """``f`` run inside a context of its own whose NumPy error state ignores everything:
+    as :func:`_quietly`, with no Python frame per call (the fast kernels' form). A
+    context is entered by one thread at a time: a concurrent call raises RuntimeError,
+    and the op takes its full path instead (``Backend.fast_kernel``)."""
+    if _EXTOBJ is None:  # pragma: no cover
+        return _quietly(f)
+    ctx = contextvars.Context()
+    ctx.run(_EXTOBJ.set, _IGNORE)
+    return functools.partial(ctx.run, f)
+
+
 class BaseKernels(Backend):
     """Eager ops on NumPy arrays, in the output type ``out`` says: the base op set."""
 
@@ -294,7 +308,7 @@ class BaseKernels(Backend):
             if out.shape == () and np.asarray(r).dtype == out.type.dtype:
                 return lambda *d: np.asarray(q(*d))  # NumPy gives scalars for 0-d arrays
             return None
-        return q
+        return _FAST_QUIET[f]
 
     def select(self, out, pred, on_true, on_false):
         a = convert(on_true.data, out.type)
@@ -481,6 +495,7 @@ def _binary_method(name):
 
 
 _QUIET = {f: _quietly(f) for f in list(UNARY_NP.values()) + list(BINARY_NP.values())}
+_FAST_QUIET = {f: _in_quiet_context(f) for f in _QUIET}
 for _n in UNARY_NP:
     setattr(BaseKernels, _n, _unary_method(_n))
 for _n in BINARY_NP:
