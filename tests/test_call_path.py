@@ -262,3 +262,30 @@ def test_a_declining_fast_kernel_falls_back_to_the_op_method():
         from nxpy import plugins
         plugins.BACKENDS.unregister("moody")
 
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("where", ["numpy", "exla", "arrays"])
+def test_calls_leave_no_reference_cycles(compiler, where):
+    """A call frees everything it made when it returns: no reference cycle per call (a
+    self-referencing closure in the result builder was one). Cycles keep results, device
+    buffers included, alive until the garbage collector runs, and every collection runs
+    JAX's gc callback, where a Ctrl-C arriving then is swallowed."""
+    import gc
+    a = np.arange(8, dtype=np.float32)
+    x = a if where == "arrays" else nx.tensor(a, backend=where)
+    one = jit(lambda v: v * 2, compiler=compiler)
+    tree = jit(lambda v: (v * 2, {"s": v + 1, "t": [v]}), compiler=compiler)
+    for _ in range(3):
+        one(x), tree(x), nx.add(nx.tensor(a), nx.tensor(a))
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(20):
+            one(x), tree(x), nx.add(nx.tensor(a), nx.tensor(a))
+        gc.collect()
+        garbage = [type(o).__name__ for o in gc.garbage]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert garbage == []

@@ -293,25 +293,28 @@ def _locate(v, path):
 
 
 def unflatten(tree, leaves):
-    it = iter(leaves)
+    if tree == LEAF:
+        return leaves[0] if isinstance(leaves, (list, tuple)) else next(iter(leaves))
+    return _build(tree, iter(leaves))
 
-    def rec(t):
-        if t == LEAF:
-            return next(it)
-        if t is None:
-            return None
-        tag = t[0]
-        if tag == "tuple":
-            return tuple(rec(e) for e in t[1])
-        if tag == "list":
-            return [rec(e) for e in t[1]]
-        if tag == "dict":
-            return dict(zip(t[1], (rec(e) for e in t[2])))
-        _, cls, aux, keys, sub = t
-        children = tuple(rec(e) for e in sub)
-        return _KINDS[cls].unflatten(aux, children if keys is None else dict(zip(keys, children)))
 
-    return rec(tree)
+def _build(t, it):
+    # a module-level function, not a closure over itself: a self-referencing closure is a
+    # reference cycle per call, which keeps results alive until the garbage collector runs
+    if t == LEAF:
+        return next(it)
+    if t is None:
+        return None
+    tag = t[0]
+    if tag == "tuple":
+        return tuple([_build(e, it) for e in t[1]])
+    if tag == "list":
+        return [_build(e, it) for e in t[1]]
+    if tag == "dict":
+        return dict(zip(t[1], [_build(e, it) for e in t[2]]))
+    _, cls, aux, keys, sub = t
+    children = tuple([_build(e, it) for e in sub])
+    return _KINDS[cls].unflatten(aux, children if keys is None else dict(zip(keys, children)))
 
 
 def _children(t):

@@ -117,7 +117,7 @@ class ExlaCompiler(Compiler):
                 if type(d) is array and a.device_id == dev and a.backend is backend:
                     bufs.append(d)  # the common case: buffers of ours on `dev`
                 else:
-                    return tree_mod.unflatten(tree, run(args))
+                    return run(args)[0] if whole else tree_mod.unflatten(tree, run(args))
             outs = (raw(bufs).consume_with_handlers(handlers) if raw is not None
                     else execute(bufs))
             if whole:
