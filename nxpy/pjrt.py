@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import hashlib
 import ipaddress
+import itertools
 import os
 import re
 import select
@@ -744,8 +745,53 @@ def _compile_or_load(module_text, device_ids, spmd):
 _CALLBACK_TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback",
                      "rocm": "xla_ffi_python_gpu_callback"}
 _HOST_CALLBACK_MARK = "xla_ffi_python_"  # both targets start so
-_callbacks: dict = {}      # key → call(device position, *arrays)
-_callback_keys: dict = {}  # identity → key
+
+
+class HostCallback:
+    """A registered host callback: ``call(device_position, *arrays)``, named in modules by
+    ``key`` (a number never given to another callback in this process). It stays
+    registered while this object is alive; the module texts that name it
+    (:class:`CallbackModule`) and the executables compiled from them hold it, so it goes
+    with the last program that could call it (and so does whatever ``call`` holds)."""
+
+    __slots__ = ("key", "call", "__weakref__")
+
+    def __init__(self, key: int, call):
+        self.key, self.call = key, call
+
+    def __repr__(self):
+        return f"<host callback {self.key}>"
+
+
+class CallbackModule(str):
+    """Module text that calls host callbacks, holding them (``callbacks``): whoever keeps
+    the text (a graph's lowering cache, a compiled program's ``module``, the executable
+    cache's key) keeps its callbacks registered, so compiling it again always finds them.
+    A copy (``str(text)``, a slice) names the same keys but holds nothing.
+
+    >>> cb = host_callback(("doc", 1), lambda device, x: None)
+    >>> text = CallbackModule("module {}", [cb, cb])
+    >>> text == "module {}", text.callbacks == (cb,), type(str(text)) is str
+    (True, True, True)
+    """
+
+    def __new__(cls, text: str, callbacks):
+        self = super().__new__(cls, text)
+        self.callbacks = tuple({cb.key: cb for cb in callbacks}.values())
+        return self
+
+
+def module_text(text: str, callbacks) -> str:
+    """``text`` as it goes to :func:`compile`: a :class:`CallbackModule` holding
+    ``callbacks`` (the :class:`HostCallback` objects the module names), or ``text`` itself
+    when there are none."""
+    return CallbackModule(text, callbacks) if callbacks else text
+
+
+# registered callbacks, while alive (held by the texts and executables that use them)
+_callbacks: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # key → HostCallback
+_callback_keys: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # identity → same
+_next_callback_key = itertools.count(1)  # never reused: a stale text cannot call another's
 _callback_lock = threading.Lock()
 
 
@@ -763,32 +809,44 @@ def host_callback_target() -> str:
     return _CALLBACK_TARGETS[name]
 
 
-def host_callback_key(identity, call) -> int:
-    """The key a module names host callback ``call(device_position, *arrays)`` by. Equal
-    ``identity`` (hashable) gets the same key, so equal programs lower to equal text and
-    compile once; ``call`` is kept for the life of the process."""
+def host_callback(identity, call) -> HostCallback:
+    """The registration of host callback ``call(device_position, *arrays)``; a module names
+    it by its ``key``. While a registration of an equal ``identity`` (hashable) is alive it
+    is returned again, so equal programs lower to equal text and compile once. Keep it
+    with the module text (:func:`module_text`): it is registered only while held."""
     with _callback_lock:
-        key = _callback_keys.get(identity)
-        if key is None:
-            key = _callback_keys[identity] = len(_callbacks) + 1
-            _callbacks[key] = call
-        return key
+        cb = _callback_keys.get(identity)
+        if cb is None:
+            cb = HostCallback(next(_next_callback_key), call)
+            _callback_keys[identity] = cb
+            _callbacks[cb.key] = cb
+        return cb
 
 
 def _compile_with_host_callbacks(client, module_text, device_list, opts, device_ids):
     """Compiles a module calling host callbacks. jaxlib takes the Python callables only
     with an MLIR module object (not text): the custom calls' ``index = 0`` names the
     single dispatcher passed here, which finds the callback by the key operand and the
-    device by the partition id. Never stored in the persistent cache (the callbacks are
-    objects of this process)."""
+    device by the partition id. The dispatcher holds the callbacks ``module_text`` holds
+    (:class:`CallbackModule`), and jaxlib holds the dispatcher as long as the executable:
+    they stay registered while it can run. Never stored in the persistent cache (the
+    callbacks are objects of this process)."""
     from jax._src.interpreters import mlir as jax_mlir
     from jax._src.lib.mlir import ir
     positions = list(device_ids)
+    held = {cb.key: cb for cb in getattr(module_text, "callbacks", ())}
 
     def dispatch(token, key, partition, *arrays):
-        call = _callbacks[int(key)]
+        key = int(key)
+        cb = held.get(key) or _callbacks.get(key)  # the latter: a copy of a module's text
+        if cb is None:
+            raise RuntimeError(
+                f"nxpy: host callback {key} (print_value/hook) is no longer registered: "
+                f"this executable was compiled from a copy of a module's text after every "
+                f"program and text holding its callbacks was dropped; compile the function "
+                f"again (or keep the text nxpy lowered)")
         try:  # copies: the buffers belong to XLA and are reused once the callback returns
-            call(positions[int(partition)], *[np.array(a, copy=True) for a in arrays])
+            cb.call(positions[int(partition)], *[np.array(a, copy=True) for a in arrays])
         except Exception as e:  # XLA fails the execution with this text
             raise RuntimeError(f"nxpy: a host callback (print_value/hook) raised "
                                f"{type(e).__name__}: {e}") from e
@@ -797,24 +855,36 @@ def _compile_with_host_callbacks(client, module_text, device_list, opts, device_
     with _compiling(module_text), jax_mlir.make_ir_context():
         exe = client.compile_and_load(ir.Module.parse(module_text), device_list, opts,
                                       [dispatch])
-    _synchronous.add(id(exe))  # executables live as long as the process (_EXECUTABLES)
-    return exe
+    return SynchronousExecutable(exe)
 
 
-#: executables with host callbacks: a call returns once every device's run (and so every
-#: callback) is done, so what they print comes before the call returns
-_synchronous: set = set()
+class SynchronousExecutable:
+    """An executable with host callbacks: :meth:`execute_sharded` returns once every
+    device's run (and so every callback) is done, so what they print comes before the
+    call returns (it waits on the runtime token, as JAX waits for effects). Everything
+    else is the jaxlib executable's. Its type is the flag :func:`is_synchronous` reads:
+    it goes with the object (a set of ``id()`` would pass it on to whichever executable
+    next takes a freed one's address)."""
+
+    __slots__ = ("executable",)
+
+    def __init__(self, executable):
+        self.executable = executable
+
+    def execute_sharded(self, buffers):
+        results = self.executable.execute_sharded(buffers, with_tokens=True)
+        results.consume_token().block_until_ready()
+        return results
+
+    def __getattr__(self, name):
+        return getattr(self.executable, name)
 
 
 def _execute(exe, buffers):
-    """``exe.execute_sharded(buffers)``, waiting for the whole run when ``exe`` has host
-    callbacks (through the runtime token, as JAX waits for effects)."""
+    """``exe.execute_sharded(buffers)`` (a :class:`SynchronousExecutable` waits for its
+    callbacks), a runtime failure raised as :func:`_raise_runtime_failure` says."""
     try:
-        if id(exe) not in _synchronous:
-            return exe.execute_sharded(buffers)
-        results = exe.execute_sharded(buffers, with_tokens=True)
-        results.consume_token().block_until_ready()
-        return results
+        return exe.execute_sharded(buffers)
     except Exception as e:
         _raise_runtime_failure(e, "a program")
 
@@ -1006,7 +1076,7 @@ def is_synchronous(exe) -> bool:
     """Whether ``exe`` has host callbacks (its calls go through :func:`executor`, which
     waits for them); without, ``exe.execute_sharded(buffers).consume_with_handlers(
     result_handlers(...))`` is the whole of a call."""
-    return id(exe) in _synchronous
+    return type(exe) is SynchronousExecutable
 
 
 def executor(exe, outputs, device_index: int):
@@ -1038,7 +1108,7 @@ def dispatcher(exe, inputs, outputs, device_index: int):
     has 64-bit inputs (JAX's dispatch narrows them unless its x64 mode is on) or host
     callbacks (its calls wait for them), or this jaxlib lacks the pieces."""
     st = _state
-    if any(np.dtype(dt) in _WIDE for _, dt in inputs) or id(exe) in _synchronous:
+    if any(np.dtype(dt) in _WIDE for _, dt in inputs) or is_synchronous(exe):
         return None
     try:
         from jax._src import tree_util

@@ -133,11 +133,14 @@ class Ctx:
             self.token = self.op("stablehlo.after_all", [], TOKEN)
         return self.token
 
-    def host_callback(self, key: int, operands) -> None:
-        """Calls host callback ``key`` (:func:`nxpy.pjrt.host_callback_key`) with the
-        partition id and ``operands``, after this region's previous side effect."""
+    def host_callback(self, callback, operands) -> None:
+        """Calls host callback ``callback`` (a :class:`nxpy.pjrt.HostCallback`) with the
+        partition id and ``operands``, after this region's previous side effect. The
+        module's text holds it (:func:`nxpy.pjrt.module_text`): it stays registered while
+        the text or a program compiled from it is alive."""
+        self.info.setdefault("host_callbacks", []).append(callback)
         tok = self.effect_token()
-        k = self.const(key, T.parse("u64"))
+        k = self.const(callback.key, T.parse("u64"))
         part = self.op("stablehlo.partition_id", [], ((), T.U32))
         self.token = self.custom_call(pjrt.host_callback_target(), [tok, k, part] + list(operands),
                                       TOKEN, backend_config="index = 0 : ui64",
@@ -642,14 +645,17 @@ def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
                  in_shardings=None, out_shardings=None) -> str:
     """The whole module for ``graph`` as ``main``; ``arg_attrs``/``result_attrs`` are
     optional per-position attribute dicts (shardings). Donated parameters are aliased to
-    results (``tf.aliasing_output``, as JAX emits it)."""
+    results (``tf.aliasing_output``, as JAX emits it). A module calling host callbacks is
+    a :class:`nxpy.pjrt.CallbackModule`: the text holds its callbacks."""
     if graph.donated:
         arg_attrs = [dict(a) for a in arg_attrs] if arg_attrs else \
             [{} for _ in graph.params]
         for i, j in donation_aliases(graph, in_shardings, out_shardings).items():
             arg_attrs[i]["tf.aliasing_output"] = f"{j} : i32"
     b = Builder()
-    ctx = Ctx(b, {}, info=info or {})
+    # one list for the whole module (sub-contexts share it, copies of ``info`` too)
+    info = {**(info or {}), "host_callbacks": []}
+    ctx = Ctx(b, {}, info=info)
     params = [Val(f"%arg{i}", p.shape, p.type) for i, p in enumerate(graph.params)]
     outs = ctx.lower_body(graph, params)
 
@@ -665,8 +671,9 @@ def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
     head = (f"module @{name} attributes {{mhlo.num_partitions = {num_partitions} : i32, "
             f"mhlo.num_replicas = 1 : i32}} {{")
     body = b.text()
-    return "\n".join(x for x in [head, preamble, f"  func.func public @main({sig}) -> ({res}) {{",
+    text = "\n".join(x for x in [head, preamble, f"  func.func public @main({sig}) -> ({res}) {{",
                                  body, ret, "  }", "}"] if x)
+    return pjrt.module_text(text, info["host_callbacks"])
 
 
 del _op

@@ -80,22 +80,23 @@ def _hook(c: Ctx, e, x: Val):
     fn = e.attrs["fn"]
     mesh = c.info.get("mesh")
     if mesh is None or c.info.get("manual"):
-        c.host_callback(_callback_key(fn, x.shape, e.type, e.names, mesh is not None), [x])
+        c.host_callback(_callback(fn, x.shape, e.type, e.names, mesh is not None), [x])
         return x
     sh = c.info["propagator"].of(e)
     local = SH.local_shape(e.shape, sh, mesh)
-    key = _callback_key(fn, local, e.type, e.names, True)
+    cb = _callback(fn, local, e.type, e.names, True)
 
     def body(sub: Ctx, locals_):
-        sub.host_callback(key, locals_)
+        sub.host_callback(cb, locals_)
         return []
     manual_region(c, [x], [sh], [], body)
     return x
 
 
-def _callback_key(fn, shape, type, names, sharded) -> int:
-    """The key of ``fn`` called with NumPy-backend tensors of this template (a shard's
-    ``device_id`` set in sharded programs)."""
+def _callback(fn, shape, type, names, sharded):
+    """The registration (:func:`nxpy.pjrt.host_callback`) of ``fn`` called with
+    NumPy-backend tensors of this template (a shard's ``device_id`` set in sharded
+    programs)."""
     numpy = get_backend("numpy")
 
     def call(device, arr):
@@ -104,11 +105,11 @@ def _callback_key(fn, shape, type, names, sharded) -> int:
         fn(t)
     try:
         hash(fn)
-    except TypeError:  # an unhashable callable: its identity (the registry keeps it alive)
-        fn_id = ("id", id(fn))
+    except TypeError:  # an unhashable callable: its identity (registered only while the
+        fn_id = ("id", id(fn))  # registration lives, and it holds fn: the id is never stale)
     else:
         fn_id = fn
-    return pjrt.host_callback_key(("hook", fn_id, tuple(shape), type, names, sharded), call)
+    return pjrt.host_callback(("hook", fn_id, tuple(shape), type, names, sharded), call)
 
 
 def channel_handle(channel: int) -> str:
