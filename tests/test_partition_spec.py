@@ -169,7 +169,9 @@ def test_shard_jit_input_shardings_as_p(compiler, shardings):
     want = jax.jit(lambda u, v: u * 2 + v, out_shardings=NamedSharding(jm, JP("x", "y")))(
         jax.device_put(a, NamedSharding(jm, JP("x", "y"))),
         jax.device_put(b, NamedSharding(jm, JP("x"))))
-    assert f.output_shardings == {0: [0], 1: [1]}
+    assert f.output_shardings == P("x", "y")  # what was passed
+    assert f.output_sharding_dicts == {0: [0], 1: [1]}
+    assert f.compile_for([list(t) for t in args]).input_shardings == [P("x", "y"), P("x")]
     shards = {s.device.id: np.asarray(s.data) for s in want.addressable_shards}
     for p, (t, d) in enumerate(zip(got, jm.devices.flat)):
         close(t.to_numpy(), shards[d.id], f"device {p}")
@@ -183,7 +185,7 @@ def test_shard_jit_one_p_for_every_argument_and_call_global():
     out = f.call_global(u, v)
     np.testing.assert_array_equal(SH.assemble(out, m, f.output_shardings).to_numpy(),
                                   u.to_numpy() - 1)
-    assert f.output_shardings == {0: [0]}
+    assert f.output_shardings == P("x")
 
 
 # ----------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from .expr import Expr
 
 __all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argument_specs",
            "output_specs", "normalize_list", "local_shape", "global_shape", "shard_array",
-           "unshard_arrays", "to_dict", "AmbiguousSpecError", "Propagator", "SHARDING_RULES",
+           "unshard_arrays", "to_dict", "to_p", "AmbiguousSpecError", "Propagator", "SHARDING_RULES",
            "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec"]
 
 
@@ -292,6 +292,21 @@ def global_shape(shape, sharding, mesh) -> tuple:
 def to_dict(sharding) -> dict:
     """``((0,), ())`` → ``{0: [0]}``."""
     return {d: list(a) for d, a in enumerate(sharding) if a}
+
+
+def to_p(sharding, mesh):
+    """A sharding as the ``P`` a user would write for it: axes by name, a one-axis dim as
+    the axis, trailing replicated dims left out.
+
+    >>> from nxpy import Mesh
+    >>> m = Mesh("m", (2, 2), axis_names=("x", "y"))
+    >>> to_p(((), (0, 1), ()), m), to_p(((1,), ()), m), to_p(((),), m)
+    (P(None, ('x', 'y')), P('y'), P())
+    """
+    entries = list(partition_spec(sharding, mesh))
+    while entries and entries[-1] is None:
+        entries.pop()
+    return P(*entries)
 
 
 def partition_spec(sharding, mesh) -> tuple:
