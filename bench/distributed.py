@@ -52,7 +52,7 @@ def worker_nxpy(calls):
               "psum": lambda a: psum(a, ("x", "y"))}
     out = {}
     for op in OPS:
-        sm = shard_map(bodies[op], mesh, in_specs=(("x", "y"),), out_specs=(None,),
+        sm = shard_map(bodies[op], mesh, in_specs=nx.P(("x", "y")), out_specs=(None,),
                        check_vma=False)
         f = shard_jit(lambda a, sm=sm: sm(a), mesh, input_shardings=[{0: ["x", "y"]}],
                       output_shardings=[{}], compiler="exla")

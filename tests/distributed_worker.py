@@ -49,7 +49,7 @@ def programs(mesh, compiler):
     (shard_map inside, its output laid out over every mesh axis on dim 0)."""
     progs = {}
     for name, body in cases(mesh.shape):
-        sm = shard_map(body, mesh, in_specs=("x", "y"), out_specs=(AXES,), check_vma=False)
+        sm = shard_map(body, mesh, in_specs=("x", "y"), out_specs=nx.P(AXES), check_vma=False)
         progs[name] = shard_jit(lambda a, sm=sm: sm(a), mesh, input_shardings=[IN_SPEC],
                                 output_shardings=[{0: list(AXES)}], compiler=compiler)
     # a global-view program: all_gather inside shard_jit (no shard_map)

@@ -77,20 +77,20 @@ def jax_program(op, axes, kw):
 def per_device_outputs(op, axes, kw, mesh, spec, x, compiler):
     """Runs the collective under shard_map; the output is laid out over all mesh axes on
     dim 0, so splitting the global result gives each partition's local output."""
-    all_axes = (mesh.axis_names,)
+    all_axes = nx.P(mesh.axis_names)
     f = shard_map(nx_program(op, axes, kw), mesh, in_specs=spec, out_specs=all_axes,
                   check_vma=False, compiler=compiler)
     return np.split(f(nx.tensor(x)).to_numpy(), mesh.size, axis=0)
 
 
 def module_of(op, axes, kw, mesh, spec, x):
-    f = shard_map(nx_program(op, axes, kw), mesh, in_specs=spec, out_specs=(mesh.axis_names,),
+    f = shard_map(nx_program(op, axes, kw), mesh, in_specs=spec, out_specs=nx.P(mesh.axis_names),
                   check_vma=False)
     return exla.to_mlir(lambda a: f(a), nx.tensor(x))
 
 
 def _spec(in_spec):
-    return tuple(_axes(s) for s in in_spec)
+    return nx.P(*(_axes(s) for s in in_spec))
 
 
 # ----------------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ def test_permute_counts_like_axis_index(compiler, axes):
         k = nx.as_type(axis_index(axes), "f32")
         sent = ppermute(nx.broadcast(k, (1,)), axes, [(i, (i + 1) % 8) for i in range(8)])
         return nx.stack([nx.broadcast(k, (1,)), sent], axis=1)
-    f = shard_map(body, mesh, in_specs=(None,), out_specs=(("x", "y"),), check_vma=False,
+    f = shard_map(body, mesh, in_specs=(None,), out_specs=nx.P(("x", "y")), check_vma=False,
                   compiler=compiler)
     got = f(nx.tensor([0.0])).to_numpy()
     for own, received in got:
@@ -209,8 +209,8 @@ def _blocks(x, mesh, spec):
 def test_collective_broadcast(compiler):
     mesh = mesh_of((2, 4), ("x", "y"))
     x = np.arange(8 * 3, dtype=np.float32).reshape(8, 3)
-    f = shard_map(lambda a: collective_broadcast(a, "y", source=2), mesh, in_specs=(("x", "y"),),
-                  out_specs=(("x", "y"),), check_vma=False, compiler=compiler)
+    f = shard_map(lambda a: collective_broadcast(a, "y", source=2), mesh, in_specs=nx.P(("x", "y")),
+                  out_specs=nx.P(("x", "y")), check_vma=False, compiler=compiler)
     got = np.split(f(nx.tensor(x)).to_numpy(), 8)
     blocks = _blocks(x, mesh, (("x", "y"),))
     for p, g in enumerate(got):
@@ -227,7 +227,7 @@ def test_all_slice_inverts_all_gather(compiler):
                   in_specs=("x", "y"), out_specs=("x", "y"), compiler=compiler)
     np.testing.assert_array_equal(f(nx.tensor(x)).to_numpy(), x)
     g = shard_map(lambda a: all_slice(a, ("x", "y"), 0), mesh, in_specs=(None,),
-                  out_specs=(("x", "y"),), compiler=compiler)
+                  out_specs=nx.P(("x", "y")), compiler=compiler)
     np.testing.assert_array_equal(g(nx.tensor(x)).to_numpy(), x)  # slices of a replicated value
     assert "all_gather" not in exla.to_mlir(lambda a: g(a), nx.tensor(x))
 
@@ -237,8 +237,8 @@ def test_all_slice_inverts_all_gather(compiler):
 def test_shift(compiler, offset, rotate):
     mesh = mesh_of((2, 4), ("x", "y"))
     x = np.arange(8 * 2, dtype=np.int32).reshape(8, 2) + 1
-    f = shard_map(lambda a: shift(a, "y", offset, rotate=rotate), mesh, in_specs=(("x", "y"),),
-                  out_specs=(("x", "y"),), check_vma=False, compiler=compiler)
+    f = shard_map(lambda a: shift(a, "y", offset, rotate=rotate), mesh, in_specs=nx.P(("x", "y")),
+                  out_specs=nx.P(("x", "y")), check_vma=False, compiler=compiler)
     got = np.split(f(nx.tensor(x)).to_numpy(), 8)
     blocks = _blocks(x, mesh, (("x", "y"),))
     for p, g in enumerate(got):
@@ -265,7 +265,7 @@ def test_untiled_reduce_scatter_and_all_to_all(compiler):
     ]:
         want = np.asarray(jax.jit(jax.shard_map(jf, mesh=jmesh, in_specs=P(), out_specs=P(("x", "y"),),
                                                 check_vma=False))(x))
-        got = shard_map(nxf, mesh, in_specs=(None,), out_specs=(("x", "y"),), check_vma=False,
+        got = shard_map(nxf, mesh, in_specs=(None,), out_specs=nx.P(("x", "y")), check_vma=False,
                         compiler=compiler)(nx.tensor(x)).to_numpy()
         np.testing.assert_array_equal(got, want)
 
@@ -372,7 +372,7 @@ def test_shard_map_inside_shard_jit(compiler):
     col = xs[:2] + xs[2:]
     want = np.sum(np.concatenate([col[:, :2] * 1, col[:, 2:] * 2], axis=1) * 2, axis=0)
     np.testing.assert_array_equal(glob.to_numpy(), want)
-    assert f.output_shardings == {0: [1]}
+    assert f.output_shardings == nx.P("y")
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -380,7 +380,7 @@ def test_local_all_gather_then_global_ops(compiler):
     mesh = mesh_of((2, 2), ("x", "y"))
     x = nx.tensor(np.arange(16, dtype=np.float32).reshape(4, 4))
     gather = shard_map(lambda a: all_gather(a, axes=("x", "y"), all_gather_dim=0, tiled=False), mesh,
-                       in_specs=(("x", "y"),), out_specs=(None, None, None))
+                       in_specs=nx.P(("x", "y")), out_specs=(None, None, None))
     f = jit(lambda a: nx.dot(nx.reshape(gather(a), (4, 4)), nx.transpose(a)) + nx.sum(a), compiler=compiler)
     np.testing.assert_allclose(f(x).to_numpy(), x.to_numpy() @ x.to_numpy().T + 120, rtol=1e-6)
 

@@ -110,7 +110,8 @@ class NXL:
     @staticmethod
     def smap(f, mesh_shape, in_specs, out_specs, names=NAMES):
         return shard_map(f, nx_mesh(mesh_shape, names), in_specs=list(in_specs),
-                         out_specs=out_specs if isinstance(out_specs, tuple) else list(out_specs))
+                         out_specs=nx.P(*out_specs) if isinstance(out_specs, tuple)
+                         else list(out_specs))  # a tuple is one per-dim spec, as for JAX
 
 
 class JXL:

@@ -11,7 +11,7 @@ import pytest
 
 import nxpy as nx
 from nxpy import P
-from nxpy.defn import pmean, psum, shard_jit, shard_map, value_and_grad
+from nxpy.defn import axis_index, pmean, psum, shard_jit, shard_map, value_and_grad
 from nxpy.defn import sharding as SH
 
 import jax  # after nxpy started XLA (conftest), so both share the host devices
@@ -169,7 +169,9 @@ def test_shard_jit_input_shardings_as_p(compiler, shardings):
     want = jax.jit(lambda u, v: u * 2 + v, out_shardings=NamedSharding(jm, JP("x", "y")))(
         jax.device_put(a, NamedSharding(jm, JP("x", "y"))),
         jax.device_put(b, NamedSharding(jm, JP("x"))))
-    assert f.output_shardings == {0: [0], 1: [1]}
+    assert f.output_shardings == P("x", "y")  # what was passed
+    assert f.output_sharding_dicts == {0: [0], 1: [1]}
+    assert f.compile_for([list(t) for t in args]).input_shardings == [P("x", "y"), P("x")]
     shards = {s.device.id: np.asarray(s.data) for s in want.addressable_shards}
     for p, (t, d) in enumerate(zip(got, jm.devices.flat)):
         close(t.to_numpy(), shards[d.id], f"device {p}")
@@ -183,7 +185,138 @@ def test_shard_jit_one_p_for_every_argument_and_call_global():
     out = f.call_global(u, v)
     np.testing.assert_array_equal(SH.assemble(out, m, f.output_shardings).to_numpy(),
                                   u.to_numpy() - 1)
-    assert f.output_shardings == {0: [0]}
+    assert f.output_shardings == P("x")
+
+
+# ----------------------------------------------------------------------------------------
+# One spec or one per argument: the rule, against jax.shard_map as the oracle
+# ----------------------------------------------------------------------------------------
+def _fingerprint(L, index, tensors):
+    """Each device's own number for what it holds: a position-weighted sum of each local
+    shard, so a different shard, shape or order gives a different number."""
+    total = 0.0
+    for k, t in enumerate(tensors):
+        w = L.reshape(L.arange(t.size) if L is jnp else nx.iota((t.size,), type="f32"), t.shape)
+        total = total + L.sum(t * w) * (k + 1)
+    dev = index("x") * 2 + index("y") + 1
+    return L.reshape(total * dev, (1,))
+
+
+def _smap_per_device(in_specs, args, jax_in_specs=None, compiler="evaluator"):
+    """Per-device fingerprints from nxpy's shard_map with ``in_specs`` and from JAX's with
+    ``jax_in_specs`` (default: the same), each device's on dim 0 of the result."""
+    m, jm = mesh((2, 2), ("x", "y"))
+    leaves = lambda a: jax.tree_util.tree_leaves(a)  # noqa: E731
+    got = shard_map(lambda *a: _fingerprint(nx, axis_index, leaves(a)), m, in_specs=in_specs,
+                    out_specs=P(("x", "y")), compiler=compiler)(
+        *jax.tree_util.tree_map(nx.tensor, args))
+    want = jax.jit(jax.shard_map(
+        lambda *a: _fingerprint(jnp, jax.lax.axis_index, leaves(a)), mesh=jm,
+        in_specs=in_specs if jax_in_specs is None else jax_in_specs,
+        out_specs=JP(("x", "y"))))(*args)
+    return got.to_numpy(), np.asarray(want)
+
+
+_A = np.arange(32, dtype=np.float32).reshape(4, 8) / 7
+_B = np.arange(16, dtype=np.float32).reshape(8, 2) / 5 - 1
+
+# in_specs JAX accepts (P and None leaves in a prefix of the arguments' tuple)
+JAX_FORMS = [
+    ("one P for the only argument", JP(None, "y"), (_A,)),
+    ("a 1-tuple of P", (JP(None, "y"),), (_A,)),
+    ("a P over two axes", JP(("x", "y")), (_A,)),
+    ("a 1-tuple of a P over two dims", (JP("x", "y"),), (_A,)),
+    ("None for all", None, (_A, _B)),
+    ("a tuple of None", (None, None), (_A, _B)),
+    ("one P for two arguments", JP("x"), (_A, _B)),
+    ("a P and None", (JP("x"), None), (_A, _B)),
+    ("two P", (JP("y", "x"), JP(None, "y")), (_A, _B)),
+    ("a container prefix", ((JP("x"), JP(None, "y")), JP("y")), ((_A, _B), _B)),
+    ("a dict prefix", ({"w": JP("x", "y"), "b": None},), ({"w": _A, "b": _B},)),
+]
+
+
+@pytest.mark.parametrize("name, in_specs, args", JAX_FORMS, ids=[f[0] for f in JAX_FORMS])
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_in_specs_jax_accepts_mean_the_same_in_nxpy(name, in_specs, args, compiler):
+    got, want = _smap_per_device(in_specs, args, compiler=compiler)
+    close(got, want, name)
+    # nx.P in the same places reads the same
+    as_nx = jax.tree_util.tree_map(lambda s: P(*s), in_specs,
+                                   is_leaf=lambda s: isinstance(s, JP))
+    close(_smap_per_device(as_nx, args, in_specs)[0], want, f"{name} (nx.P)")
+
+
+# the pre-P per-dim tuples JAX rejects, read by the rule where only one reading exists;
+# the oracle is JAX with the P they mean
+LEGACY_FORMS = [
+    ("a bare axis: one spec for both", ("x", None), (JP("x"), JP("x")), (_A, _B)),
+    ("a bare axis: one spec for one", (None, "y"), JP(None, "y"), (_A,)),
+    ("longer than the argument list", (("x", "y"), None), JP(("x", "y")), (_A,)),
+    ("both readings agree", (("x",),), JP("x"), (_A,)),
+    ("a tuple per argument holding None", ((None, "y"),), (JP(None, "y"),), (_A,)),
+    ("a list per argument", [("x", None), (None, "y")], (JP("x"), JP(None, "y")), (_A, _B)),
+]
+
+
+@pytest.mark.parametrize("name, in_specs, jax_specs, args", LEGACY_FORMS,
+                         ids=[f[0] for f in LEGACY_FORMS])
+def test_per_dim_tuples_are_read_by_the_rule(name, in_specs, jax_specs, args):
+    with pytest.raises(TypeError, match="must be a pytree of `jax.sharding.PartitionSpec`"):
+        _smap_per_device(in_specs, args)  # JAX rejects them all
+    got, want = _smap_per_device(in_specs, args, jax_specs)
+    close(got, want, name)
+
+
+AMBIGUOUS = [
+    ((("x", "y"),), (_A,), P(("x", "y")), "(P('x', 'y'),)", "the 1 argument(s) (a)"),
+    ((("x",), None), (_A, _B), P("x"), "(P('x'), P())", "the 2 argument(s) (a, b)"),
+    ((("y",), ("x",)), (_A, _B), P("y", "x"), "(P('y'), P('x'))", "the 2 argument(s) (a, b)"),
+]
+
+
+@pytest.mark.parametrize("in_specs, args, one, each, where", AMBIGUOUS)
+def test_an_ambiguous_tuple_is_an_error_before_xla(compiles, in_specs, args, one, each, where):
+    m, _ = mesh((2, 2), ("x", "y"))
+    body = (lambda a: a) if len(args) == 1 else (lambda a, b: a)
+    f = shard_map(body, m, in_specs=in_specs, out_specs=P(), compiler="exla")
+    message = (f"shard_map: in_specs for {where}: {in_specs!r} is ambiguous: a plain tuple of "
+               f"axes reads as one spec for every entry, {one!r}, or as one spec per entry, "
+               f"{each}. Write {one!r} for the first or {each} for the second")
+    with pytest.raises(SH.AmbiguousSpecError) as e:
+        f(*map(nx.tensor, args))
+    assert str(e.value) == message
+    assert compiles == []
+    # each spelling the message offers runs, and they differ
+    one_f = shard_map(body, m, in_specs=one, out_specs=one, compiler="evaluator")
+    assert one_f(*map(nx.tensor, args)).shape == args[0].shape
+    m_each = eval(each)  # noqa: S307 -- the message's own spelling, P(...) only
+    each_f = shard_map(body, m, in_specs=m_each, out_specs=m_each[0], compiler="evaluator")
+    assert each_f(*map(nx.tensor, args)).shape == args[0].shape
+
+
+def test_ambiguity_inside_a_container_and_in_results_names_where():
+    m, _ = mesh((2, 2), ("x", "y"))
+    a = nx.tensor(_A)
+    f = shard_map(lambda p: p[0], m, in_specs=((("x",), None),), out_specs=P())
+    with pytest.raises(SH.AmbiguousSpecError,
+                       match=r"^shard_map: in_specs for p: \(\('x',\), None\) is ambiguous: .* "
+                             r"one spec for every entry, P\('x'\), or as one spec per entry, "
+                             r"\(P\('x'\), P\(\)\)"):
+        f((a, a))
+    g = shard_map(lambda u: u, m, in_specs=P("x"), out_specs=(("x", "y"),))
+    with pytest.raises(SH.AmbiguousSpecError,
+                       match=r"^shard_map: out_specs for the result \(tensor\): \(\('x', 'y'\),\) "
+                             r"is ambiguous"):
+        g(a)
+    h = shard_map(lambda u: (u, u), m, in_specs=P("x"), out_specs=(("x",), ("y",)))
+    with pytest.raises(SH.AmbiguousSpecError, match=r"out_specs for the result \(\(tensor, "
+                                                    r"tensor\)\): \(\('x',\), \('y',\)\)"):
+        h(a)
+    k = shard_jit(lambda u: u * 2, m, input_shardings=[P("x")],
+                  output_shardings=(("x", "y"),), compiler="evaluator")
+    with pytest.raises(SH.AmbiguousSpecError, match=r"^output shardings for the result"):
+        k([[t] for t in SH.shard(a, m, P("x"))])
 
 
 # ----------------------------------------------------------------------------------------

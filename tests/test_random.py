@@ -229,7 +229,7 @@ def test_shard_map_like_jax(compiler):
                                 jax.random.randint(folded, (2,), 0, 100).astype(jnp.float32)])
     want = np.asarray(jax.jit(jax.shard_map(jf, mesh=jmesh, in_specs=P(), out_specs=P(("x", "y")),
                                             check_vma=False))(kd))
-    got = shard_map(nxf, mesh, in_specs=(None,), out_specs=(("x", "y"),), check_vma=False,
+    got = shard_map(nxf, mesh, in_specs=(None,), out_specs=nx.P(("x", "y")), check_vma=False,
                     compiler=compiler)(R.key(11)).to_numpy()
     per = got.reshape(4, 7)
     assert len({tuple(r[:3]) for r in per}) == 4      # folded: one stream per device

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import nxpy as nx
 from nxpy.compilers import exla
-from nxpy import pjrt
+from nxpy import P, pjrt
 from nxpy.defn import sharding as SH
 from nxpy.defn.collectives import all_gather
 from nxpy.defn.shard_jit import shard_jit
@@ -239,7 +239,9 @@ def test_meshes(compiler, shape, axes, sharding):
     want = np.exp(np.arange(64, dtype=np.float32).reshape(8, 4, 2) / 16.0) * 2
     np.testing.assert_allclose(glob.to_numpy(), want, rtol=1e-6)
     norm = SH.normalize(sharding, (8, 4, 2), mesh)
-    assert f.output_shardings == SH.to_dict(norm)
+    assert f.output_sharding_dicts == SH.to_dict(norm)
+    assert f.output_shardings == SH.to_p(norm, mesh) and SH.normalize(
+        f.output_shardings, (8, 4, 2), mesh) == norm  # a P the user could pass back
     assert [r.shape for r in res] == [SH.local_shape((8, 4, 2), norm, mesh)] * mesh.size
 
 
@@ -248,7 +250,7 @@ def test_named_dims(compiler):
     mesh = mesh22()
     x = nx.tensor(np.arange(16, dtype=np.float32).reshape(4, 4), names=["rows", "cols"])
     f, res, glob = _run_global(lambda a: a * 3, mesh, [x], [{"cols": [1], "rows": ["axis_0"]}], compiler)
-    assert f.output_shardings == {0: [0], 1: [1]}
+    assert f.output_shardings == P("axis_0", "axis_1")
     np.testing.assert_array_equal(glob.to_numpy(), x.to_numpy() * 3)
 
 
@@ -270,7 +272,8 @@ def test_container_outputs(compiler):
     f = shard_jit(lambda a, b: {"sum": a + b, "pair": (b * 2, all_gather(a, all_gather_dim=1))},
                   mesh, input_shardings=[{0: [0], 1: [1]}, {0: [0]}], compiler=compiler)
     res = f(per_device(mesh, [x, y], [{0: [0], 1: [1]}, {0: [0]}]))
-    assert f.output_shardings == {"sum": {0: [0], 1: [1]}, "pair": ({0: [0]}, {0: [0]})}
+    assert f.output_shardings == {"sum": P("axis_0", "axis_1"), "pair": (P("axis_0"), P("axis_0"))}
+    assert f.output_sharding_dicts == {"sum": {0: [0], 1: [1]}, "pair": ({0: [0]}, {0: [0]})}
     glob = SH.assemble(res, mesh, f.output_shardings)
     np.testing.assert_array_equal(glob["sum"].to_numpy(), x.to_numpy() + y.to_numpy())
     np.testing.assert_array_equal(glob["pair"][0].to_numpy(), y.to_numpy() * 2)
@@ -285,7 +288,7 @@ def test_output_shardings_option():
         f = shard_jit(lambda a: a + 1, mesh, input_shardings=[{0: [0]}],
                       output_shardings=[{1: [0, 1]}], compiler=compiler)
         res = f(per_device(mesh, [x], [{0: [0]}]))
-        assert f.output_shardings == {1: [0, 1]}
+        assert f.output_shardings == P(None, ("axis_0", "axis_1"))
         assert [r.tolist() for r in res] == [[[1], [5], [9], [13]], [[2], [6], [10], [14]],
                                               [[3], [7], [11], [15]], [[4], [8], [12], [16]]]
     with pytest.raises(ValueError, match="cannot be split over 4 devices"):
@@ -299,7 +302,7 @@ def test_eight_devices_2x4():
     for compiler in COMPILERS:
         f, res, glob = _run_global(lambda a: all_gather(a, all_gather_dim=1) * 2, mesh, [x],
                                    [{0: ["x"], 1: ["y"]}], compiler)
-        assert f.output_shardings == {0: [0]}
+        assert f.output_shardings == P("x")
         np.testing.assert_array_equal(glob.to_numpy(), x.to_numpy() * 2)
     module = exla.to_mlir(lambda a: all_gather(a, all_gather_dim=1), per_device(mesh, [x], [{1: ["y"]}]),
                           mesh=mesh, input_shardings=[{1: ["y"]}])
@@ -347,7 +350,7 @@ def test_all_gather_explicit_axes_and_groups(compiler):
     # gather only the minor axis: dim 0 stays split over axis_0
     f, res, glob = _run_global(lambda a: all_gather(a, all_gather_dim=0, axes=["axis_1"]), mesh,
                                [x], [sh], compiler)
-    assert f.output_shardings == {0: [0]}
+    assert f.output_shardings == P("axis_0")
     np.testing.assert_array_equal(glob.to_numpy(), x.to_numpy())
     # explicit groups in another group order, and a channel id
     fun = lambda a: all_gather(a, {"all_gather_dim": 0, "replica_groups": [[1, 3], [0, 2]],  # noqa: E731
@@ -400,7 +403,10 @@ def _out_sharding(fun, shapes, shardings, mesh=None):
     tensors = [nx.iota(s, type="f32") for s in shapes]
     f = shard_jit(fun, mesh, input_shardings=shardings, compiler="evaluator")
     f(per_device(mesh, tensors, shardings))
-    return f.output_shardings
+    shape = f.last.graph.outputs[0].shape  # the P reported means what the dict does
+    assert SH.normalize(f.output_shardings, shape, mesh) == SH.normalize(f.output_sharding_dicts,
+                                                                         shape, mesh)
+    return f.output_sharding_dicts
 
 
 @pytest.mark.parametrize("fun, shapes, shardings, want", [

@@ -601,7 +601,7 @@ SHARD_MAP = [  # (name, in_specs, out_specs, body) on a 2x2 ("x", "y") mesh, arg
     ("reduce_scatter", (None, None), [("x", None), (None, ("x", "y"))],
      lambda a: (psum_scatter(a, "x", scatter_dimension=0, tiled=True),
                 reduce_scatter(a, ("x", "y"), 1, tiled=True))),
-    ("psum_scatter_untiled", (None, None), (("x", "y"),),
+    ("psum_scatter_untiled", (None, None), nx.P(("x", "y")),
      lambda a: psum_scatter(a[:4], ("x", "y"), scatter_dimension=0)),
     ("all_to_all", ("x", "y"), [("x", "y"), ("x", "y")],
      lambda a: (all_to_all(a, "y", 1, 0, tiled=True), all_to_all(a[:, :2], "y", 1, 0))),

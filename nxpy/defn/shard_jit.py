@@ -13,8 +13,10 @@ per-device results.
 >>> args = [[t] for t in nx.defn.sharding.shard(nx.iota((4, 2)), mesh, {0: [0], 1: [1]})]
 >>> [r.tolist() for r in f(args)]
 [[[0], [20], [40], [60]], [[10], [30], [50], [70]], [[0], [20], [40], [60]], [[10], [30], [50], [70]]]
->>> f.output_shardings
-{1: [1]}
+>>> f.output_shardings, f.output_sharding_dicts
+(P(None, 'axis_1'), {1: [1]})
+>>> f.compile_for(args).input_shardings
+[P('axis_0', 'axis_1')]
 """
 from __future__ import annotations
 
@@ -78,11 +80,25 @@ class ShardedExecutable:
 
     @property
     def output_shardings(self):
-        """The result shardings as ``{dim: [axes]}`` dicts, in the output's container."""
+        """The result shardings as ``P``s (axes by name, as a user writes them), in the
+        output's container."""
+        return tree_mod.unflatten(self.graph.tree,
+                                  [SH.to_p(s, self.mesh) for s in self.out_shardings])
+
+    @property
+    def output_sharding_dicts(self):
+        """The result shardings as Nx's ``{dim: [axis indices]}`` dicts, in the output's
+        container."""
         return tree_mod.unflatten(self.graph.tree, [SH.to_dict(s) for s in self.out_shardings])
 
     @property
     def input_shardings(self):
+        """The shardings of the argument tensors (one ``P`` per leaf, in flatten order)."""
+        return [SH.to_p(s, self.mesh) for s in self.in_shardings]
+
+    @property
+    def input_sharding_dicts(self):
+        """:attr:`input_shardings` as Nx's ``{dim: [axis indices]}`` dicts."""
         return [SH.to_dict(s) for s in self.in_shardings]
 
 
@@ -342,13 +358,23 @@ class ShardJit:
             raise ValueError(f"compiler {self.compiler.name!r} does not produce a module")
         return exe.module
 
-    @property
-    def output_shardings(self):
-        """Result shardings of the most recently compiled program."""
+    def _last(self):
         if self.last is None:
             raise ValueError("call the function (or compile_for) first: result shardings "
                              "depend on the argument shapes")
-        return self.last.output_shardings
+        return self.last
+
+    @property
+    def output_shardings(self):
+        """Result shardings of the most recently compiled program, as ``P``s equal to
+        what one would pass as ``output_shardings`` (axes by name), in the result's
+        container."""
+        return self._last().output_shardings
+
+    @property
+    def output_sharding_dicts(self):
+        """:attr:`output_shardings` as Nx's ``{dim: [axis indices]}`` dicts."""
+        return self._last().output_sharding_dicts
 
 
 def _donating_sharded(run, donated, where):

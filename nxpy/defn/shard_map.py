@@ -1,8 +1,11 @@
 """``shard_map``: per-shard programs (the local view, JAX semantics).
 
-Inside, a function sees its own shard and calls collectives by mesh axis. Specs use the
-``input_shardings`` format (a dict per argument, ``{tensor_dim: [mesh_axes]}``) or a
-per-dim tuple like JAX's ``PartitionSpec`` (``None``, an axis, or a tuple of axes per dim).
+Inside, a function sees its own shard and calls collectives by mesh axis. Specs are
+``P(...)`` (nxpy's or JAX's ``PartitionSpec``), ``None``, Nx's ``{tensor_dim: [mesh_axes]}``
+dicts, or per-dim tuples (``("x", None)``). A ``P``, ``None`` or a dict is one spec for all
+arguments; a list, or a tuple of specs, has one per argument (JAX's pytree prefix); a
+per-dim tuple is one spec where it cannot be one per argument and an error where the two
+readings differ (:func:`nxpy.defn.sharding.is_one_spec`, docs/containers_and_specs.md).
 
 >>> import nxpy as nx
 >>> from nxpy.defn import shard_map, psum, axis_index
@@ -11,6 +14,11 @@ per-dim tuple like JAX's ``PartitionSpec`` (``None``, an axis, or a tuple of axe
 ...               in_specs=("x", None), out_specs=(None, None))
 >>> f(nx.tensor([[1, 1], [10, 10]])).tolist()
 [[21, 21]]
+>>> g = shard_map(lambda a: a, mesh, in_specs=(("x", "y"),), out_specs=nx.P())
+>>> g(nx.iota((4, 2)))
+Traceback (most recent call last):
+...
+nxpy.defn.sharding.AmbiguousSpecError: shard_map: in_specs for the 1 argument(s) (a): (('x', 'y'),) is ambiguous: a plain tuple of axes reads as one spec for every entry, P(('x', 'y')), or as one spec per entry, (P('x', 'y'),). Write P(('x', 'y')) for the first or (P('x', 'y'),) for the second
 """
 from __future__ import annotations
 
@@ -126,7 +134,8 @@ class ShardMap:
 
 def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, **jit_opts) -> ShardMap:
     """Runs ``fun`` on each device's shard. ``in_specs``: one spec per argument (or one
-    spec for all); ``out_specs``: one per output (or one for all). With ``check_vma`` (the
+    spec for all); ``out_specs``: one per output (or one for all); which a tuple is
+    follows :func:`nxpy.defn.sharding.is_one_spec`. With ``check_vma`` (the
     default) an output declared replicated over an axis along which its value provably
     varies is an error."""
     return ShardMap(fun, mesh, in_specs, out_specs, check_vma, **jit_opts)

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import shape as S
-from ..mesh import as_partition_spec
+from ..mesh import P, as_partition_spec
 from ..registry import rule_registrar
 from ..tensor import Tensor
 from . import tree as tree_mod
@@ -32,7 +32,7 @@ from .expr import Expr
 
 __all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argument_specs",
            "output_specs", "normalize_list", "local_shape", "global_shape", "shard_array",
-           "unshard_arrays", "to_dict", "Propagator", "SHARDING_RULES",
+           "unshard_arrays", "to_dict", "to_p", "AmbiguousSpecError", "Propagator", "SHARDING_RULES",
            "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec"]
 
 
@@ -125,12 +125,73 @@ def _is_axis_entry(e) -> bool:
         isinstance(e, tuple) and all(isinstance(a, (str, int)) for a in e))
 
 
+class AmbiguousSpecError(ValueError):
+    """A plain tuple of per-dim entries that reads both as one spec for all and as one
+    spec per entry (argument, output, container field), with different meanings."""
+
+
+def _positional_count(subtree):
+    """How many specs a plain tuple may hold for ``subtree`` read one per entry (the
+    arguments' tuple, a tuple, list, positional container or namedtuple); None where a
+    tuple can only be one spec (a tensor, a dict or a keyed container)."""
+    if not isinstance(subtree, tuple):
+        return None
+    if subtree[0] in ("tuple", "list"):
+        return len(subtree[1])
+    if subtree[0] == "node":
+        if subtree[3] is None:
+            return len(subtree[4])
+        if hasattr(subtree[1], "_fields"):
+            return len(subtree[1]._fields)
+    return None
+
+
+def _as_p(entries):
+    """A per-dim tuple as the P it means, in its shortest spelling (trailing None
+    dropped, a one-axis tuple as the axis)."""
+    entries = list(entries or ())
+    while entries and entries[-1] is None:
+        entries.pop()
+    return P(*[e[0] if isinstance(e, tuple) and len(e) == 1 else e for e in entries])
+
+
+def _per_dim_is_one_spec(spec, n) -> bool:
+    """The rule for a plain tuple of per-dim entries (each None, an axis, or a tuple of
+    axes) standing where ``n`` specs could stand one per entry. It is one spec for all
+    when it cannot be one per entry: it names an axis directly (``("x", None)``) or its
+    length is not ``n``. Otherwise it is one per entry when both readings give every
+    entry the same spec (``(None, None)``), and ambiguous when they differ: an error,
+    never a guess."""
+    if n is None or any(isinstance(e, (str, int)) for e in spec) or len(spec) != n:
+        return True
+    one, each = _as_p(spec), [_as_p(e) for e in spec]
+    if all(e == one for e in each):
+        return False
+    each = "(" + ", ".join(map(repr, each)) + ("," if n == 1 else "") + ")"
+    raise AmbiguousSpecError(
+        f"{spec!r} is ambiguous: a plain tuple of axes reads as one spec for every entry, "
+        f"{one!r}, or as one spec per entry, {each}. Write {one!r} for the first or {each} "
+        f"for the second")
+
+
 def is_one_spec(spec, subtree=None) -> bool:
     """Whether ``spec`` is one spec (for every tensor of ``subtree``, a container tree)
     rather than a container of specs: a ``P``, None, a per-dim tuple of axes, or a dict
     of ``{tensor_dim: axes}`` (a dict whose values are not axes, or whose keys are those
     of a dict ``subtree`` or the fields of a namedtuple/dataclass one, is a container of
-    specs)."""
+    specs). A list is always a container; a plain tuple is one unless it holds only
+    per-dim entries, and then :func:`_per_dim_is_one_spec` decides (or raises
+    :class:`AmbiguousSpecError`).
+
+    >>> from nxpy.defn.tree import flatten
+    >>> args = flatten((1, 2))[1]  # two arguments
+    >>> is_one_spec(("x", None), args), is_one_spec((None, None), args)
+    (True, False)
+    >>> is_one_spec((("x", "y"),), flatten((1,))[1])
+    Traceback (most recent call last):
+    ...
+    nxpy.defn.sharding.AmbiguousSpecError: (('x', 'y'),) is ambiguous: a plain tuple of axes reads as one spec for every entry, P(('x', 'y')), or as one spec per entry, (P('x', 'y'),). Write P(('x', 'y')) for the first or (P('x', 'y'),) for the second
+    """
     if spec is None or as_partition_spec(spec) is not None:
         return True
     if isinstance(spec, dict):
@@ -142,7 +203,8 @@ def is_one_spec(spec, subtree=None) -> bool:
             return keys is None or not set(keys) <= set(spec)
         return True
     if type(spec) is tuple:  # a tuple of specs holds a P, a dict or a container
-        return all(_is_axis_entry(e) for e in spec)
+        return all(_is_axis_entry(e) for e in spec) and \
+            _per_dim_is_one_spec(spec, _positional_count(subtree))
     return not isinstance(spec, (tuple, list)) and not tree_mod.is_container(spec)
 
 
@@ -156,9 +218,14 @@ def per_argument_specs(specs, args_tree, names, what, one_for_all=True) -> list:
     """``[(label, spec)]`` for each tensor of the arguments (``args_tree``: their tuple's
     tree; ``names``: theirs): ``specs`` is one spec per argument (a list or tuple, each
     a spec or a container of specs for that argument's containers) or, with
-    ``one_for_all``, one spec for all."""
+    ``one_for_all``, one spec for all (see :func:`is_one_spec` for which a tuple is)."""
     children = args_tree[1]
-    if one_for_all and is_one_spec(specs):
+    try:
+        one = one_for_all and is_one_spec(specs, args_tree)
+    except AmbiguousSpecError as e:
+        raise AmbiguousSpecError(f"{what} for the {len(children)} argument(s) "
+                                 f"({', '.join(names)}): {e}") from None
+    if one:
         specs = [specs] * len(children)
     if not isinstance(specs, (list, tuple)):
         raise TypeError(f"expected {what} to be a list with one spec per argument, got "
@@ -172,18 +239,28 @@ def per_argument_specs(specs, args_tree, names, what, one_for_all=True) -> list:
     return out
 
 
+_ONE = ("tuple", (tree_mod.LEAF,))  # where a one-tensor result may take a 1-tuple of specs
+
+
 def output_specs(specs, out_tree, what) -> list:
     """``[(label, spec)]`` for each output tensor: one spec for all, a container of specs
     matching the result (a prefix of it), or a flat list with one spec per output tensor."""
     n = tree_mod.count_leaves(out_tree)
+    try:
+        one = is_one_spec(specs, _ONE if out_tree == tree_mod.LEAF else out_tree)
+    except AmbiguousSpecError as e:
+        raise AmbiguousSpecError(f"{what} for the result "
+                                 f"({tree_mod.tree_str(out_tree)}): {e}") from None
     if out_tree != tree_mod.LEAF:
         try:
             return [(f"output {i} (result{p})", s) for i, (p, s) in enumerate(
                 tree_mod.match_prefix(specs, out_tree, is_one_spec, "", what))]
+        except AmbiguousSpecError:
+            raise
         except ValueError:
             if not isinstance(specs, (list, tuple)) or len(specs) != n:
                 raise
-    elif is_one_spec(specs):
+    elif one:
         return [("output 0", specs)]
     elif not isinstance(specs, (list, tuple)) or len(specs) != 1:
         raise ValueError(f"expected 1 {what} (the result is one tensor), got {specs!r}")
@@ -215,6 +292,21 @@ def global_shape(shape, sharding, mesh) -> tuple:
 def to_dict(sharding) -> dict:
     """``((0,), ())`` → ``{0: [0]}``."""
     return {d: list(a) for d, a in enumerate(sharding) if a}
+
+
+def to_p(sharding, mesh):
+    """A sharding as the ``P`` a user would write for it: axes by name, a one-axis dim as
+    the axis, trailing replicated dims left out.
+
+    >>> from nxpy import Mesh
+    >>> m = Mesh("m", (2, 2), axis_names=("x", "y"))
+    >>> to_p(((), (0, 1), ()), m), to_p(((1,), ()), m), to_p(((),), m)
+    (P(None, ('x', 'y')), P('y'), P())
+    """
+    entries = list(partition_spec(sharding, mesh))
+    while entries and entries[-1] is None:
+        entries.pop()
+    return P(*entries)
 
 
 def partition_spec(sharding, mesh) -> tuple:

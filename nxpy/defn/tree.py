@@ -408,7 +408,11 @@ def match_prefix(prefix, tree, is_leaf, path="", what="spec"):
     >>> match_prefix({"w": "x", "b": "y"}, t, lambda v, s: isinstance(v, str), "p")
     [("p['w'][0]", 'x'), ("p['w'][1]", 'x'), ("p['b']", 'y')]
     """
-    if tree == LEAF or is_leaf(prefix, tree):
+    try:
+        leaf = tree == LEAF or is_leaf(prefix, tree)
+    except ValueError as e:  # is_leaf may refuse an ambiguous prefix: say where it stands
+        raise type(e)(f"{what} for {path or 'the value'}: {e}") from None
+    if leaf:
         return [(p, prefix) for p in leaf_paths(tree, path)]
     if tree is None:
         return []

@@ -1324,7 +1324,7 @@ def check_sharded(p: ShardedProgram) -> None:
         for compiler in ("evaluator", "exla"):
             try:
                 if p.kind == "shard_map":
-                    f = shard_map(body, mesh, in_specs=p.spec, out_specs=(("x", "y"),),
+                    f = shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")),
                                   check_vma=False, compiler=compiler)
                     got[compiler] = np.split(np.asarray(f(nx.tensor(x)).to_numpy()), mesh.size, axis=0)
                 else:
