@@ -1082,7 +1082,9 @@ def is_synchronous(exe) -> bool:
 def executor(exe, outputs, device_index: int):
     """``run(buffers) -> [buffer per output]`` for a single-partition executable whose
     outputs are ``[(shape, dtype), ...]``; the result arrays are built by
-    :func:`result_handlers`."""
+    :func:`result_handlers` (``run.handlers``: a caller may call
+    ``exe.execute_sharded(buffers).consume_with_handlers(run.handlers)`` itself, one frame
+    less, when ``exe`` is not :func:`is_synchronous`)."""
     handlers = result_handlers(outputs, device_index)
     if not is_synchronous(exe):  # one device, no collectives: nothing for _execute to convert
         execute = exe.execute_sharded
@@ -1092,6 +1094,7 @@ def executor(exe, outputs, device_index: int):
     else:
         def run(buffers):
             return _execute(exe, buffers).consume_with_handlers(handlers)
+    run.handlers = handlers
     return run
 
 

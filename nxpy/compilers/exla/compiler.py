@@ -81,7 +81,7 @@ class ExlaCompiler(Compiler):
         (s0, t0, n0, k0) = templates[0] if single else (None,) * 4
         # no host callbacks to wait for: the hot path calls PJRT itself (no frame between)
         raw = None if pjrt.is_synchronous(exe) else exe.execute_sharded
-        handlers = pjrt.result_handlers(outputs, dev)
+        handlers = execute.handlers
 
         def tensors(outs):
             if single:  # no zip, no loop
@@ -124,6 +124,8 @@ class ExlaCompiler(Compiler):
                 return Tensor(outs[0], s0, t0, n0, backend, dev, k0)
             return tree_mod.unflatten(tree, tensors(outs))
 
+        # call and call_arrays build a lone result inline (not through tensors()): one
+        # frame less on the two hot paths
         def call_arrays(arrays):  # NumPy arrays (defn checked their shapes and dtypes)
             outs = cpp(*arrays)
             if whole:
