@@ -1,5 +1,6 @@
 """Plugins: registration, entry-point discovery, errors, extending ops, and the worked
 example (examples/nxpy_counting) installed with pip and passing the conformance kit."""
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -25,11 +26,16 @@ EXAMPLE = ROOT / "examples" / "nxpy_counting"
 
 
 @pytest.fixture(scope="module")
-def counting_installed():
+def counting_installed(tmp_path_factory):
     """The example plugin, installed into this environment with pip (as a user would);
-    reinstalled on every run, so the copy tested is the one in the repository."""
+    reinstalled on every run, so the copy tested is the one in the repository. It is
+    built from a fresh copy: setuptools builds in the source tree, and a ``build/`` left
+    by an earlier run (``make test`` before ``make roundtrip``) can fail the next build."""
+    src = tmp_path_factory.mktemp("plugin") / "nxpy_counting"
+    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns(
+        "build", "*.egg-info", "__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--force-reinstall", str(EXAMPLE)], check=True)
+                    "--force-reinstall", str(src)], check=True)
     yield
     plugins.BACKENDS.unregister("counting")
     plugins.COMPILERS.unregister("counting")
