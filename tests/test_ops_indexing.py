@@ -330,6 +330,7 @@ GX = _rng.normal(size=(5, 4)).astype(np.float32)
 GU = _rng.normal(size=(4, 3)).astype(np.float32)
 GI = np.array([[1], [7], [1], [6]], np.int32)       # 7, 6: out of bounds (dropped by scatters)
 GIU = np.array([[1], [7], [3], [0]], np.int32)      # unique, for indexed_put
+GI2 = np.array([[1, 2], [0, 0], [1, 2], [4, 9], [1, 2]], np.int32)   # repeated, one dropped
 GT = np.array([[0, 1, 1, 2]] * 5, np.int32)
 GU4 = np.pad(GU, ((0, 0), (0, 1)))
 
@@ -350,6 +351,14 @@ GRADS = {
                            lambda y: jnp.sum(jnp.sin(y.at[GIU[:, 0], :3].set(GU, mode="drop"))), GX),
     "indexed_put_updates": (lambda v: nx.sum(nx.sin(nx.indexed_put(nx.tensor(GX), nx.tensor(GIU), v))),
                             lambda v: jnp.sum(jnp.sin(jnp.asarray(GX).at[GIU[:, 0], :3].set(v, mode="drop"))), GU),
+    # repeated indices: only the update that is left in the result (the last) gets a gradient
+    "indexed_put_target_repeated": (lambda y: nx.sum(nx.sin(nx.indexed_put(y, nx.tensor(GI), nx.tensor(GU)))),
+                                    lambda y: jnp.sum(jnp.sin(y.at[GI[:, 0], :3].set(GU, mode="drop"))), GX),
+    "indexed_put_updates_repeated": (lambda v: nx.sum(nx.sin(nx.indexed_put(nx.tensor(GX), nx.tensor(GI), v))),
+                                     lambda v: jnp.sum(jnp.sin(jnp.asarray(GX).at[GI[:, 0], :3].set(v, mode="drop"))), GU),
+    "indexed_put_points_repeated": (lambda v: nx.sum(nx.indexed_put(nx.tensor(GX), nx.tensor(GI2), v) ** 3),
+                                    lambda v: jnp.sum(jnp.asarray(GX).at[GI2[:, 0], GI2[:, 1]].set(v, mode="drop") ** 3),
+                                    np.linspace(0.5, 1.5, 5, dtype=np.float32)),
     "slice_along_axis": (lambda x: nx.sum(nx.slice_along_axis(x, 3, 2, axis=0, strides=1) ** 2),
                          lambda x: jnp.sum(x[3:5] ** 2), GX),
     "slice_clamped": (lambda x: nx.sum(nx.slice(x, [4, -1], [2, 3]) ** 2),

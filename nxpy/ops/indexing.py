@@ -27,7 +27,7 @@ from ..tensor import Tensor
 from .core import (_axes_of, _out, _scalar_like, as_type, dispatch, non_differentiable,
                    primitive, register_grad_rule, to_tensor)
 from .creation import full, iota
-from .elementwise import clip, greater_equal, less, logical_and, select
+from .elementwise import clip, equal, greater_equal, less, logical_and, select
 from .shaping import broadcast, concatenate, new_axis, reshape, transpose
 
 __all__ = ["slice", "slice_along_axis", "put_slice", "index", "gather", "take",
@@ -436,12 +436,19 @@ def _in_bounds(indices, shape, axes):
     return ok
 
 
-def _gather_rows(g, indices, updates_shape, axes):
-    """The cotangent of a scatter's updates: ``g`` gathered at ``indices`` (cut to the
-    updates' window), zero for rows that were skipped as out of bounds."""
-    rows = gather(g, indices, axes=axes)
+def _window(x, indices, updates_shape, axes):
+    """``x`` read where a scatter of ``updates_shape`` at ``indices`` wrote (gather, cut to
+    the updates' window; out-of-bounds rows read clamped positions)."""
+    rows = gather(x, indices, axes=axes)
     if rows.shape != tuple(updates_shape):
         rows = slice(rows, [0] * rows.rank, updates_shape)
+    return rows
+
+
+def _gather_rows(g, indices, updates_shape, axes):
+    """The cotangent of indexed_add's updates: ``g`` at the written positions, zero for rows
+    that were skipped as out of bounds."""
+    rows = _window(g, indices, updates_shape, axes)
     ok = _in_bounds(indices, g.shape, axes)
     if ok is None:
         return rows
@@ -472,9 +479,25 @@ def _indexed_add_grad(ctx, e, xs, out, g):
     return [g, None, _gather_rows(g, indices, updates.shape, e.attrs["axes"])]
 
 
+def _won(target_shape, indices, updates_shape, axes):
+    """Per element of a put's updates: whether it is the one left in the result (pred).
+
+    With repeated indices one update wins each position (the last, on every nxpy backend);
+    scattering each row's number the same way and reading it back finds the winner
+    wherever the backend puts it, as JAX's scatter JVP does. A skipped (out-of-bounds)
+    row reads another row's number, or -1, so it never wins."""
+    t = T.S32
+    ids = broadcast(iota((updates_shape[0],), type=t), tuple(updates_shape), axes=[0])
+    board = indexed_put(broadcast(full((), -1, type=t), tuple(target_shape)), indices, ids,
+                        axes=list(axes))
+    return equal(_window(board, indices, updates_shape, axes), ids)
+
+
 @register_grad_rule("indexed_put")
 def _indexed_put_grad(ctx, e, xs, out, g):
     target, indices, updates = xs
     axes = e.attrs["axes"]
     gt = indexed_put(g, indices, _zeros(updates.shape, g.type), axes=list(axes))
-    return [gt, None, _gather_rows(g, indices, updates.shape, axes)]
+    rows = _window(g, indices, updates.shape, axes)
+    won = _won(target.shape, indices, updates.shape, axes)
+    return [gt, None, select(won, rows, _zeros(rows.shape, rows.type))]
