@@ -11,7 +11,8 @@ compilers (``evaluator``, ``exla``); XLA itself starts only when first used.
 """
 from . import types
 from .backend import (Backend, backend_copy, backend_transfer, block_until_ready,
-                      default_backend, get_backend, register_backend, register_backend_factory)
+                      default_backend, get_backend, register_backend, register_backend_factory,
+                      with_default_backend)
 from .ops import *  # noqa: F401,F403 - the op set is the public API
 from .ops import (UNARY, BINARY, REDUCTIONS, template, tensor, from_numpy, iota, eye, full,
                   broadcast, to_tensor)
@@ -26,6 +27,7 @@ from . import nn
 from . import random
 from . import distributed
 from .defn.compiler import register_compiler
+from .defn.core import compatible
 from .defn.kernel import cond, fori_loop, hook, print_expr, print_value, while_loop
 from .serialize import (SerializationError, deserialize, load, load_numpy, save, save_numpy,
                         serialize)

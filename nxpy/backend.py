@@ -12,13 +12,16 @@ inferred ``out``; a backend only computes and returns a Tensor shaped like ``out
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 from . import _context
 from .format import format_array
 from .registry import Registry
 from .tensor import Tensor
 
-__all__ = ["Backend", "BACKENDS", "default_backend", "get_backend", "backend_transfer",
-           "backend_copy", "block_until_ready", "register_backend", "register_backend_factory",
+__all__ = ["Backend", "BACKENDS", "default_backend", "with_default_backend", "get_backend",
+           "backend_transfer", "backend_copy", "block_until_ready", "register_backend", "register_backend_factory",
            "pick"]
 
 
@@ -132,18 +135,54 @@ def get_backend(backend) -> Backend:
     raise TypeError(f"backend must be a name or a Backend instance, got {backend!r}")
 
 
+#: the backend of the innermost with_default_backend block of this thread (or task)
+_SCOPED: contextvars.ContextVar = contextvars.ContextVar("nxpy_default_backend", default=None)
+
+
 def default_backend(backend=None) -> Backend:
     """With no argument, the current default backend; with one, sets it and returns the
-    previous one (as ``Nx.default_backend/1``). Not allowed inside a defn."""
+    previous one (as ``Nx.default_backend/1``). Not allowed inside a defn.
+
+    The default is the process's, shared by every thread, except inside a
+    :func:`with_default_backend` block, where it is the block's (in that thread only);
+    setting it there changes the block's until the block ends."""
     if backend is None:
+        scoped = _SCOPED.get()
+        if scoped is not None:
+            return scoped[0]
         if not _DEFAULT:
             _DEFAULT.append(get_backend("numpy"))
         return _DEFAULT[0]
     _context.forbid_inside_defn("nx.default_backend(...) (setting the default backend)")
     new = get_backend(backend)
     old = default_backend()
-    _DEFAULT[0] = new
+    scoped = _SCOPED.get()
+    if scoped is not None:
+        scoped[0] = new
+    else:
+        _DEFAULT[0] = new
     return old
+
+
+@contextlib.contextmanager
+def with_default_backend(backend):
+    """A block that runs with ``backend`` as the default backend (``Nx.with_default_backend``),
+    in this thread (or asyncio task) only; the previous default comes back when the block
+    ends, however it ends. Blocks nest. Not allowed inside a defn.
+
+    >>> import nxpy as nx
+    >>> with nx.with_default_backend("exla"):
+    ...     nx.tensor([1, 2]).backend.name
+    'exla'
+    >>> nx.tensor([1, 2]).backend.name
+    'numpy'
+    """
+    _context.forbid_inside_defn("nx.with_default_backend")
+    token = _SCOPED.set([get_backend(backend)])
+    try:
+        yield _SCOPED.get()[0]
+    finally:
+        _SCOPED.reset(token)
 
 
 def backend_transfer(t: Tensor, backend=None) -> Tensor:

@@ -43,7 +43,8 @@ from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_in
                           collective_broadcast, collective_permute, pmax, pmean, pmin,
                           ppermute, psum, psum_scatter, reduce_scatter, shift)
 from .compiler import Compiler, register_compiler, register_compiler_factory
-from .core import Compiled, Jit, compile, debug_expr, default_options, defn, jit, trace
+from .core import (Compiled, Jit, compatible, compile, debug_expr, default_options, defn, jit,
+                   trace)
 from .expr import EXPR, Expr, Fn
 from .grad import custom_grad, grad, stop_grad, value_and_grad
 from .kernel import cond, fori_loop, hook, print_expr, print_value, while_loop

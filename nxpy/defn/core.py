@@ -30,7 +30,7 @@ from .compiler import check_options, compile_graph, get_compiler
 from .expr import Fn, trace_fn
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Jit", "Compiled",
-           "trace"]
+           "trace", "compatible"]
 
 _DEFAULTS: dict = {"compiler": "evaluator"}
 _JITS: weakref.WeakSet = weakref.WeakSet()  # every Jit: default_options clears their hot paths
@@ -88,6 +88,40 @@ def _leaf(x, what):
 
 CONTAINERS = ("a tuple, list, dict, namedtuple, dataclass or a class given to "
               "nxpy.defn.register_container")
+
+
+def compatible(left, right) -> bool:
+    """Whether ``left`` and ``right`` have the same shape, type and compatible names
+    (Nx's ``compatible?``): names match where both name an axis. Containers (see
+    :mod:`nxpy.defn.tree`) are compared leaf by leaf and must have the same structure;
+    numbers and arrays count as the tensors they become. The data is not looked at.
+
+    >>> import nxpy as nx
+    >>> nx.compatible(nx.iota((3, 2)), nx.iota((3, 2), names=["rows", "cols"]))
+    True
+    >>> nx.compatible(nx.iota((3, 2), names=["rows", None]), nx.iota((3, 2), names=[None, "cols"]))
+    True
+    >>> nx.compatible(nx.iota((3, 2), names=["a", "b"]), nx.iota((3, 2), names=["rows", "cols"]))
+    False
+    >>> nx.compatible(nx.iota((2, 2)), nx.iota((2, 2), type="f32"))
+    False
+    >>> nx.compatible((nx.iota((3, 2)), (1, 2)), (nx.iota((3, 2)), (3, 4)))
+    True
+    >>> nx.compatible({"foo": nx.iota((3, 2))}, {"bar": nx.iota((3, 2))})
+    False
+    """
+    ls, ltree = tree_mod.flatten(left)
+    rs, rtree = tree_mod.flatten(right)
+    if ltree != rtree:
+        return False
+    for a, b in zip(ls, rs):
+        a, b = _leaf(a, "compatible: left"), _leaf(b, "compatible: right")
+        if a.shape != b.shape or a.type != b.type:
+            return False
+        if a.names is not None and b.names is not None and any(
+                m is not None and n is not None and m != n for m, n in zip(a.names, b.names)):
+            return False
+    return True
 
 
 def _leaf_names(fun, tree, n_args):
