@@ -493,7 +493,7 @@ def _checked(v, path, shape, type, names):
     if got != type or arr.shape != tuple(shape):
         raise TypeError(f"runtime_call: expected {path} to be {want} (its template in out), "
                         f"got {got}{shape_str(arr.shape)}")
-    return np.ascontiguousarray(arr)
+    return arr if arr.flags.c_contiguous else arr.copy()  # (ascontiguousarray makes 0-d 1-d)
 
 
 def _type_name(v) -> str:
