@@ -739,7 +739,7 @@ def _compile_or_load(module_text, device_ids, spmd):
 
 
 # ----------------------------------------------------------------------------------------
-# Host callbacks (print_value, hook)
+# Host callbacks (print_value, hook, runtime_call)
 # ----------------------------------------------------------------------------------------
 #: jaxlib's typed-FFI handlers that call a Python function given at compile time
 _CALLBACK_TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback",
@@ -748,7 +748,8 @@ _HOST_CALLBACK_MARK = "xla_ffi_python_"  # both targets start so
 
 
 class HostCallback:
-    """A registered host callback: ``call(device_position, *arrays)``, named in modules by
+    """A registered host callback: ``call(device_position, *arrays)`` returning None or the
+    result arrays (exactly the custom call's result shapes and dtypes), named in modules by
     ``key`` (a number never given to another callback in this process). It stays
     registered while this object is alive; the module texts that name it
     (:class:`CallbackModule`) and the executables compiled from them hold it, so it goes
@@ -799,10 +800,10 @@ def host_callback_target() -> str:
     """The custom-call target of a host callback on this platform: jaxlib's
     ``xla_ffi_python_{cpu,gpu}_callback`` (what ``jax.debug.callback`` lowers to). Its
     operands, as nxpy emits them: a token, the callback's key (``ui64``), the partition
-    id (``ui32``) and the values; its result: a token."""
+    id (``ui32``) and the values; its results: a token, then the callback's values."""
     name = requested_platform()
     if name not in _CALLBACK_TARGETS:
-        raise NotImplementedError(f"host callbacks (print_value, hook) inside compiled "
+        raise NotImplementedError(f"host callbacks (print_value, hook, runtime_call) inside compiled "
                                   f"programs are not supported on the {name!r} platform by "
                                   f"nxpy (jaxlib implements them there with send/recv "
                                   f"channels); use the Evaluator")
@@ -841,16 +842,18 @@ def _compile_with_host_callbacks(client, module_text, device_list, opts, device_
         cb = held.get(key) or _callbacks.get(key)  # the latter: a copy of a module's text
         if cb is None:
             raise RuntimeError(
-                f"nxpy: host callback {key} (print_value/hook) is no longer registered: "
+                f"nxpy: host callback {key} (print_value/hook/runtime_call) is no longer "
+                f"registered: "
                 f"this executable was compiled from a copy of a module's text after every "
                 f"program and text holding its callbacks was dropped; compile the function "
                 f"again (or keep the text nxpy lowered)")
         try:  # copies: the buffers belong to XLA and are reused once the callback returns
-            cb.call(positions[int(partition)], *[np.array(a, copy=True) for a in arrays])
+            results = cb.call(positions[int(partition)],
+                              *[np.array(a, copy=True) for a in arrays])
         except Exception as e:  # XLA fails the execution with this text
-            raise RuntimeError(f"nxpy: a host callback (print_value/hook) raised "
-                               f"{type(e).__name__}: {e}") from e
-        return (token,)
+            raise RuntimeError(f"nxpy: a host callback (print_value/hook/runtime_call) "
+                               f"raised {type(e).__name__}: {e}") from e
+        return (token, *(results or ()))
 
     with _compiling(module_text), jax_mlir.make_ir_context():
         exe = client.compile_and_load(ir.Module.parse(module_text), device_list, opts,

@@ -186,3 +186,21 @@ def test_compiling_many_hooked_programs_keeps_the_registry_bounded(monkeypatch):
     assert peak <= 8 + 20, f"{peak} callbacks registered at once for 8 cached programs"
     cache.clear()
     assert registered() == before and len(payloads) == 0
+
+
+def test_dropping_a_jit_frees_its_runtime_calls_and_what_they_hold(executables):
+    """runtime_call's host function is registered like a hook's: with its program."""
+    before = registered()
+    payload = Payload()
+    held = weakref.ref(payload)
+
+    def host(t):  # holds payload
+        return (t.to_numpy() * 2 + payload.data[0]).astype(np.float32)
+    f = jit(lambda x: nx.runtime_call(x, x, host) + 1, compiler="exla")
+    np.testing.assert_allclose(f(nx.tensor(X)).to_numpy(), X * 2 + 1)
+    assert len(pjrt._callbacks) == before + 1
+    del f, payload, host
+    executables.clear()
+    gc.collect()
+    assert held() is None, "the runtime_call's function outlived every program that could call it"
+    assert len(pjrt._callbacks) == before

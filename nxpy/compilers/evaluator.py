@@ -24,7 +24,7 @@ from ..ops import BINARY, UNARY, op_method
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
-__all__ = ["Evaluator", "EVAL_RULES", "register_eval_rule", "Plan", "taken_branch"]
+__all__ = ["Evaluator", "EVAL_RULES", "register_eval_rule", "Plan", "taken_branch", "host_args"]
 
 EVAL_RULES: dict = {}
 
@@ -319,6 +319,28 @@ def _hook(ev, e, out, args, env, backend, mesh=None, propagator=None, **ctx):
         t.device_id = mesh.devices[p]
         fn(t)
     return x
+
+
+@register_eval_rule("runtime_call")
+def _runtime_call(ev, e, out, args, env, backend, mesh=None, propagator=None, **ctx):
+    """Calls ``fn`` with the values (see :class:`nxpy.defn.kernel.RuntimeCall`); in a
+    sharded program (the global view) once per partition of this process, each with the
+    global values and its device, as on EXLA (the results are replicated: the first
+    partition's are kept)."""
+    call = e.attrs["call"]
+    devices = [None] if mesh is None else [mesh.devices[p] for p in mesh.local_partitions]
+    arrays = None
+    for d in devices:
+        got = call(host_args(e.args[0], args[0], d))
+        arrays = got if arrays is None else arrays
+    return [backend.from_numpy(a, o.type, o.names) for a, o in zip(arrays, out)]
+
+
+def host_args(nodes, values, device):
+    """The tensors a host call gets: the nodes' names (a value may not carry them) and
+    ``device``."""
+    return [Tensor(v.data, v.shape, v.type, n.names, v.backend, device)
+            for n, v in zip(nodes, values)]
 
 
 @register_eval_rule("while")

@@ -18,7 +18,7 @@ from ..defn.expr import Expr
 from ..tensor import Tensor
 from ..registry import rule_registrar
 from ..types import compute_dtype
-from .evaluator import EVAL_RULES, Env, register_eval_rule, taken_branch
+from .evaluator import EVAL_RULES, Env, host_args, register_eval_rule, taken_branch
 
 __all__ = ["Spmd", "SPMD_RULES", "register_spmd_rule"]
 
@@ -148,6 +148,18 @@ def _hook(s: Spmd, e, out, per, active, env):
         if p in local:
             fn(Tensor(x.data, x.shape, x.type, out.names, x.backend, s.mesh.devices[p]))
     return [per[p][0] if p in active else None for p in range(s.n)]
+
+
+@register_spmd_rule("runtime_call")
+def _runtime_call(s: Spmd, e, out, per, active, env):
+    """Each device calls ``fn`` with its own shard and device and gets its own result
+    (every simulated device, the other processes' too: their values feed collectives)."""
+    call = e.attrs["call"]
+    res = [None] * s.n
+    for p in sorted(active):
+        got = call(host_args(e.args[0], per[p][0], s.mesh.devices[p]))
+        res[p] = [s.wrap(a, o) for a, o in zip(got, out)]
+    return res
 
 
 @register_spmd_rule("while")

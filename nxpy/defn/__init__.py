@@ -8,7 +8,7 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``tree``        flattening/unflattening of argument and result containers
 ``compiler``    the Compiler protocol and the compiler registry
 ``core``        defn, jit, compile, debug_expr, trace, default_options
-``kernel``      cond, while_loop, fori_loop; hook, print_value, print_expr
+``kernel``      cond, while_loop, fori_loop; hook, print_value, print_expr, runtime_call
 ``varying``     which mesh axes each value of a shard_map body varies along
 ``grad``        grad, value_and_grad, stop_grad, custom_grad: the reverse-mode transform
 ``grad_rules``  the gradient rule of each op
@@ -47,7 +47,7 @@ from .core import (Compiled, Jit, compatible, compile, debug_expr, default_optio
                    trace)
 from .expr import EXPR, Expr, Fn
 from .grad import custom_grad, grad, stop_grad, value_and_grad
-from .kernel import cond, fori_loop, hook, print_expr, print_value, while_loop
+from .kernel import cond, fori_loop, hook, print_expr, print_value, runtime_call, while_loop
 from .shard_jit import ShardJit, shard_jit
 from .shard_map import ShardMap, shard_map
 from .tree import register_container
@@ -55,7 +55,7 @@ from . import portable  # noqa: F401 - registers the linear-algebra primitives' 
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler", "Jit",
            "Compiled", "register_compiler", "register_compiler_factory", "trace", "cond",
-           "while_loop", "hook", "print_value", "print_expr", "fori_loop", "grad",
+           "while_loop", "hook", "print_value", "print_expr", "runtime_call", "fori_loop", "grad",
            "value_and_grad", "stop_grad", "custom_grad", "Fn", "Expr", "EXPR", "shard_jit",
            "ShardJit", "shard_map", "ShardMap", "sharding", "register_container", "all_gather",
            "all_reduce", "psum", "pmax", "pmin",

@@ -184,6 +184,19 @@ def _hook(ctx, e, xs, out, g):
     return [g]  # print_value and hook are the identity for gradients
 
 
+@register_grad_rule("runtime_call")
+def _runtime_call(ctx, e, xs, out, g):
+    # a cotangent reaches every node downstream of the differentiated value, stop_grad or
+    # not: only inputs that are not stop_grad's (or integer) would carry it further
+    if all(x.op in NON_DIFFERENTIABLE or not x.type.is_inexact for x in e.tensor_args()):
+        return [None] * len(xs)
+    raise ValueError(
+        f"grad: runtime_call is not differentiable (it calls {e.attrs['call']!r} on the "
+        f"host, which nxpy cannot see into), but a gradient flows through it: wrap its "
+        f"inputs in stop_grad to treat its result as a constant, or give it a gradient "
+        f"with custom_grad")
+
+
 non_differentiable("bitcast", "iota", "eye", "constant", "tensor", "parameter", "argmax",
                    "argmin", "all", "any", "axis_index")
 

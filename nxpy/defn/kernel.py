@@ -10,14 +10,18 @@ plain Python control flow.
 """
 from __future__ import annotations
 
+import numbers
 import sys
 import threading
 
+import numpy as np
+
 from .. import _context, ops
+from ..backend import default_backend
 from ..ops import primitive
 from .. import shape as S
 from .. import types as T
-from ..tensor import Tensor
+from ..tensor import Tensor, shape_str
 from . import tree as tree_mod
 from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_index,
                           collective_broadcast, collective_permute, pmax, pmean, pmin,
@@ -26,8 +30,10 @@ from .expr import EXPR, Expr, trace_fn
 
 primitive("control flow", "cond", "while")
 primitive("debugging", "hook")
+primitive("host", "runtime_call")
 
-__all__ = ["cond", "while_loop", "fori_loop", "hook", "print_value", "print_expr", "all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean",
+__all__ = ["cond", "while_loop", "fori_loop", "hook", "print_value", "print_expr",
+           "runtime_call", "RuntimeCall", "all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean",
            "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute", "ppermute",
            "shift", "collective_broadcast", "axis_index", "all_slice"]
 
@@ -412,3 +418,145 @@ def print_expr(x, label=None):
                         f"{type(label).__name__}")
     print(_labelled(label, None, repr(x)))
     return x
+
+
+# ----------------------------------------------------------------------------------------
+# Calling the host: runtime_call
+# ----------------------------------------------------------------------------------------
+def identity_key(v):
+    """``v`` as part of a hashable identity: itself when hashable, else its id (the
+    owner of the identity holds ``v``, so the id is never another object's)."""
+    try:
+        hash(v)
+    except TypeError:
+        return ("id", id(v))
+    return v
+
+
+class RuntimeCall:
+    """What a ``runtime_call`` node runs (its ``call`` attribute): ``fn`` on the input
+    container rebuilt from its tensors (``fn(tensors, static)`` when ``static`` was
+    given), its result checked against the output templates and returned as one NumPy
+    array per template (exactly its shape and dtype, C-contiguous). Every path (eagerly,
+    the Evaluator, EXLA's host callback) runs it, so they all check alike."""
+
+    __slots__ = ("fn", "static", "in_tree", "out_tree", "templates", "key")
+
+    def __init__(self, fn, static, in_tree, out_tree, templates):
+        self.fn, self.static, self.in_tree, self.out_tree = fn, static, in_tree, out_tree
+        self.templates = tuple(templates)  # (shape, type, names) per output leaf
+        # equal calls make equal programs (one registration, one compile)
+        self.key = (identity_key(fn), identity_key(static), in_tree, out_tree, self.templates)
+
+    def __eq__(self, other):
+        return type(other) is RuntimeCall and other.key == self.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __repr__(self):
+        return f"runtime_call({getattr(self.fn, '__qualname__', type(self.fn).__name__)})"
+
+    def __call__(self, leaves) -> list:
+        tensors = tree_mod.unflatten(self.in_tree, list(leaves))
+        res = self.fn(tensors) if self.static is None else self.fn(tensors, self.static)
+        return self.check(res)
+
+    def check(self, res) -> list:
+        """``res`` (what ``fn`` returned) as one array per template, or the error naming
+        what was expected and what was given."""
+        leaves, tree = tree_mod.flatten(res)
+        if tree != self.out_tree:
+            raise ValueError(f"runtime_call: expected fn to return the structure of out, "
+                             f"{tree_mod.tree_str(self.out_tree)}, got "
+                             f"{tree_mod.tree_str(tree)}")
+        paths = tree_mod.leaf_paths(tree, "output")
+        return [_checked(v, p, *t) for v, p, t in zip(leaves, paths, self.templates)]
+
+
+def _checked(v, path, shape, type, names):
+    want = f"{type}{shape_str(shape)}"
+    if isinstance(v, Tensor):
+        arr, got = v.to_numpy(), v.type
+    elif isinstance(v, (np.ndarray, np.generic)):
+        arr = np.asarray(v)
+        try:
+            got = T.from_dtype(arr.dtype)
+        except KeyError:
+            raise TypeError(f"runtime_call: expected {path} to be {want} (its template in "
+                            f"out), got a NumPy array of dtype {arr.dtype}") from None
+    elif isinstance(v, numbers.Number) and shape == ():  # a Python scalar takes the type
+        arr, got = np.asarray(v, type.dtype), type
+    else:
+        raise TypeError(f"runtime_call: expected {path} to be {want} (its template in out): "
+                        f"a tensor or NumPy array, got {_type_name(v)}")
+    if got != type or arr.shape != tuple(shape):
+        raise TypeError(f"runtime_call: expected {path} to be {want} (its template in out), "
+                        f"got {got}{shape_str(arr.shape)}")
+    return arr if arr.flags.c_contiguous else arr.copy()  # (ascontiguousarray makes 0-d 1-d)
+
+
+def _type_name(v) -> str:
+    return type(v).__name__
+
+
+def runtime_call(out, tensors, fn, static=None):
+    """Calls ``fn`` on the host with the values of ``tensors`` when the program runs and
+    returns its result, which must match the templates ``out`` (Nx's ``runtime_call/4``;
+    JAX's ``jax.pure_callback``).
+
+    ``out`` is a tensor or template (``nx.template(shape, type)``; any tensor stands for
+    its own shape, type and names) or a container of them: ``fn`` must return the same
+    structure, each leaf a tensor or NumPy array of exactly that shape and type (a Python
+    number stands for a scalar of its template's type); anything else raises, naming the
+    expected and the given shape and type. ``tensors`` is a tensor or container of
+    tensors; ``fn(tensors)`` receives that container with host tensors in it (on EXLA:
+    NumPy-backend tensors), or ``fn(tensors, static)`` when ``static`` is given (Nx's
+    static argument, say a dict of options; it is not traced).
+
+    ``fn`` should be pure: it runs when the result is needed, once per execution (every
+    iteration of a ``while_loop``; only when its branch runs in a ``cond``); a result not
+    used is not computed. Under ``shard_map`` it runs on every device with that device's
+    shard (``device_id`` set) and returns that device's shard. Under ``shard_jit`` (the
+    global view) it sees the global values: every device calls it with the whole
+    (gathered) inputs and the result is replicated. It has no gradient: ``grad`` through
+    it raises (wrap its inputs in ``stop_grad`` to treat the result as a constant, or give
+    it one with ``custom_grad``). EXLA calls ``fn`` from XLA's thread through jaxlib's
+    host-callback custom call (docs/debugging.md); an exception in ``fn`` fails the run
+    with its text. Outside a defn ``fn`` is called at once with the tensors as given.
+
+    >>> import numpy as np
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jit
+    >>> def f(x):
+    ...     y = nx.runtime_call(nx.template((3,), "f32"), x, lambda t: np.cumsum(t.to_numpy()))
+    ...     return y * 2
+    >>> jit(f, compiler="exla")(nx.tensor([1.0, 2.0, 3.0])).tolist()
+    [2.0, 6.0, 12.0]
+    >>> q, r = nx.runtime_call((nx.template((), "s32"), nx.template((), "s32")),
+    ...                        [nx.tensor(7), 2], lambda ts, k: divmod(int(ts[0]) * k, 4), static=3)
+    >>> int(q), int(r)
+    (5, 1)
+    """
+    if not callable(fn):
+        raise TypeError(f"runtime_call: expected fn to be a callable taking the tensors, "
+                        f"got {_type_name(fn)}")
+    out_leaves, out_tree = tree_mod.flatten(out)
+    for v, p in zip(out_leaves, tree_mod.leaf_paths(out_tree, "out")):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"runtime_call: expected {p} to be a template (nx.template(shape, "
+                            f"type) or a tensor), got {_type_name(v)}")
+    if not out_leaves:
+        raise ValueError(f"runtime_call: expected out to hold at least one template, got "
+                         f"{tree_mod.tree_str(out_tree)}")
+    templates = [(tuple(t.shape), t.type, t.names) for t in out_leaves]
+    leaves, in_tree = tree_mod.flatten(tensors)
+    paths = tree_mod.leaf_paths(in_tree, "tensors")
+    call = RuntimeCall(fn, static, in_tree, out_tree, templates)
+    if not _context.tracing():
+        args = [ops.to_tensor(v, p) for v, p in zip(leaves, paths)]
+        backend = default_backend()
+        res = [backend.from_numpy(a, t, n) for a, (_, t, n) in zip(call(args), templates)]
+        return tree_mod.unflatten(out_tree, res)
+    args = [EXPR.lift(v, p) for v, p in zip(leaves, paths)]
+    return tree_mod.unflatten(out_tree, EXPR.multi("runtime_call", templates, args, call=call))

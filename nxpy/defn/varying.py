@@ -104,4 +104,6 @@ def _node(e, get, mesh, memo):
         for f in e.fns:
             for c in f.captures:
                 u |= get(c)
+    if e.outs is not None:  # several results (runtime_call, top_k): each varies as the inputs
+        return [u] * len(e.outs)
     return u

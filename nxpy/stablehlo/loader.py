@@ -96,7 +96,8 @@ def _check_module(module):
 # Programs
 # ----------------------------------------------------------------------------------------
 #: custom-call targets that call a Python function of the process that compiled the module
-#: (jax.debug.print/callback, io_callback, pure_callback; nxpy's print_value and hook)
+#: (jax.debug.print/callback, io_callback, pure_callback; nxpy's print_value, hook and
+#: runtime_call)
 HOST_CALLBACK = re.compile(r"^xla(_ffi)?(_partitioned)?_python_(cpu|gpu)_callback$")
 
 
@@ -120,8 +121,9 @@ class Program:
             raise UnsupportedOpError(
                 f"{op.name} at {op.where(module.aliases)}: the module calls back into Python "
                 f"({op.attributes.get('call_target_name')}: jax.debug.print/callback, or "
-                f"nxpy's print_value/hook); the function it calls belongs to the process that "
-                f"compiled the module and cannot be loaded: remove the callbacks first",
+                f"nxpy's print_value/hook/runtime_call); the function it calls belongs to "
+                f"the process that compiled the module and cannot be loaded: remove the "
+                f"callbacks first",
                 op.name)
         self.func = module.func(entry) if entry else module.main
         _check_module(module)

@@ -133,18 +133,21 @@ class Ctx:
             self.token = self.op("stablehlo.after_all", [], TOKEN)
         return self.token
 
-    def host_callback(self, callback, operands) -> None:
+    def host_callback(self, callback, operands, results=()) -> list:
         """Calls host callback ``callback`` (a :class:`nxpy.pjrt.HostCallback`) with the
-        partition id and ``operands``, after this region's previous side effect. The
-        module's text holds it (:func:`nxpy.pjrt.module_text`): it stays registered while
-        the text or a program compiled from it is alive."""
+        partition id and ``operands``, after this region's previous side effect; returns
+        its ``results`` (``(shape, type)`` pairs) as Vals. The module's text holds it
+        (:func:`nxpy.pjrt.module_text`): it stays registered while the text or a program
+        compiled from it is alive."""
         self.info.setdefault("host_callbacks", []).append(callback)
         tok = self.effect_token()
         k = self.const(callback.key, T.parse("u64"))
         part = self.op("stablehlo.partition_id", [], ((), T.U32))
-        self.token = self.custom_call(pjrt.host_callback_target(), [tok, k, part] + list(operands),
-                                      TOKEN, backend_config="index = 0 : ui64",
-                                      has_side_effect=True)
+        outs = self.custom_call(pjrt.host_callback_target(), [tok, k, part] + list(operands),
+                                [TOKEN] + list(results), backend_config="index = 0 : ui64",
+                                has_side_effect=True)
+        self.token, *vals = outs
+        return vals
 
     # --- regions -----------------------------------------------------------------------
     def scalar_region(self, t: T.Type, n_inputs: int, body) -> str:

@@ -13,6 +13,7 @@ from ... import pjrt, telemetry
 from ... import types as T
 from ...backend import get_backend
 from ...defn import sharding as SH
+from ...defn.kernel import identity_key
 from ...tensor import Tensor
 from .buffers import GlobalResult, Piece
 from .lowering import Ctx, lower_module, reducer_region, register_lowering
@@ -70,7 +71,7 @@ def manual_region(c: Ctx, operands, in_shardings, out_results, body) -> list:
 
 
 # ----------------------------------------------------------------------------------------
-# Host callbacks (hook, print_value)
+# Host callbacks (hook, print_value, runtime_call)
 # ----------------------------------------------------------------------------------------
 @register_lowering("hook")
 def _hook(c: Ctx, e, x: Val):
@@ -97,19 +98,47 @@ def _callback(fn, shape, type, names, sharded):
     """The registration (:func:`nxpy.pjrt.host_callback`) of ``fn`` called with
     NumPy-backend tensors of this template (a shard's ``device_id`` set in sharded
     programs)."""
-    numpy = get_backend("numpy")
+    spec = (tuple(shape), type, names)
 
     def call(device, arr):
+        fn(*_host_tensors([arr], [spec], device, sharded))
+    # an unhashable fn goes by its id: registered only while the registration lives, and
+    # it holds fn, so the id is never stale
+    return pjrt.host_callback(("hook", identity_key(fn), *spec, sharded), call)
+
+
+def _host_tensors(arrays, specs, device, sharded) -> list:
+    """NumPy-backend tensors of ``arrays`` (what XLA passes) with their ``(shape, type,
+    names)``; in sharded programs each knows its ``device_id``."""
+    numpy = get_backend("numpy")
+    out = []
+    for arr, (shape, type, names) in zip(arrays, specs):
         t = numpy.from_numpy(arr.reshape(shape), type, names)
         t.device_id = device if sharded else None
-        fn(t)
-    try:
-        hash(fn)
-    except TypeError:  # an unhashable callable: its identity (registered only while the
-        fn_id = ("id", id(fn))  # registration lives, and it holds fn: the id is never stale)
-    else:
-        fn_id = fn
-    return pjrt.host_callback(("hook", fn_id, tuple(shape), type, names, sharded), call)
+        out.append(t)
+    return out
+
+
+@register_lowering("runtime_call")
+def _runtime_call(c: Ctx, e, xs):
+    """``fn`` called back with the values, its results the custom call's (in program order,
+    on the token chain, as a hook). Inside a manual region (shard_map) each device calls
+    with its shard; in the global view (shard_jit) the inputs are gathered and every
+    device calls with the global values, its results replicated."""
+    call = e.attrs["call"]
+    mesh = c.info.get("mesh")
+    results = [(tuple(s), t) for s, t, _ in e.outs]
+    specs = [(x.shape, x.type, n.names) for x, n in zip(xs, e.args[0])]
+    cb = pjrt.host_callback(("runtime_call", call, tuple(specs), mesh is not None),
+                            lambda device, *arrays: call(_host_tensors(
+                                arrays, specs, device, mesh is not None)))
+    if mesh is None or c.info.get("manual"):
+        return c.host_callback(cb, xs, results)
+
+    def body(sub: Ctx, locals_):
+        return sub.host_callback(cb, locals_, results)
+    return manual_region(c, xs, [SH.replicated(len(x.shape)) for x in xs],
+                         [(s, t, SH.replicated(len(s))) for s, t in results], body)
 
 
 def channel_handle(channel: int) -> str:
