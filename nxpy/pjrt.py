@@ -43,7 +43,7 @@ import weakref
 import numpy as np
 
 from . import telemetry, watchdog
-from .cache import PROCESS_FACTOR, LockedCache, positive_env, program_cache_size
+from .cache import PROCESS_FACTOR, LockedCache, positive_env, program_cache_size, put_bounded
 
 SUPPORTED_VERSION = "0.10.2"
 DEFAULT_CPU_DEVICES = 8
@@ -585,12 +585,26 @@ def _lost_error():
 _TRANSPORT = re.compile(r"gloo|nccl|connection|peer|socket", re.I)
 
 
+#: what host callbacks raised, by the number their failure's text carries, until the
+#: failure reaches the caller (bounded: a sharded run may fail on every device)
+_CALLBACK_ERRORS: dict = {}
+_callback_error_numbers = itertools.count()
+_CALLBACK_ERROR = re.compile(r"nxpy host callback error (\d+):")
+
+
 def _raise_runtime_failure(e, what):
-    """Called while handling ``e``, the failure of a runtime call (``what``): raises, in a
-    distributed program, :class:`ProcessLostError` when a process was lost (a
-    collective's failure comes a moment before the watch hears of it: it waits a few
-    seconds for it) or a :class:`DistributedError` for another failure of the
-    collectives' transport; else re-raises ``e``."""
+    """Called while handling ``e``, the failure of a runtime call (``what``): raises the
+    exception a host callback raised when that failed the run (a user's ``hook`` or
+    ``runtime_call`` function: the user's own error, not XLA's text); in a distributed
+    program, :class:`ProcessLostError` when a process was lost (a collective's failure
+    comes a moment before the watch hears of it: it waits a few seconds for it) or a
+    :class:`DistributedError` for another failure of the collectives' transport; else
+    re-raises ``e``."""
+    m = _CALLBACK_ERROR.search(str(e))
+    if m is not None:
+        raised = _CALLBACK_ERRORS.pop(int(m.group(1)), None)
+        if raised is not None:
+            raise raised from None
     w = _state.get("watch")
     if w is None or isinstance(e, DistributedError):
         raise  # noqa: PLE0704 - e, the exception being handled
@@ -850,9 +864,11 @@ def _compile_with_host_callbacks(client, module_text, device_list, opts, device_
         try:  # copies: the buffers belong to XLA and are reused once the callback returns
             results = cb.call(positions[int(partition)],
                               *[np.array(a, copy=True) for a in arrays])
-        except Exception as e:  # XLA fails the execution with this text
-            raise RuntimeError(f"nxpy: a host callback (print_value/hook/runtime_call) "
-                               f"raised {type(e).__name__}: {e}") from e
+        except Exception as e:  # XLA fails the execution with this text; the caller's
+            n = next(_callback_error_numbers)  # thread raises e itself (_raise_runtime_failure)
+            put_bounded(_CALLBACK_ERRORS, n, e, 64)
+            raise RuntimeError(f"nxpy host callback error {n}: a host callback (print_value/"
+                               f"hook/runtime_call) raised {type(e).__name__}: {e}") from e
         return (token, *(results or ()))
 
     with _compiling(module_text), jax_mlir.make_ir_context():

@@ -523,7 +523,7 @@ def runtime_call(out, tensors, fn, static=None):
     it raises (wrap its inputs in ``stop_grad`` to treat the result as a constant, or give
     it one with ``custom_grad``). EXLA calls ``fn`` from XLA's thread through jaxlib's
     host-callback custom call (docs/debugging.md); an exception in ``fn`` fails the run
-    with its text. Outside a defn ``fn`` is called at once with the tensors as given.
+    and reaches the caller as itself. Outside a defn ``fn`` is called at once with the tensors as given.
 
     >>> import numpy as np
     >>> import nxpy as nx
