@@ -710,7 +710,27 @@ def compile(module_text: str, device_ids, *, spmd: bool = False):
     compiled once per process (concurrent callers wait for the one compile), and loaded
     from the persistent cache when one is set (:func:`set_cache_dir`)."""
     key = (module_text, tuple(int(d) for d in device_ids), bool(spmd))
+    own = getattr(module_text, "executables", None)
+    if own is not None:  # a program with callbacks: the text holds its executables
+        return own.get(key[1:], lambda: _callback_executable(module_text, key))
     return _EXECUTABLES.get(key, lambda: _compile_or_load(module_text, key[1], spmd))
+
+
+#: executables of programs with host callbacks, held by the texts that lowered them
+#: (CallbackModule.executables) and found here by equal texts (equal print_values)
+_CALLBACK_EXECUTABLES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_callback_executables_lock = threading.Lock()
+
+
+def _callback_executable(module_text, key):
+    key = (str(module_text),) + key[1:]  # a plain copy: the text holds its executable
+    with _callback_executables_lock:
+        exe = _CALLBACK_EXECUTABLES.get(key)
+    if exe is None:
+        exe = _compile_or_load(module_text, key[1], key[2])
+        with _callback_executables_lock:
+            exe = _CALLBACK_EXECUTABLES.setdefault(key, exe)
+    return exe
 
 
 def _compile_or_load(module_text, device_ids, spmd):
@@ -780,9 +800,12 @@ class HostCallback:
 
 class CallbackModule(str):
     """Module text that calls host callbacks, holding them (``callbacks``): whoever keeps
-    the text (a graph's lowering cache, a compiled program's ``module``, the executable
-    cache's key) keeps its callbacks registered, so compiling it again always finds them.
-    A copy (``str(text)``, a slice) names the same keys but holds nothing.
+    the text (a graph's lowering cache, a compiled program's ``module``) keeps its
+    callbacks registered, so compiling it again always finds them. Its executables are
+    cached on the text itself (``executables``), not in the process-wide cache: no other
+    program names these callbacks, so the executables (and what the callbacks hold) go
+    with the text, when the function that lowered it and its programs are dropped. A
+    copy (``str(text)``, a slice) names the same keys but holds nothing.
 
     >>> cb = host_callback(("doc", 1), lambda device, x: None)
     >>> text = CallbackModule("module {}", [cb, cb])
@@ -793,6 +816,7 @@ class CallbackModule(str):
     def __new__(cls, text: str, callbacks):
         self = super().__new__(cls, text)
         self.callbacks = tuple({cb.key: cb for cb in callbacks}.values())
+        self.executables = LockedCache(PROCESS_FACTOR * program_cache_size())
         return self
 
 
@@ -885,7 +909,7 @@ class SynchronousExecutable:
     it goes with the object (a set of ``id()`` would pass it on to whichever executable
     next takes a freed one's address)."""
 
-    __slots__ = ("executable",)
+    __slots__ = ("executable", "__weakref__")
 
     def __init__(self, executable):
         self.executable = executable

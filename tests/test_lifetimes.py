@@ -1,7 +1,8 @@
 """How long host callbacks (hook, print_value) and their executables live on EXLA: a
 callback stays registered while anything that can still run or compile its program
-holds it (a Jit's caches, a Compiled program, a kept ``run``, the process-wide
-executable cache, the module text) and is freed with the last of them; which
+holds it (a Jit's caches, a Compiled program, a kept ``run``, the module text, which
+holds its executables: the process-wide executable cache does not) and is freed with
+the last of them; which
 executables wait for their callbacks is known from the executable itself, never from an
 ``id()`` a freed executable may pass on. Oracles: weak references to what a hook's
 closure holds, the values the hooks receive (NumPy), the registry's size."""
@@ -68,9 +69,9 @@ def test_dropping_a_jit_frees_its_hooks_and_what_they_hold(executables):
     assert log == [((X * 2).tolist(), 1 << 16)]
     assert len(pjrt._callbacks) == before + 1
     del f, payload
-    executables.clear()
-    gc.collect()
+    gc.collect()  # the process-wide executable cache never holds programs with callbacks
     assert held() is None, "the hook's closure outlived every program that could call it"
+    assert len(executables) == 0
     assert len(pjrt._callbacks) == before
 
 
@@ -166,7 +167,8 @@ def test_no_executable_inherits_the_flag_of_an_evicted_one(monkeypatch):
 
 def test_compiling_many_hooked_programs_keeps_the_registry_bounded(monkeypatch):
     """A soak: 200 distinct hooked programs, each dropped after its call; the registry
-    holds the callbacks of the programs still cached (8 here), not of all 200."""
+    holds the callbacks of the programs not yet collected, not of all 200 (and the
+    process-wide cache, 8 entries here, holds none of them)."""
     cache = LockedCache(maxsize=8)
     monkeypatch.setattr(pjrt, "_EXECUTABLES", cache)
     before = registered()
@@ -200,7 +202,6 @@ def test_dropping_a_jit_frees_its_runtime_calls_and_what_they_hold(executables):
     np.testing.assert_allclose(f(nx.tensor(X)).to_numpy(), X * 2 + 1)
     assert len(pjrt._callbacks) == before + 1
     del f, payload, host
-    executables.clear()
     gc.collect()
     assert held() is None, "the runtime_call's function outlived every program that could call it"
     assert len(pjrt._callbacks) == before
