@@ -278,6 +278,15 @@ def test_eps_cleans_tiny_parts_on_the_numpy_backend_only():
     # the NumPy backend computes in double precision, so exact results stay exact
     y = nx.fft(nx.tensor([1, 1, 1, 0, 1, 1]))
     assert y.to_numpy().tolist() == [5, 1, -1, 1, -1, 1]
+    # rfft and irfft: as the fft and ifft they are built on in Nx
+    z = np.array([4e-12, 0, 0], np.complex128)  # irfft: 1e-12 everywhere
+    assert nx.irfft(nx.tensor(z)).tolist() == [0.0] * 4
+    assert np.allclose(nx.irfft(nx.tensor(z), eps=0).to_numpy(), [1e-12] * 4, rtol=1e-12, atol=0)
+    assert np.allclose(jit(nx.irfft, compiler="exla")(nx.tensor(z)).to_numpy(), [1e-12] * 4,
+                       rtol=1e-9, atol=0)
+    assert nx.rfft(nx.tensor([1e-12, 0], type="f64")).tolist() == [0j, 0j]
+    assert nx.rfft(nx.tensor([1e-12, 0], type="f64"), eps=0).tolist() == [1e-12 + 0j] * 2
+    assert nx.rfft(nx.tensor([1, 1, 1, 0, 1, 1])).to_numpy().tolist() == [5, 1, -1, 1]
 
 
 def _np_rfft(x, inverse, length, axis):
@@ -336,17 +345,6 @@ def test_irfft_ignores_dc_and_nyquist_imaginary_parts():
     """As XLA's C2R transform and NumPy: only the Hermitian part of the spectrum counts."""
     z = np.array([[1 + 5j, 2 - 1j, 3 + 2j, -1 + 7j]], np.complex64)
     check(run(lambda a: nx.irfft(a), z), np.fft.irfft(z), "f32", "DC and Nyquist")
-
-
-def test_real_transforms_eps():
-    """Nx's :eps on the NumPy backend (the cleaned-up parts of fft and ifft); EXLA ignores it."""
-    z = np.array([4e-12, 0, 0], np.complex128)  # irfft: 1e-12 everywhere
-    assert nx.irfft(nx.tensor(z)).tolist() == [0.0] * 4
-    assert np.allclose(nx.irfft(nx.tensor(z), eps=0).to_numpy(), [1e-12] * 4, rtol=1e-12, atol=0)
-    assert np.allclose(jit(nx.irfft, compiler="exla")(nx.tensor(z)).to_numpy(), [1e-12] * 4,
-                       rtol=1e-9, atol=0)
-    assert nx.rfft(nx.tensor([1e-12, 0], type="f64")).tolist() == [0j, 0j]
-    assert nx.rfft(nx.tensor([1, 1, 1, 0, 1, 1])).to_numpy().tolist() == [5, 1, -1, 1]
 
 
 # ----------------------------------------------------------------------------------------
