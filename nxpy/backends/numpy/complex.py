@@ -89,8 +89,7 @@ class ComplexKernels:
         return self._wrap(out, r)
 
     def irfft(self, out, x, length, axis, eps):
-        # the padded or truncated spectrum has length // 2 + 1 entries: with none (an
-        # empty axis) the signal is zeros
-        # x in the complex type of the transform (c128 for a f64 result, else c64) first
+        # x rounded to the transform's complex type first (c128 for an f64 result, else
+        # c64), as EXLA computes it; an empty axis pads to a spectrum of zeros
         a = convert(x.data, T.Type("c", 128 if out.type == T.F64 else 64)).astype(np.complex128)
         return self._wrap(out, _transform1(a, length, axis, True, eps, np.fft.irfft))
