@@ -1,4 +1,5 @@
-"""The complex family: real, imag, conjugate, phase, complex, fft, ifft, fft2, ifft2.
+"""The complex family: real, imag, conjugate, phase, complex, fft, ifft, fft2, ifft2, rfft,
+irfft.
 
 Every op runs on four paths -- eager on the NumPy backend, ``jit`` with the Evaluator,
 ``jit`` with EXLA, eager on the EXLA backend -- against oracles computed from the input
@@ -11,6 +12,7 @@ along sharded axes under ``shard_jit``.
 from __future__ import annotations
 
 import functools
+import re
 import zlib
 
 import ml_dtypes
@@ -241,19 +243,27 @@ def test_transforms_with_names():
               x, names=["batch", "time"], paths=("numpy", "evaluator", "exla"))
     check(res, [_np_fft(x, False, [6], [1]), _np_fft(x, False, [2, 4], [0, 1])], ["c64", "c64"],
           "named", names=["batch", "time"])
+    res = run(lambda a: (nx.rfft(a, axis="time", length=5), nx.irfft(a, axis="batch", length=3)),
+              x, names=["batch", "time"], paths=("numpy", "evaluator", "exla"))
+    check(res, [_np_rfft(x, False, 5, 1), _np_rfft(x, True, 3, 0)], ["c64", "f32"], "named real",
+          names=["batch", "time"])
 
 
-@pytest.mark.parametrize("shape,call,out_shape", [
-    ((0, 4), lambda a: nx.fft(a), (0, 4)),
-    ((3, 0), lambda a: nx.ifft(a), (3, 0)),
-    ((3, 0), lambda a: nx.fft(a, length=4), (3, 4)),
-    ((0, 0), lambda a: nx.fft2(a, lengths=[2, 2]), (2, 2)),
-    ((2, 0, 3), lambda a: nx.ifft2(a, axes=[0, 2]), (2, 0, 3)),
+@pytest.mark.parametrize("shape,call,out_shape,t", [
+    ((0, 4), lambda a: nx.fft(a), (0, 4), "c64"),
+    ((3, 0), lambda a: nx.ifft(a), (3, 0), "c64"),
+    ((3, 0), lambda a: nx.fft(a, length=4), (3, 4), "c64"),
+    ((0, 0), lambda a: nx.fft2(a, lengths=[2, 2]), (2, 2), "c64"),
+    ((2, 0, 3), lambda a: nx.ifft2(a, axes=[0, 2]), (2, 0, 3), "c64"),
+    ((0, 4), lambda a: nx.rfft(a), (0, 3), "c64"),
+    ((3, 0), lambda a: nx.rfft(a, length=5), (3, 3), "c64"),
+    ((0, 3), lambda a: nx.irfft(a, axis=0, length=2), (2, 3), "f32"),
+    ((2, 0), lambda a: nx.irfft(a, length=5), (2, 5), "f32"),
 ])
-def test_empty_dims(shape, call, out_shape):
+def test_empty_dims(shape, call, out_shape, t):
     """Transforms of nothing padded with zeros are zeros; empty results stay empty."""
     res = run(call, np.zeros(shape, np.float32))
-    check(res, np.zeros(out_shape, np.complex128), "c64", f"empty {shape}")
+    check(res, np.zeros(out_shape), t, f"empty {shape}")
 
 
 def test_eps_cleans_tiny_parts_on_the_numpy_backend_only():
@@ -268,6 +278,73 @@ def test_eps_cleans_tiny_parts_on_the_numpy_backend_only():
     # the NumPy backend computes in double precision, so exact results stay exact
     y = nx.fft(nx.tensor([1, 1, 1, 0, 1, 1]))
     assert y.to_numpy().tolist() == [5, 1, -1, 1, -1, 1]
+    # rfft and irfft: as the fft and ifft they are built on in Nx
+    z = np.array([4e-12, 0, 0], np.complex128)  # irfft: 1e-12 everywhere
+    assert nx.irfft(nx.tensor(z)).tolist() == [0.0] * 4
+    assert np.allclose(nx.irfft(nx.tensor(z), eps=0).to_numpy(), [1e-12] * 4, rtol=1e-12, atol=0)
+    assert np.allclose(jit(nx.irfft, compiler="exla")(nx.tensor(z)).to_numpy(), [1e-12] * 4,
+                       rtol=1e-9, atol=0)
+    assert nx.rfft(nx.tensor([1e-12, 0], type="f64")).tolist() == [0j, 0j]
+    assert nx.rfft(nx.tensor([1e-12, 0], type="f64"), eps=0).tolist() == [1e-12 + 0j] * 2
+    assert nx.rfft(nx.tensor([1, 1, 1, 0, 1, 1])).to_numpy().tolist() == [5, 1, -1, 1]
+
+
+def _np_rfft(x, inverse, length, axis):
+    """The oracle of rfft/irfft: jax.numpy's real transforms in double precision."""
+    w = np.asarray(x).astype(np.float64 if x.dtype == BF16 else x.dtype)
+    with x64():
+        if inverse:
+            return np.asarray(jnp.fft.irfft(w.astype(np.complex128), n=length, axis=axis))
+        return np.asarray(jnp.fft.rfft(w.astype(np.float64), n=length, axis=axis))
+
+
+@pytest.mark.parametrize("t", ALL_TYPES)
+def test_real_transforms_every_type(t):
+    """rfft of every real type (complex ones are an error); irfft of every type, its
+    result of real's type (f16 stays f16, integers become f32)."""
+    x = gen(t, (2, 6))
+    if t in COMPLEX:
+        check(run(nx.irfft, x), _np_rfft(x, True, 10, -1), real_of(t), f"irfft of {t}")
+        return
+    res = run(lambda a: (nx.rfft(a), nx.irfft(a)), x)
+    check(res, [_np_rfft(x, False, 6, -1), _np_rfft(x, True, 10, -1)],
+          [complex_of(t), real_of(t)], f"rfft, irfft of {t}")
+
+
+RFFT_OPTIONS = [  # (op, length, axis): even and odd lengths, padding, truncation, axis 0
+    ("rfft", None, -1), ("rfft", 7, -1), ("rfft", 8, 0), ("rfft", 3, 1), ("rfft", 2, 0),
+    ("rfft", 1, -1), ("rfft", "power_of_two", 0),
+    ("irfft", None, -1), ("irfft", 9, -1), ("irfft", 4, 0), ("irfft", 5, 0), ("irfft", 1, 1),
+    ("irfft", 2, -1), ("irfft", 11, -2),
+]
+
+
+@pytest.mark.parametrize("t,op,length,axis", [
+    (t, *o) for t in ("f32", "f64", "c64", "c128") for o in RFFT_OPTIONS
+    if not (o[0] == "rfft" and t in COMPLEX)])  # rfft of a complex tensor: test_errors
+def test_real_transform_options(t, op, length, axis):
+    x = gen(t, (5, 6), seed=4)
+    n = x.shape[axis]
+    L = (2 * (n - 1) if op == "irfft" else n) if length is None else \
+        _nextpow2(n) if length == "power_of_two" else length
+    res = run(lambda a: getattr(nx, op)(a, length=length, axis=axis), x,
+              paths=PATHS if t in ("f32", "c64") else ("numpy", "exla", "exla_eager"))
+    want_t = complex_of(t) if op == "rfft" else real_of(t)
+    check(res, _np_rfft(x, op == "irfft", L, axis), want_t, f"{op} {length} {axis}")
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+def test_irfft_inverts_rfft(n):
+    """irfft(rfft(x), length=n) is x, for odd and even n (the oracle is x itself)."""
+    x = gen("f64", (3, n), seed=n)
+    check(run(lambda a: nx.irfft(nx.rfft(a, axis=-1), length=n), x,
+              paths=("numpy", "evaluator", "exla")), x, "f64", f"round trip {n}")
+
+
+def test_irfft_ignores_dc_and_nyquist_imaginary_parts():
+    """As XLA's C2R transform and NumPy: only the Hermitian part of the spectrum counts."""
+    z = np.array([[1 + 5j, 2 - 1j, 3 + 2j, -1 + 7j]], np.complex64)
+    check(run(lambda a: nx.irfft(a), z), np.fft.irfft(z), "f32", "DC and Nyquist")
 
 
 # ----------------------------------------------------------------------------------------
@@ -383,6 +460,30 @@ DOCTESTS = [
                                     lengths=[2, 4]), "c64",
      [[[[6, 0, 2, 0], [-2, 0, 2, 0]]],
       [[_c((-7, 0), (0, -1), (-1, 0), (0, 1)), _c((-9, 0), (0, 1), (1, 0), (0, -1))]]]),
+    # rfft
+    ("rfft([1,1,0,0])", lambda: nx.rfft(nx.tensor([1.0, 1.0, 0.0, 0.0])), "c64",
+     _c((2, 0), (1, -1), (0, 0))),
+    ("rfft([1,1,1,0,1,1])", lambda: nx.rfft(nx.tensor([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])), "c64",
+     [5, 1, -1, 1]),
+    ("rfft(axis: -1)", lambda: nx.rfft(nx.tensor([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]),
+                                       axis=-1), "c64",
+     [_c((2, 0), (1, -1), (0, 0)), [1, 1, 1]]),
+    ("rfft(axis: -2)", lambda: nx.rfft(nx.tensor([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]),
+                                       axis=-2), "c64",
+     [[2, 1, 0, 0], [0, 1, 0, 0]]),
+    ("rfft(length: 4)", lambda: nx.rfft(nx.tensor([1.0, 1.0]), length=4), "c64",
+     _c((2, 0), (1, -1), (0, 0))),
+    ("rfft(power_of_two)", lambda: nx.rfft(nx.tensor([1.0, 1.0, 0.0]), length="power_of_two"),
+     "c64", _c((2, 0), (1, -1), (0, 0))),
+    # irfft
+    ("irfft([2,1-i,0])", lambda: nx.irfft(nx.tensor([2.0, 1 - 1j, 0.0])), "f32", [1, 1, 0, 0]),
+    ("irfft([5,1,-1,1])", lambda: nx.irfft(nx.tensor([5.0, 1.0, -1.0, 1.0])), "f32",
+     [1, 1, 1, 0, 1, 1]),
+    ("irfft(axis: -1)", lambda: nx.irfft(nx.tensor([[2.0, 1 - 1j, 0.0], [4.0, 0.0, 0.0]]),
+                                         axis=-1), "f32",
+     [[1, 1, 0, 0], [1, 1, 1, 1]]),
+    ("irfft(length: 4)", lambda: nx.irfft(nx.tensor([2.0, 1 - 1j, 0.0]), length=4), "f32",
+     [1, 1, 0, 0]),
 ]
 
 
@@ -430,6 +531,24 @@ ERRORS = [
     (lambda: nx.complex(1.0, nx.tensor([1j])), TypeError, "expected imag to have a real"),
     (lambda: nx.complex(nx.tensor([1, 2]), nx.tensor([1, 2, 3])), ValueError, "complex"),
     (lambda: nx.real("x"), TypeError, "expected x to be a tensor"),
+    (lambda: nx.rfft(nx.tensor([1j, 1])), TypeError,
+     r"rfft: expected x to have a real \(non-complex\) type, got c64"),
+    (lambda: nx.rfft(nx.tensor([1.0, 1.0]), length="invalid"), ValueError,
+     r"rfft: expected length to be a positive integer or 'power_of_two', got 'invalid'"),
+    (lambda: nx.rfft(nx.tensor(1.0)), ValueError, "rfft: expected a tensor with rank > 0, got tensor with rank 0"),
+    (lambda: nx.rfft(nx.tensor([1.0]), axis=1), ValueError, r"rfft: given axis \(1\) invalid for shape with rank 1"),
+    (lambda: nx.rfft(nx.tensor([1.0]), eps=None), TypeError, "rfft: expected eps to be a non-negative number, got None"),
+    (lambda: nx.irfft(nx.tensor([1j, 1]), length="power_of_two"), ValueError,
+     "irfft: expected length to be a positive integer, got 'power_of_two'"),
+    (lambda: nx.irfft(nx.tensor([1j, 1]), length=-3), ValueError,
+     "irfft: expected length to be a positive integer, got -3"),
+    (lambda: nx.irfft(nx.tensor([[1j], [2j]])), ValueError,
+     r"irfft: expected length to be given for an axis of size 1 \(the default, 2 \* \(m - 1\), is 0\)"),
+    (lambda: nx.irfft(nx.tensor(np.zeros((2, 0), np.complex64))), ValueError,
+     "irfft: expected length to be given for an axis of size 0"),
+    (lambda: nx.irfft(nx.tensor([[1j, 1]], names=["a", "b"]), axis="c"), ValueError,
+     "irfft: axis name 'c' not found"),
+    (lambda: nx.irfft(nx.tensor(1j)), ValueError, "irfft: expected a tensor with rank > 0"),
 ]
 
 
@@ -496,6 +615,25 @@ GRADS = {
     "fft2": (lambda z: loss_nx(nx.fft2(z, lengths=[2, 8])),
              lambda z: loss_j(jnp.fft.fft2(z, s=(2, 8))), (cz(3, 5),)),
     "ifft2_of_real": (lambda x: loss_nx(nx.ifft2(x)), lambda x: loss_j(jnp.fft.ifft2(x)), (rf(3, 8),)),
+    "rfft_sum_of_squares": (lambda x: nx.sum(nx.real(nx.rfft(x)) ** 2),
+                            lambda x: jnp.sum(jnp.real(jnp.fft.rfft(x)) ** 2), (rf(3, 8),)),
+    "rfft": (lambda x: loss_nx(nx.rfft(x)), lambda x: loss_j(jnp.fft.rfft(x)), (rf(3, 8),)),
+    "rfft_odd_padded_axis0": (lambda x: loss_nx(nx.rfft(x, length=5, axis=0)),
+                              lambda x: loss_j(jnp.fft.rfft(x, n=5, axis=0)), (rf(3, 8),)),
+    "rfft_truncated": (lambda x: loss_nx(nx.rfft(x, length=5)),
+                       lambda x: loss_j(jnp.fft.rfft(x, n=5)), (rf(3, 8),)),
+    "irfft": (lambda z: loss_nx(nx.irfft(z)), lambda z: loss_j(jnp.fft.irfft(z)), (cz(3, 5),)),
+    "irfft_odd_truncated": (lambda z: loss_nx(nx.irfft(z, length=7)),
+                            lambda z: loss_j(jnp.fft.irfft(z, n=7)), (cz(3, 5),)),
+    "irfft_padded_axis0": (lambda z: loss_nx(nx.irfft(z, length=3, axis=0)),
+                           lambda z: loss_j(jnp.fft.irfft(z, n=3, axis=0)), (cz(1, 8),)),
+    "irfft_of_real": (lambda x: loss_nx(nx.irfft(x, length=6)),
+                      lambda x: loss_j(jnp.fft.irfft(x, n=6)), (rf(3, 5),)),
+    "irfft_c128": (lambda z: nx.sum(nx.irfft(z, length=5) ** 2),
+                   lambda z: jnp.sum(jnp.fft.irfft(z, n=5) ** 2), (cz(3, 4).astype(np.complex128),)),
+    "real_round_trip": (lambda x: nx.sum(nx.irfft(nx.rfft(x) * C[0, :5], length=8) * W1),
+                        lambda x: jnp.sum(jnp.fft.irfft(jnp.fft.rfft(x) * C[0, :5], n=8) * W1),
+                        (rf(3, 8),)),
     "round_trip": (lambda z: nx.sum(nx.abs(nx.ifft(nx.fft(z) * C[0]))),
                    lambda z: jnp.sum(jnp.abs(jnp.fft.ifft(jnp.fft.fft(z) * C[0]))), (cz(2, 8),)),
 }
@@ -507,7 +645,8 @@ GRAD_PATHS = {
 
 
 #: the Evaluator over EXLA's eager backend compiles one program per op: a few cases
-_EAGER_EXLA = {"conjugate", "complex", "abs", "fft", "ifft_padded", "fft2"}
+_EAGER_EXLA = {"conjugate", "complex", "abs", "fft", "ifft_padded", "fft2", "rfft_odd_padded_axis0",
+               "irfft_odd_truncated"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -557,6 +696,10 @@ JAX_CORPUS = {
     "irfft": (lambda x: jnp.fft.irfft(x), _z),
     "irfft_odd": (lambda x: jnp.fft.irfft(x, n=9), _z),
     "irfftn_c128": (lambda x: jnp.fft.irfftn(x), _z.astype(np.complex128)),
+    "rfftn": (lambda x: jnp.fft.rfftn(x), _x),
+    "rfft_axis0_truncated": (lambda x: jnp.fft.rfft(x, n=2, axis=0), _x),
+    "irfft_axis1": (lambda x: jnp.fft.irfft(x, n=5, axis=1), _z),
+    "irfft2": (lambda x: jnp.fft.irfft2(x, s=(4, 7)), _z),
     "parts": (lambda x: (jnp.real(x), jnp.imag(x), jnp.conj(x), jnp.angle(x),
                          lax.complex(jnp.imag(x), jnp.real(x)), jnp.abs(x)), _z),
     "parts_of_real": (lambda x: (jnp.real(x), jnp.imag(x), lax.conj(x)), _x),
@@ -605,6 +748,24 @@ def test_importer_uses_the_complex_ops():
     assert "bitcast" not in graph
 
 
+@pytest.mark.parametrize("f,arg,ops", [
+    (lambda x: jnp.fft.rfft(x, n=8), _x, ["rfft", "length: 8, axis: 2"]),
+    (lambda x: jnp.fft.irfft(x, n=9), _z, ["irfft", "length: 9, axis: 2"]),
+    (lambda x: jnp.fft.rfft2(x), _x, ["rfft", "length: 6, axis: 2", "fft", "length: 4, axis: 1"]),
+    (lambda x: jnp.fft.irfftn(x), _z, ["ifft2", "lengths: [3, 4], axes: [0, 1]", "irfft",
+                                       "length: 10, axis: 2"]),
+])
+def test_importer_reads_real_transforms_as_rfft_irfft(f, arg, ops):
+    """JAX's RFFT/IRFFT load as one nx.rfft/nx.irfft along the last dim (no composition
+    of complex transforms and mirrors), the other dims as complex transforms, in order."""
+    prog = load(jax.jit(f).lower(arg).as_text())
+    graph = str(debug_expr(prog)(*prog.templates))
+    transforms = re.findall(r"= (i?r?fft2?) \w+, (.*), eps: 0.0", graph)
+    assert [x for t in transforms for x in t] == ops, graph
+    for other in ("concatenate", "reverse", "conjugate"):
+        assert other not in graph, graph
+
+
 def test_lowering_is_jax_s():
     """The StableHLO nxpy emits: one stablehlo.fft (FFT/IFFT, fft_length), transposed to
     the trailing dims and padded or sliced first, as JAX emits it."""
@@ -618,6 +779,23 @@ def test_lowering_is_jax_s():
     assert [op.name for op in m.main.body.ops] == ["stablehlo.convert", "stablehlo.fft",
                                                   "func.return"]
     assert m.find("stablehlo.fft")[0].attrs["fft_length"] == [3, 8]
+
+
+def test_real_transforms_lower_to_rfft_irfft():
+    """rfft/irfft emit one stablehlo.fft of type RFFT/IRFFT, as jnp.fft.rfft/irfft do;
+    irfft pads or slices its operand to length // 2 + 1 first."""
+    m = parse(to_mlir(lambda x: nx.rfft(x, length=10, axis=0), nx.template((3, 8), "f32")))
+    assert [op.name for op in m.main.body.ops] == [
+        "stablehlo.constant", "stablehlo.pad", "stablehlo.transpose", "stablehlo.fft",
+        "stablehlo.transpose", "func.return"]
+    assert m.find("stablehlo.fft")[0].attrs == {"fft_length": [10], "fft_type": "RFFT"}
+    m = parse(to_mlir(lambda x: nx.irfft(x, length=7), nx.template((3, 8), "c128")))
+    assert [op.name for op in m.main.body.ops] == ["stablehlo.slice", "stablehlo.fft",
+                                                  "func.return"]
+    assert m.find("stablehlo.fft")[0].attrs == {"fft_length": [7], "fft_type": "IRFFT"}
+    m = parse(to_mlir(lambda x: nx.irfft(x), nx.template((3, 8), "f16")))
+    assert [op.name for op in m.main.body.ops] == ["stablehlo.convert", "stablehlo.fft",
+                                                  "stablehlo.convert", "func.return"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -645,6 +823,11 @@ SHARDED = [  # (name, fun, shape, input sharding, output sharding or None)
     ("regression_layout_2", lambda a: nx.fft(a), (2, 4, 8), {0: [0], 2: [1]}, {}),
     ("fft2_axes_out_sharded", lambda a: nx.fft2(a, axes=[0, 2], lengths=[2, 4]), (2, 4, 8),
      {2: [0]}, {1: [0, 1]}),
+    ("rfft_along_sharded_axis", lambda a: nx.rfft(nx.real(a)), (4, 8), {1: [0]}, None),
+    ("irfft_axis0_odd", lambda a: nx.irfft(a, length=7, axis=0), (4, 8), {0: [0], 1: [1]}, None),
+    ("rfft_layout", lambda a: nx.rfft(nx.imag(a), length=6), (2, 4, 8), {1: [1], 2: [0]}, {}),
+    ("irfft_layout", lambda a: nx.irfft(a), (2, 4, 8), {0: [0], 2: [1]}, {}),
+    ("irfft_out_sharded", lambda a: nx.irfft(a, axis=1), (2, 4, 8), {1: [0]}, {2: [0, 1]}),
 ]
 
 
@@ -666,10 +849,12 @@ def test_sharded_transforms(name, fun, shape, ins, outs, compiler):
 def test_fft_sharding_rule():
     mesh = mesh22()
     x = nx.iota((4, 8), type="c64")
-    f = shard_jit(lambda a: (nx.fft(a), nx.fft(a, axis=0), nx.real(a)), mesh,
+    f = shard_jit(lambda a: (nx.fft(a), nx.fft(a, axis=0), nx.real(a), nx.rfft(nx.real(a)),
+                             nx.irfft(a, axis=0)), mesh,
                   input_shardings=[{0: [0], 1: [1]}], compiler="evaluator")
     f([[p] for p in SH.shard(x, mesh, {0: [0], 1: [1]})])
-    assert f.output_shardings == (nx.P("axis_0"), nx.P(None, "axis_1"), nx.P("axis_0", "axis_1"))
+    assert f.output_shardings == (nx.P("axis_0"), nx.P(None, "axis_1"), nx.P("axis_0", "axis_1"),
+                                  nx.P("axis_0"), nx.P(None, "axis_1"))
 
 
 def test_fft_inside_shard_map():
@@ -687,12 +872,23 @@ def test_fft_inside_shard_map():
                                    atol=1e-4)
 
 
+SHARDED_GRAD_OPS = {  # op: (nxpy, jax.numpy), each of a tensor and an axis; 8 columns out
+    "fft": (lambda a, axis: nx.fft(a, axis=axis), lambda a, axis: jnp.fft.fft(a, axis=axis)),
+    "rfft": (lambda a, axis: nx.rfft(a, axis=axis, length=14 if axis else None),
+             lambda a, axis: jnp.fft.rfft(a, axis=axis, n=14 if axis else None)),
+    "irfft": (lambda a, axis: nx.irfft(a, axis=axis, length=8),
+              lambda a, axis: jnp.fft.irfft(a, axis=axis, n=8)),
+}
+
+
+@pytest.mark.parametrize("op", list(SHARDED_GRAD_OPS))
 @pytest.mark.parametrize("ins,axis", [({0: [0]}, 0), ({1: [0, 1]}, 1), ({0: [1], 1: [0]}, 0)])
-def test_sharded_grad_of_fft(ins, axis):
+def test_sharded_grad_of_fft(ins, axis, op):
     mesh = mesh22()
     x = nx.tensor(np.arange(32, dtype=np.float32).reshape(4, 8) / 10)
-    fun = grad(lambda a: nx.sum(nx.abs(nx.fft(a, axis=axis)) * W1[:1, :8]))
+    fn, fj = SHARDED_GRAD_OPS[op]
+    fun = grad(lambda a: nx.sum(nx.abs(fn(a, axis)) * W1[:1, :8]))
     f = shard_jit(fun, mesh, input_shardings=[ins], compiler="exla")
     glob = SH.assemble(f([[p] for p in SH.shard(x, mesh, ins)]), mesh, f.output_shardings)
-    want = jax.grad(lambda a: jnp.sum(jnp.abs(jnp.fft.fft(a, axis=axis)) * W1[:1, :8]))(x.to_numpy())
+    want = jax.grad(lambda a: jnp.sum(jnp.abs(fj(a, axis)) * W1[:1, :8]))(x.to_numpy())
     np.testing.assert_allclose(glob.to_numpy(), np.asarray(want), rtol=1e-4, atol=1e-4)

@@ -591,7 +591,7 @@ register_sharding_rule("real", "imag", "conjugate")(_same)
 register_sharding_rule("complex")(_elementwise)
 
 
-@register_sharding_rule("fft", "ifft", "fft2", "ifft2")
+@register_sharding_rule("fft", "ifft", "fft2", "ifft2", "rfft", "irfft")
 def _fft(prop, e, args):
     """The transformed dims are replicated (each needs its whole axis); the others keep
     their sharding."""

@@ -16,7 +16,7 @@ only compute. The families, in the order they build on each other:
 ``windows``        window_min/product/mean/reduce, window_scatter_max/min, reduce
 ``conv``           conv
 ``sorting``        sort, argsort, top_k, cumulative_sum/product/min/max, median, mode
-``complex``        real, imag, conjugate, phase, complex, fft, ifft, fft2, ifft2
+``complex``        real, imag, conjugate, phase, complex, fft, ifft, fft2, ifft2, rfft, irfft
 ``linalg``         cholesky, triangular_solve, lu, qr, eigh, svd, solve (``nxpy.linalg``)
 =================  =======================================================================
 
@@ -54,7 +54,8 @@ from .compositions import *  # noqa: F401,F403 - compositions of the ops above, 
 from .compositions import __all__ as _COMPOSITIONS
 from .sorting import (CUMULATIVE, argsort, cumulative_max, cumulative_min, cumulative_product,
                       cumulative_sum, median, mode, permute_by_key, sort, top_k)
-from .complex import complex, conjugate, fft, fft2, ifft, ifft2, imag, phase, real  # noqa: A004
+from .complex import (complex, conjugate, fft, fft2, ifft, ifft2, imag, irfft, phase, real,  # noqa: A004
+                      rfft)
 from . import linalg  # the linear-algebra primitives (public in nxpy.linalg, not here)
 
 __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
@@ -67,7 +68,7 @@ __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "window_scatter_max", "window_scatter_min", "reduce", "conv", "sort", "argsort", "top_k",
     "permute_by_key", "cumulative_sum", "cumulative_product", "cumulative_min",
     "cumulative_max", "median", "mode", "real", "imag", "conjugate", "phase", "complex", "fft",
-    "ifft", "fft2", "ifft2"] + list(_COMPOSITIONS))
+    "ifft", "fft2", "ifft2", "rfft", "irfft"] + list(_COMPOSITIONS))
 
 RESERVED.update(__all__)
 

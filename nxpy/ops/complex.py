@@ -1,10 +1,11 @@
 """Complex numbers and discrete Fourier transforms: real, imag, conjugate, phase, complex,
-fft, ifft, fft2, ifft2 (Nx's ``Nx.real`` ... ``Nx.ifft2``), with their gradient rules.
+fft, ifft, fft2, ifft2, rfft, irfft (Nx's ``Nx.real`` ... ``Nx.irfft``), with their
+gradient rules.
 
 Types follow Nx: ``real``/``imag``/``phase`` of ``c64`` are ``f32`` (``c128``: ``f64``);
 on real inputs ``real`` is the value itself (integers become ``f32``), ``imag`` is zeros,
 and ``conjugate`` and the transforms promote to complex (``f64`` → ``c128``, everything
-else → ``c64``).
+else → ``c64``); ``irfft`` returns ``real``'s type of its input.
 
 >>> import nxpy as nx
 >>> z = nx.complex(nx.tensor([1.0, 2.0]), nx.tensor([3.0, -4.0]))
@@ -12,6 +13,8 @@ else → ``c64``).
 ('c64', [1.0, 2.0], [3.0, -4.0], [(1-3j), (2+4j)])
 >>> nx.fft(nx.tensor([1, 1, 0, 0])).tolist()
 [(2+0j), (1-1j), 0j, (1+1j)]
+>>> nx.rfft(nx.tensor([1, 1, 0, 0])).tolist(), nx.irfft(nx.tensor([2, 1 - 1j, 0])).tolist()
+([(2+0j), (1-1j), 0j], [1.0, 1.0, 0.0, 0.0])
 """
 from __future__ import annotations
 
@@ -27,9 +30,10 @@ from .indexing import slice as _slice
 from .shaping import broadcast, pad
 
 __all__ = ["real", "imag", "conjugate", "phase", "complex", "fft", "ifft", "fft2", "ifft2",
-           "to_complex_type", "to_real_type"]
+           "rfft", "irfft", "to_complex_type", "to_real_type"]
 
-primitive("complex", "real", "imag", "conjugate", "complex", "fft", "ifft", "fft2", "ifft2")
+primitive("complex", "real", "imag", "conjugate", "complex", "fft", "ifft", "fft2", "ifft2",
+          "rfft", "irfft")
 
 #: Nx's default ``:eps`` of the transforms
 DEFAULT_EPS = 1.0e-10
@@ -131,20 +135,20 @@ def complex(real, imag) -> Tensor:  # noqa: A001 - the op, as in Nx
 # ----------------------------------------------------------------------------------------
 # Fourier transforms
 # ----------------------------------------------------------------------------------------
-def _length(op, arg, value, n):
-    """Nx's ``:length``: None → the axis size, ``"power_of_two"`` → the next power of two,
-    or a positive integer."""
+def _length(op, arg, value, n, power_of_two=True):
+    """Nx's ``:length``: None → the axis size, ``"power_of_two"`` (where the op takes it) →
+    the next power of two, or a positive integer."""
     if value is None:
         return n
-    if isinstance(value, str) and value == "power_of_two":
+    if power_of_two and isinstance(value, str) and value == "power_of_two":
         if n == 0:
             raise ValueError(f"{op}: {arg} 'power_of_two' needs a non-empty axis, the axis "
                              f"has size 0")
         return 1 << (n - 1).bit_length()
     if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0:
         return int(value)
-    raise ValueError(f"{op}: expected {arg} to be a positive integer or 'power_of_two', got "
-                     f"{value!r}")
+    allowed = "a positive integer or 'power_of_two'" if power_of_two else "a positive integer"
+    raise ValueError(f"{op}: expected {arg} to be {allowed}, got {value!r}")
 
 
 def _eps(op, eps):
@@ -153,16 +157,25 @@ def _eps(op, eps):
     return float(eps)
 
 
-def _transform(name, x, length, axis, eps):
+def _one_axis(name, x, axis, eps):
+    """The checked operand, axis and ``eps`` of a transform along one axis."""
     x = to_tensor(x, "x")
     if x.rank == 0:
         raise ValueError(f"{name}: expected a tensor with rank > 0, got tensor with rank 0")
     axis = _axes_of(name, S.normalize_axis, axis, x.rank, x.names)
+    return x, axis, _eps(name, eps)
+
+
+def _dispatch1(name, x, axis, size, t, length, eps):
+    """The transform ``name`` along ``axis``, whose result has ``size`` there and type ``t``."""
+    shape = x.shape[:axis] + (size,) + x.shape[axis + 1:]
+    return dispatch(name, _out(shape, t, x.names), x, length=length, axis=axis, eps=eps)
+
+
+def _transform(name, x, length, axis, eps):
+    x, axis, eps = _one_axis(name, x, axis, eps)
     length = _length(name, "length", length, x.shape[axis])
-    eps = _eps(name, eps)
-    shape = x.shape[:axis] + (length,) + x.shape[axis + 1:]
-    return dispatch(name, _out(shape, to_complex_type(x.type), x.names), x, length=length,
-                    axis=axis, eps=eps)
+    return _dispatch1(name, x, axis, length, to_complex_type(x.type), length, eps)
 
 
 def fft(x, length=None, axis=-1, eps=DEFAULT_EPS) -> Tensor:
@@ -239,6 +252,58 @@ def ifft2(x, lengths=None, axes=(-2, -1), eps=DEFAULT_EPS) -> Tensor:
     return _transform2("ifft2", x, lengths, axes, eps)
 
 
+def rfft(x, length=None, axis=-1, eps=DEFAULT_EPS) -> Tensor:
+    """The discrete Fourier transform of the real tensor ``x`` along ``axis``, keeping the
+    ``length // 2 + 1`` non-redundant entries (those of non-negative frequency: the rest
+    are their conjugates); Nx's ``Nx.rfft``. The type is ``x``'s complex type (``f64`` →
+    ``c128``, the other real types → ``c64``); complex ``x`` is an error.
+
+    ``length`` (a positive integer, or ``"power_of_two"``) pads the axis with zeros or
+    truncates it first; ``eps`` as :func:`fft`.
+
+    >>> import nxpy as nx
+    >>> nx.rfft(nx.tensor([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])).tolist()
+    [(5+0j), (1+0j), (-1+0j), (1+0j)]
+    >>> nx.rfft(nx.tensor([1.0, 1.0]), length=5).shape
+    (3,)
+    """
+    x = to_tensor(x, "x")
+    if x.type.is_complex:
+        raise TypeError(f"rfft: expected x to have a real (non-complex) type, got {x.type}")
+    x, axis, eps = _one_axis("rfft", x, axis, eps)
+    length = _length("rfft", "length", length, x.shape[axis])
+    return _dispatch1("rfft", x, axis, length // 2 + 1, to_complex_type(x.type), length, eps)
+
+
+def irfft(x, length=None, axis=-1, eps=DEFAULT_EPS) -> Tensor:
+    """The inverse of :func:`rfft` (Nx's ``Nx.irfft``): the real signal of ``length``
+    samples whose spectrum along ``axis`` starts with ``x`` and is completed by Hermitian
+    symmetry. ``x`` is padded with zeros or truncated to ``length // 2 + 1`` entries
+    first; the imaginary parts of the zero-frequency entry (and, for an even ``length``,
+    of the last one) do not contribute.
+
+    ``length`` is a positive integer; by default ``2 * (m - 1)`` for an axis of size ``m``
+    (an even-length signal: give ``length`` to recover an odd one). The type is
+    :func:`real`'s of ``x`` (``c64`` → ``f32``, ``c128`` → ``f64``, floats keep theirs,
+    integers → ``f32``); ``eps`` as :func:`fft`.
+
+    >>> import nxpy as nx
+    >>> nx.irfft(nx.tensor([5.0, 1.0, -1.0, 1.0])).tolist()
+    [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    >>> nx.irfft(nx.rfft(nx.tensor([1.0, 2.0, 3.0])), length=3).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    x, axis, eps = _one_axis("irfft", x, axis, eps)
+    if length is None:
+        m = x.shape[axis]
+        if m < 2:
+            raise ValueError(f"irfft: expected length to be given for an axis of size {m} "
+                             f"(the default, 2 * (m - 1), is {2 * (m - 1)})")
+        length = 2 * (m - 1)
+    length = _length("irfft", "length", length, None, power_of_two=False)
+    return _dispatch1("irfft", x, axis, length, to_real_type(x.type), length, eps)
+
+
 # ----------------------------------------------------------------------------------------
 # Gradient rules, with JAX's convention for complex values (rules transpose without
 # conjugating: the cotangent of a real value read as complex is its real part)
@@ -305,3 +370,36 @@ def _fft2_grad(ctx, e, xs, out, g):
         ct = _fit_axis(ct, ax, x.shape[ax])
     return [ct]
 
+
+
+@register_grad_rule("rfft")
+def _rfft_grad(ctx, e, xs, out, g):
+    # rfft is the transform of the padded or truncated x, sliced to length // 2 + 1: its
+    # transpose pads g back to length with zeros, transforms it, and undoes the padding
+    # or truncation (the engine keeps the real part, x being real)
+    (x,) = xs
+    a = e.attrs
+    ct = fft(_fit_axis(g, a["axis"], a["length"]), axis=a["axis"], eps=a["eps"])
+    return [_fit_axis(ct, a["axis"], x.shape[a["axis"]])]
+
+
+@register_grad_rule("irfft")
+def _irfft_grad(ctx, e, xs, out, g):
+    # irfft is real(ifft(h)) of the spectrum h = [y, conj(reverse(y[1:n - m + 1]))] of the
+    # m = n // 2 + 1 entries y (x padded or truncated to m). Transposed: c = ifft(g), then
+    # y's cotangent is c[:m] plus conj(reverse(c[m:])) placed at 1 .. n - m, which, g being
+    # real (so c Hermitian), is c[1 : n - m + 1] again: entries 1 .. n - m count twice
+    (x,) = xs
+    a = e.attrs
+    ax, n = a["axis"], a["length"]
+    m = n // 2 + 1
+    head = _fit_axis(ifft(g, axis=ax, eps=a["eps"]), ax, m)
+    if n - m > 0:
+        starts = [0] * head.rank
+        starts[ax] = 1
+        lengths = list(head.shape)
+        lengths[ax] = n - m
+        cfg = [(0, 0, 0)] * head.rank
+        cfg[ax] = (1, m - 1 - (n - m), 0)
+        head = head + pad(_slice(head, starts, lengths), 0, cfg)
+    return [_fit_axis(head, ax, x.shape[ax])]

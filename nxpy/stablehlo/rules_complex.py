@@ -1,8 +1,9 @@
 """Importer rules of the complex family: ``stablehlo.real``, ``stablehlo.imag``,
 ``stablehlo.complex`` and ``stablehlo.fft`` (all four ``fft_type`` values: ``FFT`` and
 ``IFFT`` become ``nx.fft``/``nx.fft2``/``nx.ifft``/``nx.ifft2`` over the trailing dims,
-``RFFT`` and ``IRFFT`` -- what ``jnp.fft.rfft``/``irfft`` emit -- become compositions of
-them), and the custom form JAX prints for ``stablehlo.fft``
+``RFFT`` and ``IRFFT`` -- what ``jnp.fft.rfft``/``irfft`` emit -- ``nx.rfft``/``nx.irfft``
+along the last dim, with the complex transforms over the dims before it for ``rfft2``,
+``rfftn`` and their inverses), and the custom form JAX prints for ``stablehlo.fft``
 (``stablehlo.fft %x, type = FFT, length = [8]``).
 
 Transforms are rebuilt with ``eps=0``: the imported program computes what XLA computes,
@@ -60,33 +61,15 @@ def _fft_form(form):
                 result_types=rt)
 
 
-def _complex_transform(x, k, inverse):
-    """The ``k``-D transform (``k`` <= 3) over the trailing dims of complex ``x``."""
+def _complex_transform(x, k, inverse, last=-1):
+    """The ``k``-D transform (``k`` <= 3) over the trailing dims of complex ``x`` that end
+    at ``last`` (-1: the last dim; -2: the dims before it)."""
     one, two = (nx.ifft, nx.ifft2) if inverse else (nx.fft, nx.fft2)
     if k == 1:
-        return one(x, eps=0)
+        return one(x, axis=last, eps=0)
     if k == 3:
-        x = one(x, axis=-3, eps=0)
-    return two(x, eps=0)
-
-
-def _irfft(x, n):
-    """Nx's ``irfft`` along the last axis: the spectrum completed by Hermitian symmetry
-    (its first ``n // 2 + 1`` entries, conjugated and mirrored), inverted, real part."""
-    m = n // 2 + 1
-    rank = x.rank
-    have = x.shape[-1]
-    if have > m:
-        x = nx.slice(x, [0] * rank, x.shape[:-1] + (m,))
-    elif have < m:
-        x = nx.pad(x, 0, [(0, 0, 0)] * (rank - 1) + [(0, m - have, 0)])
-    parts = [x]
-    if n - m > 0:
-        start = [0] * (rank - 1) + [1]
-        mirror = nx.slice(x, start, x.shape[:-1] + (n - m,))
-        parts.append(nx.reverse(nx.conjugate(mirror), axes=[rank - 1]))
-    full = nx.concatenate(parts, axis=rank - 1) if len(parts) > 1 else x
-    return nx.real(nx.ifft(full, eps=0))
+        x = one(x, axis=last - 2, eps=0)
+    return two(x, axes=[last - 1, last], eps=0)
 
 
 @register_op("stablehlo.fft")
@@ -103,10 +86,11 @@ def _fft(scope, op, x):
         return constant(scope, 0, t, shape)
     if kind in ("FFT", "IFFT"):
         return _complex_transform(x, k, kind == "IFFT")
+    # RFFT and IRFFT: the real transform along the last dim, complex ones over the others
+    # (in the order that keeps the operand of nx.rfft real, of nx.irfft Hermitian)
     if kind == "RFFT":
-        y = _complex_transform(nx.as_type(x, t), k, False)
-        return nx.slice(y, [0] * y.rank, shape)
-    # IRFFT: the leading dims are complex transforms, the last one is Hermitian
+        y = nx.rfft(x, length=lengths[-1], eps=0)
+        return _complex_transform(y, k - 1, False, last=-2) if k > 1 else y
     if k > 1:
-        x = nx.ifft(x, axis=-2, eps=0) if k == 2 else nx.ifft2(x, axes=[-3, -2], eps=0)
-    return nx.as_type(_irfft(x, lengths[-1]), t)
+        x = _complex_transform(x, k - 1, True, last=-2)
+    return nx.irfft(x, length=lengths[-1], eps=0)

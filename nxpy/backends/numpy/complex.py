@@ -5,7 +5,8 @@ The transforms are Nx's binary backend's: computed in double precision (NumPy's
 pocketfft), then real and imaginary parts with magnitude ``<= eps`` set to zero, then
 rounded to the output type; ``fft2``/``ifft2`` are the 1-D transform along the second
 axis, then along the first, each cleaned with ``eps`` (Nx's definition of the 2-D
-transform)."""
+transform). ``rfft``/``irfft`` are NumPy's real transforms, cleaned the same way (Nx's
+``rfft`` is its ``fft`` sliced; its ``irfft`` the real part of an ``ifft``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,21 +19,24 @@ __all__ = ["ComplexKernels"]
 
 def _clean(r, eps):
     """Parts of magnitude ``<= eps`` set to zero (Nx's ``:eps``; so ``-0.0`` becomes ``0.0``)."""
+    if not np.iscomplexobj(r):
+        return np.where(np.abs(r) <= eps, 0, r)
     out = np.empty_like(r)
     out.real = np.where(np.abs(r.real) <= eps, 0, r.real)
     out.imag = np.where(np.abs(r.imag) <= eps, 0, r.imag)
     return out
 
 
-def _transform1(a, length, axis, inverse, eps):
+def _transform1(a, length, axis, inverse, eps, f=None, size=None):
     """The 1-D transform of the c128 array ``a`` along ``axis``, padded or truncated to
-    ``length``."""
+    ``length`` (``f``: another of NumPy's transforms, whose result has ``size`` entries
+    along ``axis``)."""
     shape = list(a.shape)
-    shape[axis] = length
+    shape[axis] = length if size is None else size
     if a.shape[axis] == 0 or 0 in shape:
-        return np.zeros(shape, np.complex128)
+        return np.zeros(shape)  # real zeros: the caller's output type takes them exactly
     with np.errstate(all="ignore"):
-        r = (np.fft.ifft if inverse else np.fft.fft)(a, n=length, axis=axis)
+        r = (f or (np.fft.ifft if inverse else np.fft.fft))(a, n=length, axis=axis)
     return _clean(r, eps)
 
 
@@ -78,3 +82,14 @@ class ComplexKernels:
 
     def ifft2(self, out, x, lengths, axes, eps):
         return self._fft2(out, x, lengths, axes, eps, True)
+
+    def rfft(self, out, x, length, axis, eps):
+        a = convert(x.data, T.Type("f", out.type.bits // 2)).astype(np.float64)
+        r = _transform1(a, length, axis, False, eps, np.fft.rfft, length // 2 + 1)
+        return self._wrap(out, r)
+
+    def irfft(self, out, x, length, axis, eps):
+        # x rounded to the transform's complex type first (c128 for an f64 result, else
+        # c64), as EXLA computes it; an empty axis pads to a spectrum of zeros
+        a = convert(x.data, T.Type("c", 128 if out.type == T.F64 else 64)).astype(np.complex128)
+        return self._wrap(out, _transform1(a, length, axis, True, eps, np.fft.irfft))

@@ -2,10 +2,11 @@
 ``stablehlo.complex`` and ``stablehlo.fft`` (the forms JAX emits; see
 ``docs/ops_complex.md``).
 
-``stablehlo.fft`` transforms the trailing ``len(fft_length)`` dims of a complex operand of
-exactly those sizes, so a transform along another axis is transposed there and back (as
-JAX does), and ``length`` pads (with zeros) or slices first. ``eps`` is ignored, as Nx's
-EXLA ignores it.
+``stablehlo.fft`` transforms the trailing ``len(fft_length)`` dims of an operand of exactly
+those sizes (``IRFFT``: ``n // 2 + 1`` entries last), so a transform along another axis is
+transposed there and back (as JAX does), and ``length`` pads (with zeros) or slices
+first. ``rfft``/``irfft`` lower to ``RFFT``/``IRFFT``. ``eps`` is ignored, as Nx's EXLA
+ignores it.
 """
 from __future__ import annotations
 
@@ -66,9 +67,23 @@ def _transpose(c: Ctx, x: Val, perm) -> Val:
     return c.op("stablehlo.transpose", [x], (shape, x.type), {"permutation": i64_array(perm)})
 
 
+def _fft_result(shape, t: T.Type, fft_type: str, lengths):
+    """The shape and type of ``stablehlo.fft`` on ``(shape, t)``: ``FFT``/``IFFT`` keep
+    them; ``RFFT`` (real operand) ends in ``n // 2 + 1`` complex entries, ``IRFFT``
+    (complex operand) in ``n`` real ones."""
+    shape = list(shape)
+    if fft_type == "RFFT":
+        shape[-1] = lengths[-1] // 2 + 1
+        t = T.Type("c", 2 * t.bits)
+    elif fft_type == "IRFFT":
+        shape[-1] = lengths[-1]
+        t = T.to_real(t)
+    return tuple(shape), t
+
+
 def fft_op(c: Ctx, x: Val, fft_type: str, lengths) -> Val:
-    """``stablehlo.fft`` of type ``fft_type`` (``FFT`` or ``IFFT``) over the trailing dims."""
-    return c.op("stablehlo.fft", [x], (x.shape, x.type), {
+    """``stablehlo.fft`` of type ``fft_type`` over the trailing dims."""
+    return c.op("stablehlo.fft", [x], _fft_result(x.shape, x.type, fft_type, lengths), {
         "fft_length": i64_array(lengths),
         "fft_type": f"#stablehlo<fft_type {fft_type}>"})
 
@@ -85,33 +100,44 @@ def _global_fft(c: Ctx, e: Expr, x: Val, fft_type: str, lengths, perm) -> Val:
 
     def body(s: Ctx, locals_):
         return [fft_op(s, locals_[0], fft_type, lengths)]
-    return manual_region(c, [x], [sh], [(x.shape, x.type, sh)], body)[0]
+    out = _fft_result(x.shape, x.type, fft_type, lengths) + (sh,)
+    return manual_region(c, [x], [sh], [out], body)[0]
 
 
-def _lower_transform(c: Ctx, e: Expr, x: Val, axes, lengths, inverse: bool) -> Val:
+def _lower_transform(c: Ctx, e: Expr, x: Val, axes, lengths, fft_type: str) -> Val:
     if 0 in e.shape or any(x.shape[a] == 0 for a in axes):  # zero padding, or no elements
         return c.const(0, e.type, e.shape)
-    x = c.convert(x, e.type)
-    for a, n in zip(axes, lengths):
+    if fft_type == "IRFFT":  # a complex operand of the n // 2 + 1 entries the op reads
+        x = c.convert(x, T.Type("c", 128 if e.type == T.F64 else 64))
+        sizes = [lengths[-1] // 2 + 1]
+    else:  # RFFT reads the real signal, FFT/IFFT the complex one
+        x = c.convert(x, T.to_real(e.type) if fft_type == "RFFT" else e.type)
+        sizes = lengths
+    for a, n in zip(axes, sizes):
         x = _resize(c, x, a, n)
     rank = len(x.shape)
     perm = [d for d in range(rank) if d not in axes] + list(axes)
     x = _transpose(c, x, perm)
-    fft_type = "IFFT" if inverse else "FFT"
     if c.info.get("propagator") is not None and not c.info.get("manual"):
         y = _global_fft(c, e, x, fft_type, lengths, perm)
     else:
         y = fft_op(c, x, fft_type, lengths)
-    return _transpose(c, y, [perm.index(d) for d in range(rank)])
+    # IRFFT gives f32 or f64: an f16 or bf16 result is rounded from it
+    return c.convert(_transpose(c, y, [perm.index(d) for d in range(rank)]), e.type)
 
 
-@register_lowering("fft", "ifft")
+#: the transforms along one axis, and the ``fft_type`` each lowers to
+_FFT_TYPES = {"fft": "FFT", "ifft": "IFFT", "rfft": "RFFT", "irfft": "IRFFT"}
+
+
+@register_lowering(*_FFT_TYPES)
 def _fft(c: Ctx, e: Expr, x: Val):
     a = e.attrs
-    return _lower_transform(c, e, x, [a["axis"]], [a["length"]], e.op == "ifft")
+    return _lower_transform(c, e, x, [a["axis"]], [a["length"]], _FFT_TYPES[e.op])
 
 
 @register_lowering("fft2", "ifft2")
 def _fft2(c: Ctx, e: Expr, x: Val):
     a = e.attrs
-    return _lower_transform(c, e, x, list(a["axes"]), list(a["lengths"]), e.op == "ifft2")
+    return _lower_transform(c, e, x, list(a["axes"]), list(a["lengths"]),
+                            "IFFT" if e.op == "ifft2" else "FFT")

@@ -1,5 +1,5 @@
 """The complex family's cases: real, imag, conjugate, complex (and phase, built on them),
-and the Fourier transforms fft, ifft, fft2, ifft2."""
+and the Fourier transforms fft, ifft, fft2, ifft2, rfft, irfft."""
 from __future__ import annotations
 
 import numpy as np
@@ -37,9 +37,18 @@ def _cases():
         C("ifft2", lambda nx, t: nx.ifft2(t), (z,), tol=1e-5),
         C("ifft2", lambda nx, t: nx.ifft2(t, lengths=[4, 2]), (x,), label="lengths", tol=1e-5),
         C("fft", lambda nx, t: nx.fft(t, length=4), (np.zeros((0, 3), np.float32),), label="empty"),
+        C("rfft", lambda nx, t: nx.rfft(t), (x,), tol=1e-5),
+        C("rfft", lambda nx, t: nx.rfft(t, length=5, axis=0), (_arr((3, 4), "float64"),),
+          label="padded-axis0", tol=1e-12),
+        C("rfft", lambda nx, t: nx.rfft(t, length="power_of_two"), (_arr((2, 5), "int32"),),
+          label="power_of_two", tol=1e-5),
+        C("irfft", lambda nx, t: nx.irfft(t), (z,), tol=1e-5),
+        C("irfft", lambda nx, t: nx.irfft(t, length=7, axis=0), (z128,), label="odd-axis0",
+          tol=1e-12),
+        C("irfft", lambda nx, t: nx.irfft(t, length=2), (x,), label="truncated", tol=1e-5),
     ]
     return out
 
 
 CASES = _cases()
-OPS = ["real", "imag", "conjugate", "complex", "fft", "ifft", "fft2", "ifft2"]
+OPS = ["real", "imag", "conjugate", "complex", "fft", "ifft", "fft2", "ifft2", "rfft", "irfft"]
