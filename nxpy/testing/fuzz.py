@@ -108,7 +108,7 @@ from ..ops.core import kind_ok
 from ..ops.elementwise import BINARY, UNARY
 from ..ops.reductions import REDUCTIONS
 from ..stablehlo import load
-from ..stablehlo.roundtrip import RoundTripError, compare
+from ..stablehlo.roundtrip import RoundTripError, compare_per_device, compare_results
 from . import _default_backend
 from .cases.base import DOMAINS
 
@@ -1119,9 +1119,7 @@ def _paths(prog: Program):
             record("stablehlo/evaluator", lambda: prog_.jit("evaluator")(*args), names=False)
             if not isinstance(out.get("exla"), Exception):
                 try:
-                    exla_out = jit(fn, compiler="exla")(*args)
-                    for k, (a, b) in enumerate(zip(_leaves(exla_out), _leaves(loaded["exla"]))):
-                        compare(a, b, f"result {k}")
+                    compare_results(_leaves(jit(fn, compiler="exla")(*args)), _leaves(loaded["exla"]))
                 except RoundTripError as err:
                     out["stablehlo/exla vs exla"] = err
     return out
@@ -1309,6 +1307,34 @@ def _sharded_nx(p: ShardedProgram):
     return lambda a: post(coll(pre(a)))
 
 
+def _sharded_round_trip(p: ShardedProgram, body, mesh, args, original) -> None:
+    """Emits ``p``'s module (``to_mlir``, as EXLA compiles it), loads it back, runs it with
+    ``Program.shard_jit`` (on the module's own mesh, ``prog.mesh()``) on EXLA and the
+    Evaluator, and compares each device's results with the ``original`` ones of the same
+    compiler (:func:`nxpy.stablehlo.roundtrip.compare_per_device`). ``args``: what the
+    original took (the global input for ``shard_map``, per-device lists for ``shard_jit``)."""
+    try:
+        if p.kind == "shard_map":
+            text = to_mlir(shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")),
+                                     check_vma=False), *args)
+            per_device_args = [list(args)] * mesh.size
+        else:
+            text = to_mlir(body, args, mesh=mesh, input_shardings=[p.spec])
+            per_device_args = args
+        prog = load(text)
+    except Exception as err:  # noqa: BLE001 - reported as a mismatch
+        _fail(p, f"stablehlo failed: {type(err).__name__}: {err}")
+    for compiler in ("exla", "evaluator"):
+        try:
+            loaded = prog.shard_jit(compiler)(per_device_args)
+        except Exception as err:  # noqa: BLE001
+            _fail(p, f"stablehlo/{compiler} failed: {type(err).__name__}: {err}\n--- module ---\n{text}")
+        try:
+            compare_per_device(original[compiler], loaded, f"stablehlo/{compiler} vs {compiler}")
+        except RoundTripError as err:
+            _fail(p, f"{err}\n--- module ---\n{text}")
+
+
 def check_sharded(p: ShardedProgram) -> None:
     jax = pjrt.oracle()
     J = _Jax(jax)
@@ -1318,7 +1344,7 @@ def check_sharded(p: ShardedProgram) -> None:
     jpre, jpost = _SHARD_UNARY[p.pre][1], _SHARD_UNARY[p.post][1]
     jcoll = _jax_collective(J, *p.collective)
     jbody = lambda a: jpost(J, jcoll(jpre(J, a)))  # noqa: E731
-    got = {}
+    got, per_device = {}, {}  # per_device: each compiler's result tensors, one per device
     with _numpy_backend(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for compiler in ("evaluator", "exla"):
@@ -1326,15 +1352,22 @@ def check_sharded(p: ShardedProgram) -> None:
                 if p.kind == "shard_map":
                     f = shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")),
                                   check_vma=False, compiler=compiler)
-                    got[compiler] = np.split(np.asarray(f(nx.tensor(x)).to_numpy()), mesh.size, axis=0)
+                    args = (nx.tensor(x),)
+                    res = f(*args)
+                    got[compiler] = np.split(np.asarray(res.to_numpy()), mesh.size, axis=0)
+                    # jit of a shard_map: its module takes and returns global, replicated
+                    # values, so every device of the loaded module holds the whole result
+                    per_device[compiler] = [res] * mesh.size
                 else:
                     f = shard_jit(body, mesh, input_shardings=[p.spec], compiler=compiler)
                     args = [[s] for s in SH.shard(nx.tensor(x), mesh, SH.normalize(p.spec, x.shape, mesh))]
                     res = f(args)
                     got[compiler] = [np.asarray(r.to_numpy()) for r in res]
                     got["out_sharding"] = SH.normalize(f.output_shardings, res[0].shape, mesh)
+                    per_device[compiler] = res
             except Exception as err:  # noqa: BLE001
                 raise Mismatch(f"{compiler} failed: {type(err).__name__}: {err}\n{p}\nrepro: {p.repro()}") from err
+        _sharded_round_trip(p, body, mesh, args, per_device)
         P = jax.sharding.PartitionSpec
         with jax.enable_x64(False):
             if p.kind == "shard_map":
