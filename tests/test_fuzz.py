@@ -1,6 +1,7 @@
 """The differential fuzzer's fast slice (nxpy.testing.fuzz): random programs on the NumPy
 backend, the Evaluator, EXLA and the StableHLO round trip, against one another and
-jax.numpy; every tenth a sharded program against JAX's shard_map. ``make fuzz`` runs more.
+jax.numpy; every tenth a sharded program against JAX's shard_map, its StableHLO module
+loaded back and run with shard_jit per device. ``make fuzz`` runs more.
 
 A failure prints the program and a one-line repro command. NXPY_FUZZ_SEED and
 NXPY_FUZZ_N choose the slice (default: seed 17, 200 programs). Below the slice: the

@@ -16,14 +16,22 @@ StableHLO (``to_mlir``, then :func:`nxpy.stablehlo.load`, run on EXLA and the Ev
 the same description also builds a ``jax.numpy`` program (run under ``jax.jit`` with x64
 on), the independent oracle. Sharded programs (:func:`generate_sharded`): ``shard_map``
 bodies with collectives and ``shard_jit`` programs on 2x2 and 2x4 meshes, compared per
-device between the Evaluator's mesh simulation, EXLA and JAX.
+device between the Evaluator's mesh simulation, EXLA and JAX, and round-tripped too: the
+program's module (``to_mlir``, with its ``sdy.mesh`` and shardings) is loaded back and
+run with ``Program.shard_jit`` on its own mesh (``prog.mesh()``), on EXLA and the
+Evaluator (a ``shard_map`` under ``jit`` makes a module of replicated global values:
+every device holds the whole result).
 
 What must agree:
 
 * nxpy's paths with the NumPy backend: result structure, shapes, types and dim names
   (StableHLO has no names), integer and boolean values exactly, floats within
   :data:`TOLERANCES` (the loaded module with EXLA's own result within the round trip's
-  tighter :data:`nxpy.stablehlo.roundtrip.TOLERANCES`, via its ``compare``);
+  tighter :data:`nxpy.stablehlo.roundtrip.TOLERANCES`, via its ``compare_results``);
+* sharded programs, per device: the Evaluator and EXLA with JAX (the ``shard_map`` or
+  the ``jit`` of the same body, split as nxpy's output sharding says), and each loaded
+  module with the original program on the same compiler, within the round trip's
+  tolerances (:func:`nxpy.stablehlo.roundtrip.compare_per_device`);
 * JAX with the NumPy backend: shapes and values (types are Nx's, which the JAX program
   follows by casting to the types nxpy reports).
 
@@ -81,6 +89,7 @@ From the command line (``make fuzz N=... SEED=...``)::
 
     python -m nxpy.testing.fuzz --seed 0 --count 1000      # fuzz, report mismatches
     python -m nxpy.testing.fuzz --seed 0 --index 17 --show  # one program, described
+    python -m nxpy.testing.fuzz --sharded --seed 0 --index 19 --show  # one sharded program
 
 >>> p = generate(0, 3)
 >>> p.index, len(p.leaves()) >= 1
