@@ -1316,6 +1316,11 @@ def _sharded_nx(p: ShardedProgram):
     return lambda a: post(coll(pre(a)))
 
 
+def _shard_map(p: ShardedProgram, body, mesh, **opts):
+    """``p``'s ``shard_map``: results concatenated along dim 0 in partition order."""
+    return shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")), check_vma=False, **opts)
+
+
 def _sharded_round_trip(p: ShardedProgram, body, mesh, args, original) -> None:
     """Emits ``p``'s module (``to_mlir``, as EXLA compiles it), loads it back, runs it with
     ``Program.shard_jit`` (on the module's own mesh, ``prog.mesh()``) on EXLA and the
@@ -1324,8 +1329,7 @@ def _sharded_round_trip(p: ShardedProgram, body, mesh, args, original) -> None:
     original took (the global input for ``shard_map``, per-device lists for ``shard_jit``)."""
     try:
         if p.kind == "shard_map":
-            text = to_mlir(shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")),
-                                     check_vma=False), *args)
+            text = to_mlir(_shard_map(p, body, mesh), *args)
             per_device_args = [list(args)] * mesh.size
         else:
             text = to_mlir(body, args, mesh=mesh, input_shardings=[p.spec])
@@ -1359,8 +1363,7 @@ def check_sharded(p: ShardedProgram) -> None:
         for compiler in ("evaluator", "exla"):
             try:
                 if p.kind == "shard_map":
-                    f = shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")),
-                                  check_vma=False, compiler=compiler)
+                    f = _shard_map(p, body, mesh, compiler=compiler)
                     args = (nx.tensor(x),)
                     res = f(*args)
                     got[compiler] = np.split(np.asarray(res.to_numpy()), mesh.size, axis=0)
