@@ -1,6 +1,7 @@
 """The differential fuzzer's fast slice (nxpy.testing.fuzz): random programs on the NumPy
 backend, the Evaluator, EXLA and the StableHLO round trip, against one another and
-jax.numpy; every tenth a sharded program against JAX's shard_map. ``make fuzz`` runs more.
+jax.numpy; every tenth a sharded program against JAX's shard_map, its StableHLO module
+loaded back and run with shard_jit per device. ``make fuzz`` runs more.
 
 A failure prints the program and a one-line repro command. NXPY_FUZZ_SEED and
 NXPY_FUZZ_N choose the slice (default: seed 17, 200 programs). Below the slice: the
@@ -104,3 +105,62 @@ def test_regression_conv_kernel_dilation_skips_the_holes():
     _check_fixed([Leaf((2, 2, 3), "f16", seed=4), Leaf((2, 1, 2), "f16", seed=5),
                   Step("conv", (0, 1), {"strides": [2], "padding": [[1, 1]], "input_dilation": [2],
                                         "kernel_dilation": [2], "groups": 2})], (2,))
+
+
+# ----------------------------------------------------------------------------------------
+# The sharded programs' StableHLO round trip
+# ----------------------------------------------------------------------------------------
+def _sharded_of_kind(kind):
+    return next(p for p in (fuzz.generate_sharded(SEED, k) for k in range(50)) if p.kind == kind)
+
+
+class _OffByOneOnTheLastDevice:
+    """A loaded program whose ``shard_jit`` on ``compiler`` returns the last device's
+    results plus one: a loader bug the round trip must report."""
+
+    def __init__(self, prog, compiler):
+        self.prog, self.compiler = prog, compiler
+
+    def shard_jit(self, compiler, **opts):
+        run = self.prog.shard_jit(compiler, **opts)
+        if compiler != self.compiler:
+            return run
+
+        def wrong(per_device):
+            outs = list(run(per_device))
+            outs[-1] = nx.add(outs[-1], 1)
+            return outs
+        return wrong
+
+
+@pytest.mark.parametrize("kind", ["shard_map", "shard_jit"])
+@pytest.mark.parametrize("compiler", ["exla", "evaluator"])
+def test_a_wrong_loaded_sharded_module_is_a_mismatch(monkeypatch, kind, compiler):
+    prog = _sharded_of_kind(kind)
+    fuzz.check(prog)  # the real loader: no mismatch
+    real = fuzz.load
+    seen = []
+
+    def broken(text):
+        seen.append(text)
+        return _OffByOneOnTheLastDevice(real(text), compiler)
+    monkeypatch.setattr(fuzz, "load", broken)
+    with pytest.raises(fuzz.Mismatch) as e:
+        fuzz.check(prog)
+    msg = str(e.value)
+    assert "sdy.mesh @fuzz" in seen[0]  # the sharded module (the mesh stated in it) was loaded
+    n = prog.mesh_shape[0] * prog.mesh_shape[1]
+    assert f"stablehlo/{compiler} vs {compiler}, device {n - 1}" in msg and "differs" in msg
+    assert f"--sharded --seed {SEED} --index {prog.index} --show" in msg and "--- module ---" in msg
+
+
+@pytest.mark.parametrize("kind", ["shard_map", "shard_jit"])
+def test_a_sharded_module_that_does_not_load_is_a_mismatch(monkeypatch, kind):
+    prog = _sharded_of_kind(kind)
+
+    def broken(text):
+        raise ValueError("the loader is broken")
+    monkeypatch.setattr(fuzz, "load", broken)
+    with pytest.raises(fuzz.Mismatch, match="stablehlo failed: ValueError: the loader is broken") as e:
+        fuzz.check(prog)
+    assert f"--sharded --seed {SEED} --index {prog.index} --show" in str(e.value)

@@ -557,6 +557,21 @@ def test_round_trip_catches_a_wrong_mapping(monkeypatch):
             jit(lambda x: x + x, compiler="exla")(nx.tensor([1.0, 2.0]))
 
 
+def test_compare_results_and_per_device_name_what_differs():
+    a, b = nx.tensor([1, 2], type="s32"), nx.tensor([1.0, 2.0])
+    roundtrip.compare_results((a, b), [a, b])
+    roundtrip.compare_per_device([a, (a, b)], [a, (a, b)], "here")
+    with pytest.raises(roundtrip.RoundTripError, match=r"here: the loaded program returned 1 results, the original 2"):
+        roundtrip.compare_results((a, b), a, "here")
+    with pytest.raises(roundtrip.RoundTripError, match=r"result 1 \(here, device 1\) differs"):
+        roundtrip.compare_per_device([(a, b), (a, b)], [(a, b), (a, b + 1e-3)], "here")
+    with pytest.raises(roundtrip.RoundTripError, match=r"here, device 0\): the loaded program returned s32\[3\]"):
+        roundtrip.compare_per_device([a], [nx.tensor([1, 2, 3], type="s32")], "here")
+    with pytest.raises(roundtrip.RoundTripError, match="results for 1 devices, the original for 2"):
+        roundtrip.compare_per_device([a, a], [a], "here")
+    roundtrip.compare_results(b, b + 1e-7)  # within TOLERANCES["float32"]
+
+
 # --- sharded programs ---------------------------------------------------------------------
 MESH = None
 

@@ -36,7 +36,7 @@ from ..compilers.evaluator import Evaluator
 from ..compilers.exla.compiler import ExlaCompiler
 
 __all__ = ["enable", "disable", "checking", "RoundTripError", "STATS", "compare",
-           "TOLERANCES", "INCOMPATIBLE"]
+           "compare_results", "compare_per_device", "TOLERANCES", "INCOMPATIBLE"]
 
 STATS = {"modules": 0, "runs": 0, "sharded_modules": 0, "skipped_host_callbacks": 0}
 
@@ -98,6 +98,28 @@ def _as_list(r):
     return list(r) if isinstance(r, (tuple, list)) else [r]
 
 
+def compare_results(expected, got, where="result"):
+    """:func:`compare` for a program's results: ``expected`` and ``got`` are a tensor or a
+    tuple/list of tensors, compared one by one; raises :class:`RoundTripError` (saying
+    ``where``) when they differ, in number too."""
+    w, g = _as_list(expected), _as_list(got)
+    if len(w) != len(g):
+        raise RoundTripError(f"{where}: the loaded program returned {len(g)} results, the "
+                             f"original {len(w)}")
+    for i, (e, x) in enumerate(zip(w, g)):
+        compare(e, x, f"result {i} ({where})")
+
+
+def compare_per_device(expected, got, where="result"):
+    """:func:`compare_results` per device: ``expected`` and ``got`` hold one program
+    result per device, in partition order (as ``shard_jit`` callables return them)."""
+    if len(expected) != len(got):
+        raise RoundTripError(f"{where}: the loaded program returned results for {len(got)} "
+                             f"devices, the original for {len(expected)}")
+    for p, (w, g) in enumerate(zip(expected, got)):
+        compare_results(w, g, f"{where}, device {p}")
+
+
 def _load(text):
     try:
         return load(text, check=False)  # it runs at once: that checks it
@@ -127,18 +149,10 @@ def _check(text, checks, run_args, per_device=False):
                                          f"{type(err).__name__}: {err}\n--- module ---\n"
                                          f"{text}") from err
             want, got = results
-            pairs = zip(want, got) if per_device else [(want, got)]
-            for p, (w, g) in enumerate(pairs):
-                w, g = _as_list(w), _as_list(g)
-                where = f"{path}, device {p}" if per_device else path
-                if len(w) != len(g):
-                    raise RoundTripError(f"{where}: the loaded program returned {len(g)} "
-                                         f"results, the original {len(w)}")
-                for i, (e, x) in enumerate(zip(w, g)):
-                    try:
-                        compare(e, x, f"result {i} ({where})")
-                    except RoundTripError as err:
-                        raise RoundTripError(f"{err}\n--- module ---\n{text}") from None
+            try:
+                (compare_per_device if per_device else compare_results)(want, got, path)
+            except RoundTripError as err:
+                raise RoundTripError(f"{err}\n--- module ---\n{text}") from None
     STATS["runs"] += 1
 
 

@@ -16,14 +16,22 @@ StableHLO (``to_mlir``, then :func:`nxpy.stablehlo.load`, run on EXLA and the Ev
 the same description also builds a ``jax.numpy`` program (run under ``jax.jit`` with x64
 on), the independent oracle. Sharded programs (:func:`generate_sharded`): ``shard_map``
 bodies with collectives and ``shard_jit`` programs on 2x2 and 2x4 meshes, compared per
-device between the Evaluator's mesh simulation, EXLA and JAX.
+device between the Evaluator's mesh simulation, EXLA and JAX, and round-tripped too: the
+program's module (``to_mlir``, with its ``sdy.mesh`` and shardings) is loaded back and
+run with ``Program.shard_jit`` on its own mesh (``prog.mesh()``), on EXLA and the
+Evaluator (a ``shard_map`` under ``jit`` makes a module of replicated global values:
+every device holds the whole result).
 
 What must agree:
 
 * nxpy's paths with the NumPy backend: result structure, shapes, types and dim names
   (StableHLO has no names), integer and boolean values exactly, floats within
   :data:`TOLERANCES` (the loaded module with EXLA's own result within the round trip's
-  tighter :data:`nxpy.stablehlo.roundtrip.TOLERANCES`, via its ``compare``);
+  tighter :data:`nxpy.stablehlo.roundtrip.TOLERANCES`, via its ``compare_results``);
+* sharded programs, per device: the Evaluator and EXLA with JAX (the ``shard_map`` or
+  the ``jit`` of the same body, split as nxpy's output sharding says), and each loaded
+  module with the original program on the same compiler, within the round trip's
+  tolerances (:func:`nxpy.stablehlo.roundtrip.compare_per_device`);
 * JAX with the NumPy backend: shapes and values (types are Nx's, which the JAX program
   follows by casting to the types nxpy reports).
 
@@ -81,6 +89,7 @@ From the command line (``make fuzz N=... SEED=...``)::
 
     python -m nxpy.testing.fuzz --seed 0 --count 1000      # fuzz, report mismatches
     python -m nxpy.testing.fuzz --seed 0 --index 17 --show  # one program, described
+    python -m nxpy.testing.fuzz --sharded --seed 0 --index 19 --show  # one sharded program
 
 >>> p = generate(0, 3)
 >>> p.index, len(p.leaves()) >= 1
@@ -108,7 +117,7 @@ from ..ops.core import kind_ok
 from ..ops.elementwise import BINARY, UNARY
 from ..ops.reductions import REDUCTIONS
 from ..stablehlo import load
-from ..stablehlo.roundtrip import RoundTripError, compare
+from ..stablehlo.roundtrip import RoundTripError, compare_per_device, compare_results
 from . import _default_backend
 from .cases.base import DOMAINS
 
@@ -1119,9 +1128,7 @@ def _paths(prog: Program):
             record("stablehlo/evaluator", lambda: prog_.jit("evaluator")(*args), names=False)
             if not isinstance(out.get("exla"), Exception):
                 try:
-                    exla_out = jit(fn, compiler="exla")(*args)
-                    for k, (a, b) in enumerate(zip(_leaves(exla_out), _leaves(loaded["exla"]))):
-                        compare(a, b, f"result {k}")
+                    compare_results(_leaves(jit(fn, compiler="exla")(*args)), _leaves(loaded["exla"]))
                 except RoundTripError as err:
                     out["stablehlo/exla vs exla"] = err
     return out
@@ -1309,6 +1316,38 @@ def _sharded_nx(p: ShardedProgram):
     return lambda a: post(coll(pre(a)))
 
 
+def _shard_map(p: ShardedProgram, body, mesh, **opts):
+    """``p``'s ``shard_map``: results concatenated along dim 0 in partition order."""
+    return shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")), check_vma=False, **opts)
+
+
+def _sharded_round_trip(p: ShardedProgram, body, mesh, args, original) -> None:
+    """Emits ``p``'s module (``to_mlir``, as EXLA compiles it), loads it back, runs it with
+    ``Program.shard_jit`` (on the module's own mesh, ``prog.mesh()``) on EXLA and the
+    Evaluator, and compares each device's results with the ``original`` ones of the same
+    compiler (:func:`nxpy.stablehlo.roundtrip.compare_per_device`). ``args``: what the
+    original took (the global input for ``shard_map``, per-device lists for ``shard_jit``)."""
+    try:
+        if p.kind == "shard_map":
+            text = to_mlir(_shard_map(p, body, mesh), *args)
+            per_device_args = [list(args)] * mesh.size
+        else:
+            text = to_mlir(body, args, mesh=mesh, input_shardings=[p.spec])
+            per_device_args = args
+        prog = load(text)
+    except Exception as err:  # noqa: BLE001 - reported as a mismatch
+        _fail(p, f"stablehlo failed: {type(err).__name__}: {err}")
+    for compiler in ("exla", "evaluator"):
+        try:
+            loaded = prog.shard_jit(compiler)(per_device_args)
+        except Exception as err:  # noqa: BLE001
+            _fail(p, f"stablehlo/{compiler} failed: {type(err).__name__}: {err}\n--- module ---\n{text}")
+        try:
+            compare_per_device(original[compiler], loaded, f"stablehlo/{compiler} vs {compiler}")
+        except RoundTripError as err:
+            _fail(p, f"{err}\n--- module ---\n{text}")
+
+
 def check_sharded(p: ShardedProgram) -> None:
     jax = pjrt.oracle()
     J = _Jax(jax)
@@ -1318,23 +1357,29 @@ def check_sharded(p: ShardedProgram) -> None:
     jpre, jpost = _SHARD_UNARY[p.pre][1], _SHARD_UNARY[p.post][1]
     jcoll = _jax_collective(J, *p.collective)
     jbody = lambda a: jpost(J, jcoll(jpre(J, a)))  # noqa: E731
-    got = {}
+    got, per_device = {}, {}  # per_device: each compiler's result tensors, one per device
     with _numpy_backend(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for compiler in ("evaluator", "exla"):
             try:
                 if p.kind == "shard_map":
-                    f = shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")),
-                                  check_vma=False, compiler=compiler)
-                    got[compiler] = np.split(np.asarray(f(nx.tensor(x)).to_numpy()), mesh.size, axis=0)
+                    f = _shard_map(p, body, mesh, compiler=compiler)
+                    args = (nx.tensor(x),)
+                    res = f(*args)
+                    got[compiler] = np.split(np.asarray(res.to_numpy()), mesh.size, axis=0)
+                    # jit of a shard_map: its module takes and returns global, replicated
+                    # values, so every device of the loaded module holds the whole result
+                    per_device[compiler] = [res] * mesh.size
                 else:
                     f = shard_jit(body, mesh, input_shardings=[p.spec], compiler=compiler)
                     args = [[s] for s in SH.shard(nx.tensor(x), mesh, SH.normalize(p.spec, x.shape, mesh))]
                     res = f(args)
                     got[compiler] = [np.asarray(r.to_numpy()) for r in res]
                     got["out_sharding"] = SH.normalize(f.output_shardings, res[0].shape, mesh)
+                    per_device[compiler] = res
             except Exception as err:  # noqa: BLE001
                 raise Mismatch(f"{compiler} failed: {type(err).__name__}: {err}\n{p}\nrepro: {p.repro()}") from err
+        _sharded_round_trip(p, body, mesh, args, per_device)
         P = jax.sharding.PartitionSpec
         with jax.enable_x64(False):
             if p.kind == "shard_map":
