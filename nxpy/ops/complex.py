@@ -371,7 +371,6 @@ def _fft2_grad(ctx, e, xs, out, g):
     return [ct]
 
 
-
 @register_grad_rule("rfft")
 def _rfft_grad(ctx, e, xs, out, g):
     # rfft is the transform of the padded or truncated x, sliced to length // 2 + 1: its
