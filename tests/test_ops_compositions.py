@@ -278,6 +278,33 @@ def test_shape_functions_vs_numpy():
           [np.diff(x, 2, axis=0), np.diff(x)], "f32")
 
 
+def _batches_np(v, n, leftover):
+    """NumPy's batches of ``n`` along axis 0 (the oracle): the last completed from the start
+    with "repeat"."""
+    out = [v[i:i + n] for i in range(0, len(v) - n + 1, n)]
+    if len(v) % n and leftover == "repeat":
+        out.append(np.concatenate([v[len(v) - len(v) % n:], v[:n - len(v) % n]]))
+    return out
+
+
+@pytest.mark.parametrize("leftover", ["repeat", "discard"])
+def test_to_batched_vs_numpy(leftover):
+    x = rand("f32", (7, 2, 3), "batched")
+    for n in (1, 3, 7):
+        want = _batches_np(x, n, leftover)
+        check(run(lambda v, n=n: tuple(nx.to_batched(v, n, leftover=leftover)), x, paths=ALL),
+              want, "f32", what=f"to_batched {n} {leftover}")
+    # Nx's doctests: a lazy sequence, names kept, repeat wraps around
+    assert [b.tolist() for b in nx.to_batched(nx.iota((10,)), 3)] == \
+        [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 0, 1]]
+    assert [b.tolist() for b in nx.to_batched(nx.iota((10,)), 3, leftover="discard")] == \
+        [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    (a, b) = nx.to_batched(nx.iota((2, 2, 2), names=["b", "r", "c"]), 1)
+    assert (a.tolist(), b.tolist(), a.names) == ([[[0, 1], [2, 3]]], [[[4, 5], [6, 7]]], ("b", "r", "c"))
+    batches = nx.to_batched(nx.iota((4,)), 2)
+    assert next(batches).tolist() == [0, 1]  # made one at a time
+
+
 def test_linspace_vs_jnp():
     with x64():
         for t, endpoint in [("f32", True), ("f64", False), ("s32", True)]:
@@ -451,6 +478,11 @@ ERRORS = [
     (lambda: nx.covariance(nx.iota((3,))), ValueError, "rank at least 2"),
     (lambda: nx.covariance(nx.iota((3, 2)), nx.tensor(1)), ValueError, "mean of rank at least 1"),
     (lambda: nx.reflect(nx.iota((3,)), [(1, -1)]), ValueError, "non-negative"),
+    (lambda: nx.to_batched(nx.tensor(1), 1), ValueError, r"to_batched: cannot batch a scalar tensor"),
+    (lambda: nx.to_batched(nx.iota((3,)), 0), ValueError, "batch_size to be a positive integer, got 0"),
+    (lambda: nx.to_batched(nx.iota((3,)), 2.0), ValueError, "batch_size to be a positive integer, got 2.0"),
+    (lambda: nx.to_batched(nx.iota((3,)), 4), ValueError, r"batch_size 4 is larger than the first axis \(3\)"),
+    (lambda: nx.to_batched(nx.iota((3,)), 1, leftover="pad"), ValueError, "'repeat' or 'discard', got 'pad'"),
     (lambda: nx.population_count(nx.tensor([0.0, 1.0])), TypeError, "population_count: expected x to have an integer type, got f32"),
     (lambda: nx.count_leading_zeros(nx.tensor([True])), TypeError, "count_leading_zeros: expected x to have an integer type"),
     (lambda: nx.einsum("ij,jk->ik", nx.iota((2, 3))), ValueError, "name 2 operand"),

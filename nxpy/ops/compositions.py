@@ -10,8 +10,8 @@ Nx's internals and the few deliberate departures.
 
 =====================  ==================================================================
 creation               tri, tril, triu, linspace, make_diagonal
-shape                  flatten, tile, rename, split, reflect, take_diagonal, put_diagonal,
-                       fill
+shape                  flatten, tile, rename, split, to_batched, reflect, take_diagonal,
+                       put_diagonal, fill
 arithmetic             outer, diff, log2, log10, log (with a base)
 aggregation            all_close, logsumexp, variance, standard_deviation, weighted_mean,
                        covariance
@@ -51,7 +51,7 @@ from .shaping import broadcast, concatenate, new_axis, pad, reshape, reverse, sq
 from .complex import conjugate as _conjugate
 
 __all__ = ["tri", "tril", "triu", "linspace", "make_diagonal", "take_diagonal", "put_diagonal",
-           "flatten", "tile", "rename", "split", "reflect", "fill", "outer", "diff", "log2",
+           "flatten", "tile", "rename", "split", "to_batched", "reflect", "fill", "outer", "diff", "log2",
            "log10", "log", "all_close", "logsumexp", "variance", "standard_deviation",
            "weighted_mean", "covariance", "population_count", "count_leading_zeros", "einsum"]
 
@@ -344,6 +344,47 @@ def _repeat_to(part: Tensor, length: int, axis: int) -> Tensor:
     reps = -(-length // part.shape[axis])
     whole = part if reps == 1 else concatenate([part] * reps, axis=axis)
     return _slice_axis(whole, 0, length, axis)
+
+
+def to_batched(x, batch_size, leftover="repeat"):
+    """The batches of ``batch_size`` entries of ``x`` along its first axis, one at a time
+    (an iterator, as Nx's ``to_batched`` returns a stream). When the axis size is not a
+    multiple of ``batch_size``, ``leftover="repeat"`` (the default) completes the last
+    batch with entries from the start, and ``leftover="discard"`` drops it. Names are
+    kept. Arguments are checked at the call, before any batch is made.
+
+    >>> import nxpy as nx
+    >>> [b.tolist() for b in nx.to_batched(nx.iota((5,)), 2)]
+    [[0, 1], [2, 3], [4, 0]]
+    >>> [b.tolist() for b in nx.to_batched(nx.iota((5, 1), names=["rows", None]), 2, leftover="discard")]
+    [[[0], [1]], [[2], [3]]]
+    """
+    x = to_tensor(x, "x")
+    if x.rank == 0:
+        raise ValueError("to_batched: cannot batch a scalar tensor: expected x to have rank "
+                         ">= 1, got a tensor of shape ()")
+    if not _is_int(batch_size) or batch_size < 1:
+        raise ValueError(f"to_batched: expected batch_size to be a positive integer, got "
+                         f"{batch_size!r}")
+    if leftover not in ("repeat", "discard"):
+        raise ValueError(f"to_batched: expected leftover to be 'repeat' or 'discard', got "
+                         f"{leftover!r}")
+    size, batch_size = x.shape[0], int(batch_size)
+    if batch_size > size:
+        raise ValueError(f"to_batched: cannot batch beyond the tensor: batch_size "
+                         f"{batch_size} is larger than the first axis ({size})")
+    return _batches(x, size, batch_size, leftover)
+
+
+def _batches(x, size, batch_size, leftover):
+    rest = list(x.shape[1:])
+    for start in range(0, size - batch_size + 1, batch_size):
+        yield _slice(x, [start] + [0] * len(rest), [batch_size] + rest)
+    tail = size % batch_size
+    if tail and leftover == "repeat":
+        start = size - tail
+        yield concatenate([_slice(x, [start] + [0] * len(rest), [tail] + rest),
+                           _slice(x, [0] * x.rank, [batch_size - tail] + rest)])
 
 
 def reflect(x, padding_config) -> Tensor:
