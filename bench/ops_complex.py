@@ -1,4 +1,4 @@
-"""The complex family's cases: a 1-D FFT of 2**20 c64 values.
+"""The complex family's cases: a 1-D FFT of 2**20 c64 values, a real FFT of 2**20 f32.
 
 * ``fft_1m_c64``: ``jit(nx.fft, compiler="exla")`` against ``jax.jit(jnp.fft.fft)``, both
   on device arrays, waiting for the result: the same XLA program (one ``stablehlo.fft``),
@@ -6,6 +6,8 @@
 * ``fft_1m_c64_evaluator``: the Evaluator (one NumPy-backend kernel: pocketfft in double
   precision, the ``eps`` clean-up, rounding to c64) against ``np.fft.fft`` on the same
   array -- in this row the JAX column is NumPy.
+* ``rfft_1m_f32``: ``jit(nx.rfft, compiler="exla")`` against ``jax.jit(jnp.fft.rfft)``:
+  both one ``stablehlo.fft`` of type ``RFFT``.
 """
 from __future__ import annotations
 
@@ -61,3 +63,29 @@ def fft_evaluator(cfg):
     return Pair(nxpy=lambda: nf(x), jax=lambda: np.fft.fft(a),
                 info="jit(nx.fft, compiler='evaluator') on a NumPy-backend tensor (double "
                      "precision, eps clean-up, c64 result) vs np.fft.fft on the c64 array")
+
+
+@case("rfft_1m_f32", "rfft: 2**20 f32 on EXLA", aim=1.1, **CALL_TIMING)
+def rfft_exla(cfg):
+    import jax
+    import jax.numpy as jnp
+    import nxpy as nx
+    from nxpy.defn import jit
+    a = _signal().real.copy()
+    x = nx.tensor(a, backend="exla")
+    nf = jit(nx.rfft, compiler="exla")
+    jx = jax.device_put(a, jax.devices()[0])
+    jf = jax.jit(jnp.fft.rfft)
+    want = np.fft.rfft(a.astype(np.float64))
+    for got in (nf(x).to_numpy(), np.asarray(jf(jx))):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-2)
+
+    def nxpy_side():
+        nx.block_until_ready(nf(x))
+
+    def jax_side():
+        jax.block_until_ready(jf(jx))
+
+    return Pair(nxpy=nxpy_side, jax=jax_side,
+                info="nxpy.defn.jit(nx.rfft, compiler='exla') vs jax.jit(jnp.fft.rfft), device "
+                     "arrays in, waiting for the result (block_until_ready)")
