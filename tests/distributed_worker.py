@@ -32,11 +32,21 @@ def cases(shape):
         out.append((f"psum_scatter-{tag}",
                     lambda a, axes=axes: psum_scatter(a, axes, scatter_dimension=0, tiled=True)))
         out.append((f"axis_index-{tag}", lambda a, axes=axes: a + axis_index(axes)))
+    # a host function on each device's shard (each process calls it for its own devices),
+    # then a collective across the processes
+    out.append(("runtime_call", lambda a: nx.runtime_call(a, a, _host_cumsum)))
+    out.append(("runtime_call-psum-xy",
+                lambda a: psum(nx.runtime_call(a, a, _host_cumsum) * (axis_index("x") + 1),
+                               ("x", "y"))))
     for ax, n in zip(AXES, shape):
         out.append((f"all_to_all-{ax}", lambda a, ax=ax: all_to_all(a, ax, 0, 1, tiled=True)))
         perm = [(i, (i + 1) % n) for i in range(n)]
         out.append((f"ppermute-{ax}", lambda a, ax=ax, perm=perm: ppermute(a, ax, perm)))
     return out
+
+
+def _host_cumsum(t):
+    return np.cumsum(t.to_numpy(), axis=1).astype(np.float32)
 
 
 def global_input(shape):

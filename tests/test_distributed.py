@@ -3,7 +3,8 @@
 The fast slice runs in this process (one process: the API, helpers, launcher argument
 errors, error cases that need no peers). Tests marked ``multiprocess`` launch 2 or 4
 processes on loopback (``make distributed``; ``make test`` leaves them out): every
-collective on a 2x2 mesh over 2 processes and a 2x4 mesh over 4 processes gives, device
+collective, and runtime_call (each process calls the host function for its own devices),
+on a 2x2 mesh over 2 processes and a 2x4 mesh over 4 processes gives, device
 for device, exactly what the same programs give in this one process on 8 devices; the
 Evaluator across processes; faults end with clear errors within their timeouts: a
 worker or the coordinator lost mid-run (the survivor raises ProcessLostError whether its
