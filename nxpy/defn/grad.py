@@ -206,6 +206,12 @@ class Backprop:
             if e.op != "parameter":
                 self.env[e.id] = self._replay(e, augment=e.id in depends)
 
+    def copy(self, e: Expr):
+        """Node ``e`` copied into the current scope, its arguments (and the captures of
+        its sub-functions) read from ``env``: a Tensor, or the Expr of a node with several
+        results (``nxpy.defn.vmap`` copies the nodes it does not batch this way)."""
+        return self._replay(e)
+
     def _replay(self, e: Expr, augment=False):
         if e.op in MARKERS and not self.keep:
             return self.value(e.args[0])

@@ -1,0 +1,290 @@
+"""Automatic batching: ``vmap`` (JAX's ``jax.vmap``).
+
+``vmap(fun, in_axes, out_axes)(*args)`` computes ``fun`` on each example of a batch at
+once: ``in_axes`` says along which axis of each argument the examples lie (``None``: the
+argument is the same for every example), ``out_axes`` where the batch goes in each
+result. Like ``grad``, it is a transform of the traced Expr graph into another Expr graph:
+``fun`` is traced once on one example's shapes, then each node is rebuilt here with its
+op's batching rule (:mod:`nxpy.defn.batch_rules`), and nodes whose arguments are all
+unbatched are copied as they are. An op without a rule (or whose rule declines, as
+``dynamic_slice`` does for starts that differ between examples) is batched by a
+``while_loop`` over the examples that slices each batched input, runs the op on one
+example and writes its result into the batch: correct for every op, only slower.
+:func:`batch_paths` counts which path each op took. The result is ordinary nodes, so every
+compiler runs it, and it composes with ``jit``, ``grad`` and itself. Called outside a
+defn, ``vmap(fun)`` jits itself.
+
+>>> import nxpy as nx
+>>> from nxpy.defn import vmap
+>>> vmap(lambda x, y: nx.dot(x, y), in_axes=(0, None))(
+...     nx.tensor([[1.0, 2.0], [3.0, 4.0]]), nx.tensor([1.0, 10.0])).tolist()
+[21.0, 43.0]
+>>> vmap(lambda x: x * 2, out_axes=1)(nx.iota((2, 3))).tolist()
+[[0, 6], [2, 8], [4, 10]]
+>>> vmap(lambda x, y: x + y)(nx.iota((2, 3)), nx.iota((3, 3)))
+Traceback (most recent call last):
+...
+ValueError: vmap: the mapped arguments have different batch sizes: args[0] has 2 along axis 0 (shape (2, 3)), args[1] has 3 along axis 0 (shape (3, 3))
+"""
+from __future__ import annotations
+
+import functools
+
+from .. import _context
+from .. import ops as O
+from .. import shape as S
+from ..ops.core import BATCH_RULES
+from ..tensor import Tensor, shape_str
+from . import batch_rules  # noqa: F401 - registers the base op set's rules
+from . import tree as tree_mod
+from .core import jit
+from .expr import EXPR, Fn, trace_fn
+from .grad import Backprop
+from .grad_rules import zeros
+from .kernel import while_loop
+
+__all__ = ["vmap", "batch_paths", "BatchContext"]
+
+#: op -> {"rule": n, "fallback": n}: how many nodes of each op vmap batched by its rule
+#: and by the loop (see :func:`batch_paths`)
+_PATHS: dict = {}
+
+
+def batch_paths() -> dict:
+    """``{op: {"rule": n, "fallback": n}}``: how many nodes of each op ``vmap`` has
+    batched with the op's rule and with the generic loop over the examples, since the
+    process started (nodes with no batched input are copied and not counted). A copy.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import vmap
+    >>> before = batch_paths().get("cumulative_sum", {}).get("fallback", 0)
+    >>> vmap(nx.cumulative_sum)(nx.tensor([[1, 2], [3, 4]])).tolist()
+    [[1, 3], [3, 7]]
+    >>> batch_paths()["cumulative_sum"]["fallback"] - before
+    1
+    """
+    return {op: dict(v) for op, v in _PATHS.items()}
+
+
+def _count(op, path):
+    _PATHS.setdefault(op, {"rule": 0, "fallback": 0})[path] += 1
+
+
+class BatchContext:
+    """What a batching rule may ask: ``size``, the number of examples."""
+
+    def __init__(self, size):
+        self.size = size
+
+
+# ----------------------------------------------------------------------------------------
+# The engine
+# ----------------------------------------------------------------------------------------
+def _take(x, d, i):
+    """Example ``i`` (a scalar tensor) of ``x`` batched along axis ``d``."""
+    starts = [0] * x.rank
+    starts[d] = i
+    lengths = list(x.shape)
+    lengths[d] = 1
+    one = O.slice(x, starts, lengths)
+    return O.reshape(one, tuple(s for k, s in enumerate(x.shape) if k != d))
+
+
+def _loop(ctx, e, copier, dims):
+    """Node ``e`` batched by a loop over the examples; its results, batched along 0."""
+    inputs = {x.id: x for x in e.tensor_args()}
+    for f in e.fns:
+        inputs.update((c.id, c) for c in f.captures)
+    batched = [(x, dims[x.id]) for x in inputs.values() if dims.get(x.id) is not None]
+    outs = e.outs if e.outs is not None else [(e.shape, e.type, e.names)]
+    bufs = [zeros((ctx.size,) + tuple(s), t) for s, t, _ in outs]
+
+    def body(state):
+        i = state[0]
+        env = dict(copier.env)
+        env.update((x.id, _take(copier.fwd(x), d, i)) for x, d in batched)
+        new = Backprop(None, env, keep=True).copy(e)
+        if e.outs is None:
+            results = [new]
+        else:
+            results = [EXPR.node("elem", O.template(s, t, n), new, index=k)
+                       for k, (s, t, n) in enumerate(e.outs)]
+        return (i + 1,) + tuple(O.put_slice(b, [i] + [0] * y.rank, O.new_axis(y, 0))
+                                for b, y in zip(state[1:], results))
+
+    done = while_loop(lambda s: s[0] < ctx.size, body, (0,) + tuple(bufs))
+    res = [(b, 0) for b in done[1:]]
+    return res if e.outs is not None else res[0]
+
+
+def _check_result(e, res, size):
+    """A rule's result: of the per-example shape and type with the batch along its axis."""
+    pairs = res if e.outs is not None else [res]
+    outs = e.outs if e.outs is not None else [(e.shape, e.type, e.names)]
+    for (v, d), (s, t, _) in zip(pairs, outs):
+        ok = isinstance(v, Tensor) and d is not None and 0 <= d < v.rank and v.shape[d] == size
+        if not ok or tuple(n for k, n in enumerate(v.shape) if k != d) != tuple(s) or v.type != t:
+            got = f"{v.type}{shape_str(v.shape)} batched along {d}" if isinstance(v, Tensor) \
+                else repr(v)
+            raise ValueError(f"vmap: the batching rule of {e.op!r} returned {got}, expected "
+                             f"{t}{shape_str(tuple(s))} with a batch of {size} along one axis")
+
+
+def batch_fn(fn: Fn, inputs, size):
+    """``fn`` (traced on one example) batched into the current scope: ``inputs`` is one
+    ``(value, batch axis or None)`` per parameter; returns one pair per output."""
+    ctx = BatchContext(size)
+    copier = Backprop(None, {p.data.id: v for p, (v, _) in zip(fn.params, inputs)}, keep=True)
+    vals = copier.env  # node id -> value here (for a node with several results: a list)
+    dims = {p.data.id: d for p, (_, d) in zip(fn.params, inputs)}
+    for e in fn.nodes:
+        if e.op == "parameter":
+            continue
+        if e.op == "elem" and isinstance(dims.get(e.args[0].id), list):
+            k = e.attrs["index"]
+            vals[e.id], dims[e.id] = vals[e.args[0].id][k], dims[e.args[0].id][k]
+            continue
+        xs = e.tensor_args()
+        xdims = [dims.get(x.id) for x in xs]
+        captured = any(dims.get(c.id) is not None for f in e.fns for c in f.captures)
+        if not captured and all(d is None for d in xdims):
+            vals[e.id], dims[e.id] = copier.copy(e), None
+            continue
+        rule = None if captured else BATCH_RULES.get(e.op)
+        res = rule(ctx, e, [copier.fwd(x) for x in xs], xdims) if rule else NotImplemented
+        if res is NotImplemented:
+            res = _loop(ctx, e, copier, dims)
+            _count(e.op, "fallback")
+        else:
+            _check_result(e, res, size)
+            _count(e.op, "rule")
+        if e.outs is not None:
+            vals[e.id], dims[e.id] = [v for v, _ in res], [d for _, d in res]
+        else:
+            vals[e.id], dims[e.id] = res
+    return [(copier.fwd(o.data), dims.get(o.data.id)) for o in fn.outputs]
+
+
+# ----------------------------------------------------------------------------------------
+# The API
+# ----------------------------------------------------------------------------------------
+def _is_axis(v, subtree=None):
+    return v is None or S.as_int(v) is not None and not isinstance(v, bool)
+
+
+def _axes_for(spec, tree, where, what):
+    """One axis (or None) per leaf of ``tree`` from the prefix tree ``spec``."""
+    def is_leaf(v, sub):
+        if _is_axis(v):
+            return True
+        if not isinstance(v, (tuple, list, dict)) and not tree_mod.is_container(v):
+            raise TypeError(f"expected an int, None or a container of them, got {v!r}")
+        return False
+    try:
+        return tree_mod.match_prefix(spec, tree, is_leaf, where, what)
+    except (ValueError, TypeError) as err:
+        raise type(err)(f"vmap: {err}") from None
+
+
+def _normalize(axis, rank, what, where, shape):
+    a = S.as_int(axis)
+    if not -rank <= a < rank:
+        raise ValueError(f"vmap: {what} for {where} is {axis}, out of range for a value of "
+                         f"rank {rank - (what == 'out_axes')}{shape}: expected an axis in "
+                         f"[{-rank}, {rank})")
+    return a % rank
+
+
+class _Vmap:
+    """What ``vmap(fun, in_axes, out_axes)`` returns."""
+
+    def __init__(self, fun, in_axes, out_axes):
+        if not callable(fun):
+            raise TypeError(f"vmap: expected a function to batch, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        if isinstance(in_axes, list):
+            in_axes = tuple(in_axes)  # a list of per-argument axes reads as JAX's tuple
+        self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
+        self._jit = None
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"vmap: keyword arguments are not supported (got "
+                            f"{', '.join(kwargs)}): pass them positionally, with in_axes "
+                            f"saying how each is batched, or close over them")
+        if not _context.tracing():
+            if self._jit is None:
+                self._jit = jit(self._traced)
+            return self._jit(*args)
+        return self._traced(*args)
+
+    def _traced(self, *args):
+        if not args:
+            raise TypeError("vmap: the function needs at least one positional argument to "
+                            "batch over")
+        if isinstance(self.in_axes, tuple) and len(self.in_axes) != len(args):
+            raise ValueError(f"vmap: in_axes has {len(self.in_axes)} entries, one per "
+                             f"positional argument, but the function was called with "
+                             f"{len(args)} argument(s)")
+        leaves, tree = tree_mod.flatten(tuple(args))
+        axes = _axes_for(self.in_axes, tree, "args", "in_axes")
+        leaves = [EXPR.lift(O.to_tensor(x, where)) for x, (where, _) in zip(leaves, axes)]
+        mapped, templates, size = [], [], None
+        for x, (where, a) in zip(leaves, axes):
+            if a is not None:
+                a = _normalize(a, x.rank, "in_axes", where, f" (shape {tuple(x.shape)})")
+                mapped.append((where, a, x))
+            templates.append((tuple(d for k, d in enumerate(x.shape) if k != a), x.type,
+                              tuple(n for k, n in enumerate(x.names) if k != a)
+                              if a is not None else x.names))
+        if not mapped:
+            raise ValueError("vmap: in_axes maps no argument (every one is None): at least "
+                             "one argument must have a batch axis")
+        sizes = {x.shape[a] for _, a, x in mapped}
+        if len(sizes) > 1:
+            told = ", ".join(f"{w} has {x.shape[a]} along axis {a} (shape {tuple(x.shape)})"
+                             for w, a, x in mapped)
+            raise ValueError(f"vmap: the mapped arguments have different batch sizes: {told}")
+        size = sizes.pop()
+        fn = trace_fn(lambda a: self.fun(*a), templates, tree=tree, parent=_context.current())
+        ins = []
+        for x, (_, a) in zip(leaves, axes):
+            ins.append((x, a if a is None else a % x.rank))
+        outs = batch_fn(fn, ins, size)
+        out_axes = _axes_for(self.out_axes, fn.tree, "output", "out_axes")
+        results = []
+        for (v, d), (where, oa) in zip(outs, out_axes):
+            if oa is None:
+                if d is not None:
+                    raise ValueError(f"vmap: out_axes for {where} is None, but that output "
+                                     f"differs between examples (it depends on a mapped "
+                                     f"argument): give it an axis")
+                results.append(v)
+                continue
+            oa = _normalize(oa, v.rank + (d is None), "out_axes", where,
+                            f" (per-example shape {tuple(fn.outputs[len(results)].shape)})")
+            if d is None:
+                v, d = O.broadcast(v, (size,) + tuple(v.shape)), 0
+            results.append(batch_rules.move(v, d, oa))
+        return tree_mod.unflatten(fn.tree, results)
+
+
+def vmap(fun, in_axes=0, out_axes=0):
+    """``fun`` mapped over a batch of examples (JAX's ``jax.vmap``).
+
+    ``in_axes``: an int (the batch axis of every argument; negative counts from the end),
+    None (not batched: the same for every example), or a tuple/list with one entry per
+    positional argument, each an int, None or a container of them matching the argument
+    (a prefix of its structure, as in JAX). ``out_axes``: likewise for the result, where
+    the batch axis goes (None: an output the same for every example, returned once). All
+    mapped arguments must have the same batch size.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import vmap, grad
+    >>> per_example = vmap(grad(lambda w, x: nx.sum(w * x)), in_axes=(None, 0))
+    >>> per_example(nx.tensor([1.0, 2.0]), nx.tensor([[1.0, 0.0], [0.0, 3.0]])).tolist()
+    [[1.0, 0.0], [0.0, 3.0]]
+    >>> vmap(vmap(lambda a, b: a * b), in_axes=(0, None))(nx.iota((2, 2)), nx.tensor([1, 10])).tolist()
+    [[0, 10], [2, 30]]
+    """
+    return _Vmap(fun, in_axes, out_axes)
