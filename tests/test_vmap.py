@@ -128,6 +128,8 @@ def _compare(case, label, got, want):
 #: ops whose rule hands some forms to the loop (starts or padding values that differ
 #: between examples)
 DECLINING = {"dynamic_slice", "put_slice", "pad"}
+#: ops batched without the loop: those with a rule, and control flow (batched by vmap itself)
+RULED = set(BATCH_RULES) | {"cond", "while"}
 
 
 @pytest.mark.parametrize("op", OP_SET)
@@ -142,7 +144,7 @@ def test_every_op_matches_its_examples_run_one_by_one(op):
             _compare(case, f"{label}, {compiler}", got,
                      _reference(case, flat[at:at + n], in_axes if case.inputs else 0))
     after = batch_paths().get(op, {"rule": 0, "fallback": 0})
-    if op in BATCH_RULES:  # the rule ran, and (but where it declines) the loop did not
+    if op in RULED:  # the rule ran, and (but where it declines) the loop did not
         assert after["rule"] > before["rule"], f"{op}: its batching rule never ran"
         if op not in DECLINING:
             assert after["fallback"] == before["fallback"], f"{op}: batched by the loop"
@@ -252,6 +254,14 @@ def test_grad_of_vmap_and_vmap_of_grad_as_jax():
     _close(per_example, jax.vmap(jax.grad(jloss), in_axes=(None, 0))(w, xs), 1e-4)
     total = grad(lambda w, x: nx.sum(vmap(loss, in_axes=(None, 0))(w, x)))(nx.tensor(w), nx.tensor(xs))
     _close(total, jax.grad(lambda w, x: jnp.sum(jax.vmap(jloss, in_axes=(None, 0))(w, x)))(w, xs), 1e-4)
+    # through a counting loop (still differentiable once batched)
+    def steps(w, x):
+        return nx.sum(nx.fori_loop(0, 3, lambda i, s: nx.sin(s * w), x))
+
+    def jsteps(w, x):
+        return jnp.sum(jax.lax.fori_loop(0, 3, lambda i, s: jnp.sin(s * w), x))
+    got = grad(lambda w, x: nx.sum(vmap(steps, in_axes=(None, 0))(w, x)))(nx.tensor(w), nx.tensor(xs))
+    _close(got, jax.grad(lambda w, x: jnp.sum(jax.vmap(jsteps, in_axes=(None, 0))(w, x)))(w, xs), 1e-4)
     # through the loop too: cumulative_sum has no rule
     got = grad(lambda x: nx.sum(vmap(nx.cumulative_sum)(x) ** 2))(nx.tensor(xs))
     want = jax.grad(lambda x: jnp.sum(jax.vmap(jnp.cumsum)(x) ** 2))(xs)
@@ -277,6 +287,7 @@ def test_jit_of_vmap_compiles_once():
 
 
 def test_while_and_cond_with_batched_predicates():
+    """Examples that take different branches, or loop a different number of times."""
     x = nx.tensor([1.0, 5.0, -2.0])
 
     def f(v):
@@ -327,5 +338,6 @@ def test_a_plugin_rule_is_used_and_checked():
     assert batch_paths()["vmap_doc_double"] == {"rule": 1, "fallback": 1}
     register_batch_rule("vmap_doc_double")(lambda ctx, e, xs, dims: (xs[0], None))
     with pytest.raises(ValueError, match=r"batching rule of 'vmap_doc_double' returned f32\[2\]\[2\] "
-                                         r"batched along None, expected f32\[2\] with a batch of 2"):
+                                         r"batched along None, expected f32\[2\] with a batch of 2 along one axis \(or, with "
+                                         r"None, unbatched\)"):
         vmap(double)(nx.tensor([[1.0, 2.0], [3.0, 5.0]]))

@@ -38,10 +38,10 @@ from ..tensor import Tensor, shape_str
 from . import batch_rules  # noqa: F401 - registers the base op set's rules
 from . import tree as tree_mod
 from .core import jit
-from .expr import EXPR, Fn, trace_fn
+from .expr import EXPR, Fn, Scope, trace_fn
 from .grad import Backprop
 from .grad_rules import zeros
-from .kernel import while_loop
+from .kernel import cond, while_loop
 
 __all__ = ["vmap", "batch_paths", "BatchContext"]
 
@@ -122,21 +122,28 @@ def _check_result(e, res, size):
     pairs = res if e.outs is not None else [res]
     outs = e.outs if e.outs is not None else [(e.shape, e.type, e.names)]
     for (v, d), (s, t, _) in zip(pairs, outs):
-        ok = isinstance(v, Tensor) and d is not None and 0 <= d < v.rank and v.shape[d] == size
+        ok = isinstance(v, Tensor) and (d is None or 0 <= d < v.rank and v.shape[d] == size)
         if not ok or tuple(n for k, n in enumerate(v.shape) if k != d) != tuple(s) or v.type != t:
             got = f"{v.type}{shape_str(v.shape)} batched along {d}" if isinstance(v, Tensor) \
                 else repr(v)
             raise ValueError(f"vmap: the batching rule of {e.op!r} returned {got}, expected "
-                             f"{t}{shape_str(tuple(s))} with a batch of {size} along one axis")
+                             f"{t}{shape_str(tuple(s))} with a batch of {size} along one axis "
+                             f"(or, with None, unbatched)")
 
 
-def batch_fn(fn: Fn, inputs, size):
+def batch_fn(fn: Fn, inputs, size, captures=None, count=True):
     """``fn`` (traced on one example) batched into the current scope: ``inputs`` is one
-    ``(value, batch axis or None)`` per parameter; returns one pair per output."""
+    ``(value, batch axis or None)`` per parameter, ``captures`` the same for the outer
+    nodes it reads (by node id; others are read as they are); returns one pair per
+    output."""
     ctx = BatchContext(size)
-    copier = Backprop(None, {p.data.id: v for p, (v, _) in zip(fn.params, inputs)}, keep=True)
+    captures = captures or {}
+    env = {k: v for k, (v, _) in captures.items()}
+    env.update((p.data.id, v) for p, (v, _) in zip(fn.params, inputs))
+    copier = Backprop(None, env, keep=True)
     vals = copier.env  # node id -> value here (for a node with several results: a list)
-    dims = {p.data.id: d for p, (_, d) in zip(fn.params, inputs)}
+    dims = {k: d for k, (_, d) in captures.items()}
+    dims.update((p.data.id, d) for p, (_, d) in zip(fn.params, inputs))
     for e in fn.nodes:
         if e.op == "parameter":
             continue
@@ -150,19 +157,98 @@ def batch_fn(fn: Fn, inputs, size):
         if not captured and all(d is None for d in xdims):
             vals[e.id], dims[e.id] = copier.copy(e), None
             continue
-        rule = None if captured else BATCH_RULES.get(e.op)
-        res = rule(ctx, e, [copier.fwd(x) for x in xs], xdims) if rule else NotImplemented
+        control = _CONTROL.get(e.op)
+        if control is not None:
+            caps = {c.id: (copier.fwd(c), dims.get(c.id)) for f in e.fns for c in f.captures}
+            res = control(ctx, e, copier, dims, caps, count)
+        else:
+            rule = None if captured else BATCH_RULES.get(e.op)
+            res = rule(ctx, e, [copier.fwd(x) for x in xs], xdims) if rule else NotImplemented
         if res is NotImplemented:
             res = _loop(ctx, e, copier, dims)
-            _count(e.op, "fallback")
+            if count:
+                _count(e.op, "fallback")
         else:
             _check_result(e, res, size)
-            _count(e.op, "rule")
+            if count:
+                _count(e.op, "rule")
         if e.outs is not None:
             vals[e.id], dims[e.id] = [v for v, _ in res], [d for _, d in res]
         else:
             vals[e.id], dims[e.id] = res
     return [(copier.fwd(o.data), dims.get(o.data.id)) for o in fn.outputs]
+
+
+# ----------------------------------------------------------------------------------------
+# Control flow: batched sub-functions
+# ----------------------------------------------------------------------------------------
+def _where_batched(ctx, p, like):
+    """Predicate ``p`` (batched along 0, one per example) shaped to select on ``like``."""
+    return O.reshape(p, (ctx.size,) + (1,) * (like.rank - 1))
+
+
+def _cond(ctx, e, copier, dims, caps, count):
+    preds = e.tensor_args()
+    pdims = [dims.get(p.id) for p in preds]
+    if all(d is None for d in pdims):  # one branch for the whole batch: batch each branch
+        def branch(f):
+            return lambda: tuple(batch_rules.to_front(ctx, v, d)
+                                 for v, d in batch_fn(f, [], ctx.size, caps, count))
+        clauses = [(copier.fwd(p), branch(f)) for p, f in zip(preds, e.fns)]
+        outs = cond(clauses + [(True, branch(e.fns[-1]))])
+        return [(o, 0) for o in outs]
+    # examples take different branches: run them all and select (as JAX does)
+    results = [[batch_rules.to_front(ctx, v, d) for v, d in batch_fn(f, [], ctx.size, caps, count)]
+               for f in e.fns]
+    chosen = results[-1]
+    for p, d, outs in reversed(list(zip(preds, pdims, results))):
+        p = batch_rules.to_front(ctx, copier.fwd(p), d)
+        chosen = [O.select(_where_batched(ctx, p, o), o, c) for o, c in zip(outs, chosen)]
+    return [(o, 0) for o in chosen]
+
+
+def _while(ctx, e, copier, dims, caps, count):
+    c_fn, b_fn = e.fns
+    init = [(copier.fwd(x), dims.get(x.id)) for x in e.tensor_args()]
+    batched = [d is not None for _, d in init]
+    # which carries vary between examples: those that start so, or that the body makes
+    # so (found by batching the body on trial, in a scope nothing reads); a predicate
+    # that varies makes every carry vary (each example stops on its own)
+    while True:
+        start = [batch_rules.to_front(ctx, x, d) if b else x for (x, d), b in zip(init, batched)]
+        ins = [(x, 0 if b else None) for x, b in zip(start, batched)]
+        with Scope(_context.current()):
+            p_dim = batch_fn(c_fn, ins, ctx.size, caps, False)[0][1]
+            new = batch_fn(b_fn, ins, ctx.size, caps, False)
+        grown = [b or d is not None or p_dim is not None for b, (_, d) in zip(batched, new)]
+        if grown == batched:
+            break
+        batched = grown
+    varying = p_dim is not None
+
+    def carried(state):
+        return [(x, 0 if b else None) for x, b in zip(state, batched)]
+
+    def pred(state):
+        p, d = batch_fn(c_fn, carried(state), ctx.size, caps, count)[0]
+        return p if d is None else O.any(p)
+
+    def body(state):
+        state = list(state)
+        out = [batch_rules.to_front(ctx, v, d) if b else v
+               for (v, d), b in zip(batch_fn(b_fn, carried(state), ctx.size, caps, count), batched)]
+        if varying:  # examples whose predicate no longer holds keep their carries
+            p, d = batch_fn(c_fn, carried(state), ctx.size, caps, False)[0]
+            p = batch_rules.to_front(ctx, p, d)
+            out = [O.select(_where_batched(ctx, p, o), o, s) for o, s in zip(out, state)]
+        return tuple(out)
+
+    outs = while_loop(pred, body, tuple(start))
+    return [(o, 0 if b else None) for o, b in zip(outs, batched)]
+
+
+#: ops whose sub-functions vmap batches itself (counted as rules)
+_CONTROL = {"cond": _cond, "while": _while}
 
 
 # ----------------------------------------------------------------------------------------
