@@ -203,6 +203,103 @@ def _dot(ctx, e, xs, dims):
 
 
 # ----------------------------------------------------------------------------------------
+# Ops along an axis, or over trailing axes with any leading (batch) axes
+# ----------------------------------------------------------------------------------------
+def multi_node(ctx, e, args, **attrs):
+    """Like :func:`node`, for an op with several results: one pair per result."""
+    templates = [((ctx.size,) + tuple(s), t, (None,) + tuple(n) if n is not None else None)
+                 for s, t, n in e.outs]
+    return [(r, 0) for r in EXPR.multi(e.op, templates, *args, **{**e.attrs, **attrs})]
+
+
+@register_batch_rule("sort", "argsort", "cumulative_sum", "cumulative_product",
+                     "cumulative_min", "cumulative_max", "fft", "ifft", "rfft", "irfft")
+def _along_axis(ctx, e, xs, dims):
+    return node(ctx, e, [_front(ctx, e, xs, dims)], axis=e.attrs["axis"] + 1)
+
+
+@register_batch_rule("fft2", "ifft2")
+def _along_axes(ctx, e, xs, dims):
+    return node(ctx, e, [_front(ctx, e, xs, dims)], axes=_shift(e.attrs["axes"]))
+
+
+@register_batch_rule("permute_by_key")
+def _permute_by_key(ctx, e, xs, dims):
+    return node(ctx, e, [to_front(ctx, x, d) for x, d in zip(xs, dims)], axis=e.attrs["axis"] + 1)
+
+
+@register_batch_rule("cholesky", "solve", "triangular_solve", "top_k", "lu", "qr", "eigh", "svd")
+def _leading_batch(ctx, e, xs, dims):
+    # these take any leading batch axes (the matrix or the sorted axis is last)
+    args = [to_front(ctx, x, d) for x, d in zip(xs, dims)]
+    return node(ctx, e, args) if e.outs is None else multi_node(ctx, e, args)
+
+
+# ----------------------------------------------------------------------------------------
+# Windows: a window of 1 along the batch axis
+# ----------------------------------------------------------------------------------------
+def _window_attrs(e):
+    a, out = e.attrs, {}
+    for k, v in (("window_dimensions", 1), ("strides", 1), ("window_dilations", 1),
+                 ("padding", (0, 0))):
+        if k in a:
+            out[k] = (v,) + tuple(tuple(p) if k == "padding" else p for p in a[k])
+    return out
+
+
+@register_batch_rule("window_sum", "window_max", "window_min", "window_product")
+def _window(ctx, e, xs, dims):
+    return node(ctx, e, [_front(ctx, e, xs, dims)], **_window_attrs(e))
+
+
+@register_batch_rule("window_reduce", "reduce")
+def _with_function(ctx, e, xs, dims):
+    if dims[1] is not None:
+        return NotImplemented  # an initial value that differs between examples
+    names = (None,) + tuple(e.names) if e.names is not None else None
+    out = O.template((ctx.size,) + tuple(e.shape), e.type, names)
+    extra = _window_attrs(e) if e.op == "window_reduce" else {"axes": _shift(e.attrs["axes"])}
+    return EXPR.node(e.op, out, to_front(ctx, xs[0], dims[0]), xs[1], fun=e.fns[0],
+                     **{**e.attrs, **extra}), 0
+
+
+@register_batch_rule("window_scatter_max", "window_scatter_min")
+def _window_scatter(ctx, e, xs, dims):
+    if dims[2] is not None:
+        return NotImplemented
+    x, source = to_front(ctx, xs[0], dims[0]), to_front(ctx, xs[1], dims[1])
+    return node(ctx, e, [x, source, xs[2]], **_window_attrs(e))
+
+
+# ----------------------------------------------------------------------------------------
+# Gather and scatter: the example's index becomes one more coordinate
+# ----------------------------------------------------------------------------------------
+def _with_example(ctx, idx):
+    """Indices (batched along 0) with each example's number prepended to its coordinates."""
+    which = O.iota(tuple(idx.shape[:-1]) + (1,), axis=0, type=idx.type)
+    return O.concatenate([which, idx], axis=idx.rank - 1)
+
+
+@register_batch_rule("gather")
+def _gather(ctx, e, xs, dims):
+    (x, idx), (dx, di) = xs, dims
+    idx = to_front(ctx, idx, di)
+    if dx is None:  # the examples' indices are leading axes of the indices
+        return node(ctx, e, [x, idx])
+    return node(ctx, e, [move(x, dx, 0), _with_example(ctx, idx)],
+                axes=(0,) + _shift(e.attrs["axes"]))
+
+
+@register_batch_rule("indexed_add", "indexed_put")
+def _indexed(ctx, e, xs, dims):
+    target, idx, upd = (to_front(ctx, x, d) for x, d in zip(xs, dims))
+    n = ctx.size * idx.shape[1]
+    idx = O.reshape(_with_example(ctx, idx), (n, idx.shape[-1] + 1))
+    upd = O.reshape(upd, (n,) + tuple(upd.shape[2:]))
+    return node(ctx, e, [target, idx, upd], axes=(0,) + _shift(e.attrs["axes"]))
+
+
+# ----------------------------------------------------------------------------------------
 # Debugging: the hook sees the whole batch (one call, as for any other tensor)
 # ----------------------------------------------------------------------------------------
 @register_batch_rule("hook")

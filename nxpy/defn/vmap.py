@@ -57,10 +57,11 @@ def batch_paths() -> dict:
 
     >>> import nxpy as nx
     >>> from nxpy.defn import vmap
-    >>> before = batch_paths().get("cumulative_sum", {}).get("fallback", 0)
-    >>> vmap(nx.cumulative_sum)(nx.tensor([[1, 2], [3, 4]])).tolist()
-    [[1, 3], [3, 7]]
-    >>> batch_paths()["cumulative_sum"]["fallback"] - before
+    >>> before = batch_paths().get("dynamic_slice", {}).get("fallback", 0)
+    >>> rows, starts = nx.tensor([[1, 2, 3], [4, 5, 6]]), nx.tensor([0, 1])
+    >>> vmap(lambda r, i: nx.slice(r, [i], [2]))(rows, starts).tolist()  # starts differ: the loop
+    [[1, 2], [5, 6]]
+    >>> batch_paths()["dynamic_slice"]["fallback"] - before
     1
     """
     return {op: dict(v) for op, v in _PATHS.items()}
