@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from .. import ops as O
 from ..ops.core import BATCH_RULES, register_batch_rule
-from ..tensor import Tensor
-from .expr import EXPR, Expr
+from .expr import EXPR
 
-__all__ = ["BATCH_RULES", "register_batch_rule", "move", "to_front", "rebuild", "node",
+__all__ = ["BATCH_RULES", "register_batch_rule", "move", "to_front", "node", "multi_node",
            "ELEMENTWISE"]
 
 
@@ -53,20 +52,6 @@ def to_front(ctx, x, d):
     if d is None:
         return O.broadcast(x, (ctx.size,) + tuple(x.shape))
     return move(x, d, 0)
-
-
-def rebuild(args, new):
-    """``args`` (an Expr node's argument structure) with each tensor argument replaced by
-    the next of ``new`` (an iterator, in :meth:`Expr.tensor_args` order)."""
-    if isinstance(args, Tensor):
-        return next(new) if isinstance(args.data, Expr) else args
-    if isinstance(args, Expr):
-        return next(new)
-    if isinstance(args, list):
-        return [rebuild(a, new) for a in args]
-    if isinstance(args, tuple):
-        return tuple(rebuild(a, new) for a in args)
-    return args
 
 
 def node(ctx, e, args, **attrs):
@@ -97,6 +82,8 @@ ELEMENTWISE = ("select", "clip", "as_type", "bitcast", "stop_grad", "real", "ima
 
 @register_batch_rule(*O.UNARY, *O.BINARY, *ELEMENTWISE)
 def _elementwise(ctx, e, xs, dims):
+    if len(xs) != len(e.args):
+        return NotImplemented  # arguments that are not all tensors: the loop
     rank = len(e.shape)
     args = []
     for x, d in zip(xs, dims):
@@ -105,7 +92,7 @@ def _elementwise(ctx, e, xs, dims):
             if x.rank - 1 < rank:  # a lower-rank operand, right-aligned as Nx broadcasts
                 x = O.reshape(x, (x.shape[0],) + (1,) * (rank + 1 - x.rank) + tuple(x.shape[1:]))
         args.append(x)
-    return node(ctx, e, rebuild(e.args, iter(args)))
+    return node(ctx, e, args)
 
 
 # ----------------------------------------------------------------------------------------
