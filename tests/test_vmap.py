@@ -300,6 +300,19 @@ def test_while_and_cond_with_batched_predicates():
         np.asarray(x.to_numpy())))
 
 
+def test_grad_through_a_loop_whose_predicate_differs_between_examples():
+    """The batched loop keeps the per-example bound (max_iterations), so grad can reverse
+    it; oracle: d/dv v**n = n v**(n-1) with n = min(ceil(v), 6) iterations."""
+    def f(v):
+        return nx.while_loop(lambda s: s[0] < v, lambda s: (s[0] + 1.0, s[1] * v), (0.0, 1.0),
+                             max_iterations=6)[1]
+    v = np.array([1.5, 2.5, 3.5, 9.0], np.float32)
+    n = np.minimum(np.ceil(v), 6)
+    np.testing.assert_allclose(vmap(f)(nx.tensor(v)).to_numpy(), v ** n, rtol=1e-6)
+    got = grad(lambda x: nx.sum(vmap(f)(x)))(nx.tensor(v))
+    np.testing.assert_allclose(got.to_numpy(), n * v ** (n - 1), rtol=1e-5)
+
+
 # ----------------------------------------------------------------------------------------
 # Errors: raised while tracing, naming the argument, the expected and the given
 # ----------------------------------------------------------------------------------------

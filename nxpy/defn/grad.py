@@ -545,6 +545,12 @@ _FLIP = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
 _MAX_TRIPS = 10_000_000
 
 
+def trip_bound(e: Expr):
+    """A bound on the number of iterations of ``while`` node ``e`` known while tracing, or
+    None (see :func:`_trip_bound`); ``nxpy.defn.vmap`` keeps it when it batches a loop."""
+    return _trip_bound(e)
+
+
 def _trip_bound(e: Expr):
     """A bound on the loop's number of iterations known while tracing (or None): the
     condition compares a counter (a carry that starts at a constant and steps by a

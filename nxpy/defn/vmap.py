@@ -39,7 +39,7 @@ from . import batch_rules  # noqa: F401 - registers the base op set's rules
 from . import tree as tree_mod
 from .core import jit
 from .expr import EXPR, Fn, Scope, trace_fn
-from .grad import Backprop
+from .grad import Backprop, trip_bound
 from .grad_rules import zeros
 from .kernel import cond, while_loop
 
@@ -226,13 +226,18 @@ def _while(ctx, e, copier, dims, caps, count):
             break
         batched = grown
     varying = p_dim is not None
+    # a loop each example runs at most n times runs at most n times batched: an unbatched
+    # counter keeps that bound visible (to grad) when the predicate varies
+    bound = trip_bound(e) if varying else None
+    k = len(start)
 
     def carried(state):
-        return [(x, 0 if b else None) for x, b in zip(state, batched)]
+        return [(x, 0 if b else None) for x, b in zip(state[:k], batched)]
 
     def pred(state):
         p, d = batch_fn(c_fn, carried(state), ctx.size, caps, count)[0]
-        return p if d is None else O.any(p)
+        p = p if d is None else O.any(p)
+        return p if bound is None else O.logical_and(state[k] < bound, p)
 
     def body(state):
         state = list(state)
@@ -242,10 +247,10 @@ def _while(ctx, e, copier, dims, caps, count):
             p, d = batch_fn(c_fn, carried(state), ctx.size, caps, False)[0]
             p = batch_rules.to_front(ctx, p, d)
             out = [O.select(_where_batched(ctx, p, o), o, s) for o, s in zip(out, state)]
-        return tuple(out)
+        return tuple(out) + ((state[k] + 1,) if bound is not None else ())
 
-    outs = while_loop(pred, body, tuple(start))
-    return [(o, 0 if b else None) for o, b in zip(outs, batched)]
+    outs = while_loop(pred, body, tuple(start) + ((0,) if bound is not None else ()))
+    return [(o, 0 if b else None) for o, b in zip(outs[:k], batched)]
 
 
 #: ops whose sub-functions vmap batches itself (counted as rules)
