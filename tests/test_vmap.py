@@ -18,7 +18,7 @@ import pytest
 
 import nxpy as nx
 from nxpy import telemetry
-from nxpy.defn import batch_paths, grad, jit, vmap
+from nxpy.defn import batch_paths, custom_grad, grad, jit, vmap
 from nxpy.defn.tree import flatten
 from nxpy.ops.core import BATCH_RULES
 from nxpy.testing import CASES, OP_SET
@@ -268,6 +268,17 @@ def test_grad_of_vmap_and_vmap_of_grad_as_jax():
     want = jax.grad(lambda x: jnp.sum(jax.vmap(lambda r, i: jax.lax.dynamic_slice(r, [i], [2]))(
         x, starts) ** 2))(xs)
     _close(got, want, 1e-4)
+
+
+def test_grad_of_vmap_keeps_custom_gradients():
+    def clipped_sqrt(x):  # sqrt, with a gradient that stays finite at 0 (custom_grad's doc)
+        y = nx.sqrt(x)
+        return custom_grad(y, [x], lambda g: [g * 0.5 / nx.max(y, 0.5)])
+    x = np.array([[0.0, 4.0], [1.0, 0.25], [9.0, 0.0]], np.float32)
+    got = grad(lambda x: nx.sum(vmap(clipped_sqrt)(x)))(nx.tensor(x))
+    np.testing.assert_allclose(got.to_numpy(), 0.5 / np.maximum(np.sqrt(x), 0.5))
+    got = grad(lambda x: nx.sum(vmap(clipped_sqrt, in_axes=1, out_axes=1)(x)))(nx.tensor(x))
+    np.testing.assert_allclose(got.to_numpy(), 0.5 / np.maximum(np.sqrt(x), 0.5))
 
 
 def test_jit_of_vmap_compiles_once():

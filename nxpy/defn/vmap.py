@@ -39,7 +39,7 @@ from . import batch_rules  # noqa: F401 - registers the base op set's rules
 from . import tree as tree_mod
 from .core import jit
 from .expr import EXPR, Fn, Scope, trace_fn
-from .grad import Backprop, trip_bound
+from .grad import Backprop, custom_grad, trip_bound
 from .grad_rules import zeros
 from .kernel import cond, while_loop
 
@@ -253,8 +253,20 @@ def _while(ctx, e, copier, dims, caps, count):
     return [(o, 0 if b else None) for o, b in zip(outs[:k], batched)]
 
 
+def _custom_grad(ctx, e, copier, dims, caps, count):
+    # the batched value, whose gradient is the batched gradient function (the loop would
+    # hide it inside a while body, where grad no longer sees it)
+    out, *inputs = (batch_rules.to_front(ctx, copier.fwd(x), dims.get(x.id))
+                    for x in e.tensor_args())
+
+    def grad_fun(g):
+        return [batch_rules.to_front(ctx, c, d)
+                for c, d in batch_fn(e.fns[0], [(g, 0)], ctx.size, caps, count)]
+    return custom_grad(out, inputs, grad_fun), 0
+
+
 #: ops whose sub-functions vmap batches itself (counted as rules)
-_CONTROL = {"cond": _cond, "while": _while}
+_CONTROL = {"cond": _cond, "while": _while, "custom_grad": _custom_grad}
 
 
 # ----------------------------------------------------------------------------------------
