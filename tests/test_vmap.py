@@ -281,6 +281,16 @@ def test_grad_of_vmap_keeps_custom_gradients():
     np.testing.assert_allclose(got.to_numpy(), 0.5 / np.maximum(np.sqrt(x), 0.5))
 
 
+def test_an_empty_batch():
+    x = np.zeros((0, 3), np.float32)
+    starts = np.zeros((0,), np.int32)
+    for f, jf in [(lambda a: nx.sum(a) + 1, lambda a: jnp.sum(a) + 1),
+                  (lambda a: nx.cumulative_sum(a), jnp.cumsum)]:
+        _close(vmap(f)(nx.tensor(x)), jax.vmap(jf)(x))
+    got = vmap(lambda a, i: nx.slice(a, [i], [1]))(nx.tensor(x), nx.tensor(starts))  # the loop
+    _close(got, jax.vmap(lambda a, i: jax.lax.dynamic_slice(a, [i], [1]))(x, starts))
+
+
 def test_jit_of_vmap_compiles_once():
     f = jit(vmap(lambda x: x * 2 + nx.sum(x)))
     x = nx.tensor(_rng(4, 3))

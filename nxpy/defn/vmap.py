@@ -99,6 +99,9 @@ def _loop(ctx, e, copier, dims):
     batched = [(x, dims[x.id]) for x in inputs.values() if dims.get(x.id) is not None]
     outs = e.outs if e.outs is not None else [(e.shape, e.type, e.names)]
     bufs = [zeros((ctx.size,) + tuple(s), t) for s, t, _ in outs]
+    if ctx.size == 0:  # no example to slice
+        res = [(b, 0) for b in bufs]
+        return res if e.outs is not None else res[0]
 
     def body(state):
         i = state[0]
