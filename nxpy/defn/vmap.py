@@ -35,7 +35,7 @@ from .. import ops as O
 from .. import shape as S
 from ..ops.core import BATCH_RULES
 from ..tensor import Tensor, shape_str
-from . import batch_rules  # noqa: F401 - registers the base op set's rules
+from . import batch_rules  # also registers the base op set's rules
 from . import tree as tree_mod
 from .core import jit
 from .expr import EXPR, Fn, Scope, trace_fn
