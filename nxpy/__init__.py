@@ -30,5 +30,6 @@ from .defn.compiler import register_compiler
 from .defn.core import compatible
 from .defn.kernel import (cond, fori_loop, hook, print_expr, print_value, runtime_call,
                           while_loop)
+from .defn.vmap import vmap
 from .serialize import (SerializationError, deserialize, load, load_numpy, save, save_numpy,
                         serialize)

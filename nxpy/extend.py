@@ -14,6 +14,8 @@ An op is described once (its shape/type rule) and implemented per backend or com
   rule registries.
 * :func:`register_grad_rule` makes an op differentiable by ``nxpy.defn.grad``
   (:func:`non_differentiable` declares that it has no gradient).
+* :func:`register_batch_rule` batches an op directly under ``nxpy.defn.vmap`` (without
+  one, ``vmap`` runs the op once per example in a loop).
 
 This module is a facade over the layers that own each registry (the op table in
 :mod:`nxpy.ops.core`, the rule tables of the compilers and of sharding propagation), so
@@ -40,6 +42,7 @@ from .backend import get_backend
 from .compilers.evaluator import register_eval_rule
 from .compilers.exla.lowering import register_lowering
 from .compilers.spmd import register_spmd_rule
+from .defn.batch_rules import register_batch_rule
 from .defn.grad_rules import non_differentiable, register_grad_rule
 from .defn.sharding import register_sharding_rule
 from .ops.core import OPS, PRIMITIVES, RESERVED, OpSpec, dispatch, fallback, to_tensor
@@ -47,7 +50,7 @@ from .tensor import Tensor
 
 __all__ = ["OpSpec", "OPS", "register_op", "implement", "fallback", "register_lowering",
            "register_eval_rule", "register_spmd_rule", "register_sharding_rule",
-           "register_grad_rule", "non_differentiable", "template_of"]
+           "register_grad_rule", "non_differentiable", "register_batch_rule", "template_of"]
 
 
 def template_of(result) -> Tensor:

@@ -206,6 +206,12 @@ class Backprop:
             if e.op != "parameter":
                 self.env[e.id] = self._replay(e, augment=e.id in depends)
 
+    def copy(self, e: Expr):
+        """Node ``e`` copied into the current scope, its arguments (and the captures of
+        its sub-functions) read from ``env``: a Tensor, or the Expr of a node with several
+        results (``nxpy.defn.vmap`` copies the nodes it does not batch this way)."""
+        return self._replay(e)
+
     def _replay(self, e: Expr, augment=False):
         if e.op in MARKERS and not self.keep:
             return self.value(e.args[0])
@@ -537,6 +543,12 @@ _COMPARE = {"less": lambda a, b: a < b, "less_equal": lambda a, b: a <= b,
 _FLIP = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
          "greater_equal": "less_equal", "not_equal": "not_equal"}
 _MAX_TRIPS = 10_000_000
+
+
+def trip_bound(e: Expr):
+    """A bound on the number of iterations of ``while`` node ``e`` known while tracing, or
+    None (see :func:`_trip_bound`); ``nxpy.defn.vmap`` keeps it when it batches a loop."""
+    return _trip_bound(e)
 
 
 def _trip_bound(e: Expr):

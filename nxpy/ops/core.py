@@ -30,7 +30,8 @@ from ..tensor import Tensor
 __all__ = ["template", "kind_ok", "dispatch", "dispatch_multi", "to_tensor", "tensor", "from_numpy", "as_type",
            "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
            "PORTABLE", "register_portable", "portable",
-           "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable"]
+           "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable",
+           "BATCH_RULES", "register_batch_rule"]
 
 _Number = (numbers.Number, np.generic)
 
@@ -165,6 +166,17 @@ register_grad_rule = rule_registrar(
 def non_differentiable(*ops: str) -> None:
     """Declares ``ops`` as having no gradient: their inputs get no cotangent (zero)."""
     NON_DIFFERENTIABLE.update(ops)
+
+
+#: each op's batching rule (``nxpy.defn.vmap`` runs them; the protocol is described in
+#: :mod:`nxpy.defn.batch_rules`); an op without one is batched by a loop over the batch
+BATCH_RULES: dict = {}
+
+register_batch_rule = rule_registrar(
+    BATCH_RULES, "register_batch_rule", "a batching rule",
+    """Decorator: ``rule(ctx, e, xs, dims) -> (result, dim)`` (a list of pairs for an op
+    with several results, or NotImplemented to use the loop) for the ops named (see
+    :mod:`nxpy.defn.batch_rules`).""")
 
 #: names of the built-in ops (filled in by nxpy.ops and the defn layer): a registered op
 #: cannot take one of them
