@@ -26,9 +26,10 @@ distributed: $(STAMP)
 roundtrip: $(STAMP)
 	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" -p nxpy.stablehlo.roundtrip
 
-# threads, memory, cache bounds and interrupts under load (tests/test_soak.py)
+# threads, memory, cache bounds and interrupts under load (tests/test_soak.py); every
+# benchmark of bench/ set up and run once, untimed (tests/test_bench.py)
 soak: $(STAMP)
-	timeout -k 30 600 $(PY) -m pytest -q -p no:xdist -m soak tests/test_soak.py
+	timeout -k 30 600 $(PY) -m pytest -q -p no:xdist -m soak tests/test_soak.py tests/test_bench.py
 
 # the differential fuzzer beyond make test's slice: make fuzz N=5000 SEED=3
 N ?= 1000

@@ -16,7 +16,8 @@ from .core import REGISTRY, Case, Config, Pair, Skip, case
 __all__ = ["CASE_MODULES", "load_cases", "REGISTRY", "Case", "Config", "Pair", "Skip", "case"]
 
 # Modules defining cases, in table order. Import them only after core.start_xla().
-CASE_MODULES = ["bench.single_device", "bench.call_path", "bench.grad", "bench.sharded", "bench.ops_indexing",
+CASE_MODULES = ["bench.single_device", "bench.call_path", "bench.grad", "bench.vmap",
+                "bench.sharded", "bench.ops_indexing",
                 "bench.ops_windows", "bench.ops_sorting", "bench.ops_complex",
                 "bench.ops_random", "bench.ops_linalg"]
 
