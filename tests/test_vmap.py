@@ -242,6 +242,54 @@ def test_nested_vmap_as_jax():
     _close(got, want)
 
 
+def _jconv(fg=1, bg=1, perms=None):
+    dn = ("NCH", "OIH", "NCH") if perms is None else perms[1]
+    return lambda x, k: jax.lax.conv_general_dilated(
+        x, k, (1,), [(1, 0)], rhs_dilation=(2,), feature_group_count=fg,
+        batch_group_count=bg, dimension_numbers=dn)
+
+
+def _nconv(fg=1, bg=1, perms=None):
+    p = {} if perms is None else perms[0]
+    return lambda x, k: nx.conv(x, k, padding=[(1, 0)], kernel_dilation=2,
+                                feature_group_size=fg, batch_group_size=bg, **p)
+
+
+@pytest.mark.parametrize("in_axes, fg, bg, rule", [
+    ((0, None), 1, 1, True), ((2, None), 2, 1, True),    # examples join the conv's batch
+    ((None, 0), 1, 1, True), ((None, 1), 1, 1, True),    # ... its output features
+    ((0, 0), 1, 1, True), ((1, 2), 2, 1, True),          # ... its feature groups
+    ((None, 0), 2, 1, False), ((0, None), 1, 2, False),  # the loop
+])
+def test_conv_as_jax(in_axes, fg, bg, rule):
+    """conv's rule against jax.vmap of lax.conv_general_dilated, on every place the batch
+    can go, with feature groups, and the forms its rule leaves to the loop."""
+    x, k = _rng(2, 4, 7), _rng(4 // bg if bg > 1 else 6, 4 // fg, 3, seed=1)
+    if bg > 1:
+        k = _rng(4, 4, 3, seed=1)
+    n = 3
+    bx = np.stack([x * (1 + i / 10) for i in range(n)], in_axes[0]) if in_axes[0] is not None else x
+    bk = np.stack([k * (1 - i / 10) for i in range(n)], in_axes[1]) if in_axes[1] is not None else k
+    before = dict(batch_paths().get("conv", {"rule": 0, "fallback": 0}))
+    for compiler in ("evaluator", "exla"):
+        got = jit(vmap(_nconv(fg, bg), in_axes=in_axes), compiler=compiler)(nx.tensor(bx), nx.tensor(bk))
+        _close(got, jax.vmap(_jconv(fg, bg), in_axes=in_axes)(bx, bk))
+    after = batch_paths()["conv"]
+    assert (after["rule"] > before["rule"], after["fallback"] > before["fallback"]) == (rule, not rule)
+
+
+def test_conv_with_permutations_as_jax():
+    """Nx's permutations are JAX's dimension numbers: the batch goes where they say."""
+    x, k = _rng(2, 9, 4), _rng(3, 4, 6, seed=1)  # NHC input, HIO kernel, NHC output
+    perms = (dict(input_permutation=[0, 2, 1], kernel_permutation=[2, 1, 0],
+                  output_permutation=[0, 2, 1]), ("NHC", "HIO", "NHC"))
+    bx, bk = np.stack([x, x * 2, -x]), np.stack([k, k / 2, k + 1], 1)
+    for in_axes in ((0, None), (None, 1), (0, 1)):
+        args = [bx if in_axes[0] is not None else bx[0], bk if in_axes[1] is not None else bk[:, 0]]
+        got = jit(vmap(_nconv(perms=perms), in_axes=in_axes), compiler="exla")(*map(nx.tensor, args))
+        _close(got, jax.vmap(_jconv(perms=perms), in_axes=in_axes)(*args))
+
+
 def test_grad_of_vmap_and_vmap_of_grad_as_jax():
     w, xs = _rng(3), _rng(5, 3, seed=1)
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import shape as S, types as T
 from ..tensor import Tensor
-from .core import _axes_of, _out, as_type, dispatch, primitive, register_grad_rule, to_tensor
+from .core import (_axes_of, _out, as_type, dispatch, primitive, register_batch_rule,
+                   register_grad_rule, to_tensor)
 from .shaping import reshape, reverse, transpose
 from .windows import padding_config
 
@@ -220,3 +221,30 @@ def _grad_conv(ctx, e, xs, out, g):
               input_permutation=_swap(ls), kernel_permutation=_swap(os),
               output_permutation=_swap(rs))
     return [dl, dr]
+
+
+# ----------------------------------------------------------------------------------------
+# Batching (nxpy.defn.vmap): JAX's _conv_general_dilated_batch_rule, in Nx's terms. The
+# examples join the convolution's batch (an input batched alone), its output features
+# (a kernel batched alone) or its feature groups (both batched)
+# ----------------------------------------------------------------------------------------
+@register_batch_rule("conv")
+def _batch_conv(ctx, e, xs, dims):
+    (x, k), (dx, dk) = xs, dims
+    a = e.attrs
+    ls, rs, os = a["input_permutation"], a["kernel_permutation"], a["output_permutation"]
+    fg, bg, n = a["feature_group_size"], a["batch_group_size"], ctx.size
+    if bg != 1 or (dx is None and fg != 1):
+        return NotImplemented  # batch groups, or a batched kernel with feature groups: the loop
+    if dk is None:  # examples x batch, as one batch
+        x, k, out_axis = _axis_into(dx, ls[0], x), k, os[0]
+    elif dx is None:  # examples x output features, as the output features
+        x, k, out_axis = x, _axis_into(dk, rs[0], k), os[1]
+    else:  # one feature group per example (and per group of each)
+        x, k, out_axis = _axis_into(dx, ls[1], x), _axis_into(dk, rs[0], k), os[1]
+        fg *= n
+    y = conv(x, k, strides=a["strides"], padding=list(a["padding"]),
+             input_dilation=a["input_dilation"], kernel_dilation=a["kernel_dilation"],
+             feature_group_size=fg, input_permutation=ls, kernel_permutation=rs,
+             output_permutation=os)
+    return _axis_out_of(out_axis, n, y), out_axis
