@@ -13,6 +13,7 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``grad``        grad, value_and_grad, stop_grad, custom_grad: the reverse-mode transform
 ``grad_rules``  the gradient rule of each op
 ``vmap``        vmap: automatic batching, a transform of Expr graphs (and batch_paths)
+``jacobian``    jacobian, hessian: reverse-mode Jacobians, vmap of grad
 ``batch_rules`` the batching rule of each op
 ``collectives`` all_gather, psum and the other collectives, axis_index, the mesh context
 ``sharding``    sharding specs, splitting/assembling shards, propagation over graphs
@@ -54,12 +55,14 @@ from .shard_jit import ShardJit, shard_jit
 from .shard_map import ShardMap, shard_map
 from .tree import register_container
 from .vmap import batch_paths, vmap
+from .jacobian import hessian, jacobian
 from . import portable  # noqa: F401 - registers the linear-algebra primitives' portable implementations
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler", "Jit",
            "Compiled", "register_compiler", "register_compiler_factory", "trace", "cond",
            "while_loop", "hook", "print_value", "print_expr", "runtime_call", "fori_loop", "grad",
-           "value_and_grad", "stop_grad", "custom_grad", "vmap", "batch_paths", "Fn", "Expr", "EXPR", "shard_jit",
+           "value_and_grad", "stop_grad", "custom_grad", "vmap", "batch_paths", "jacobian",
+           "hessian", "Fn", "Expr", "EXPR", "shard_jit",
            "ShardJit", "shard_map", "ShardMap", "sharding", "register_container", "all_gather",
            "all_reduce", "psum", "pmax", "pmin",
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",

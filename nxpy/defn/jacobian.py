@@ -1,0 +1,126 @@
+"""Jacobians and Hessians: ``jacobian`` (JAX's ``jax.jacrev``) and ``hessian``.
+
+Reverse mode, built from the two transforms: the Jacobian of an output with ``m``
+elements is ``m`` gradients, one per row of the identity (a cotangent picking one
+element), and ``vmap`` computes them as one batched gradient. So ``jacobian`` is an
+ordinary graph that every compiler runs, and ``hessian(f) = jacobian(grad(f))``.
+
+>>> import nxpy as nx
+>>> from nxpy.defn import jacobian, hessian
+>>> jacobian(lambda x: x ** 2)(nx.tensor([1.0, 2.0])).tolist()
+[[2.0, 0.0], [0.0, 4.0]]
+>>> hessian(lambda x: nx.sum(x ** 3))(nx.tensor([1.0, 2.0])).tolist()
+[[6.0, 0.0], [0.0, 12.0]]
+"""
+from __future__ import annotations
+
+import functools
+
+from .. import _context
+from .. import ops as O
+from .. import shape as S
+from ..tensor import Tensor
+from . import tree as tree_mod
+from .core import jit
+from .grad import grad
+from .vmap import vmap
+
+__all__ = ["jacobian", "hessian"]
+
+
+def _first(fun, has_aux):
+    """``fun``'s differentiated output, without the aux (checked on the first call)."""
+    return (lambda *args: fun(*args)[0]) if has_aux else fun
+
+
+def _jacobian_of(fun, args, argnums, has_aux, what):
+    out = fun(*args)
+    aux = None
+    if has_aux:
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TypeError(f"{what}: with has_aux=True the function must return a pair "
+                            f"(output, aux), got {type(out).__name__}")
+        out, aux = out
+    leaves, tree = tree_mod.flatten(out)
+    paths = tree_mod.leaf_paths(tree, "output")
+    first = _first(fun, has_aux)
+    single = S.as_int(argnums) is not None
+    rows = []
+    for k, (y, path) in enumerate(zip(leaves, paths)):
+        if not isinstance(y, Tensor) or not y.type.is_float:
+            got = y.type if isinstance(y, Tensor) else type(y).__name__
+            raise TypeError(f"{what}: expected every output to be a real floating-point "
+                            f"tensor, got {got} for {path} (convert it with nx.as_type)")
+        m = S.size(y.shape)
+        basis = O.reshape(O.eye(m, type=y.type), (m,) + tuple(y.shape))
+
+        def picked(e, k=k):
+            def scalar(*a):
+                return O.sum(tree_mod.flatten(first(*a))[0][k] * e)
+            return grad(scalar, argnums)(*args)
+
+        per_row = vmap(picked)(basis)  # one gradient per element of y, batched along 0
+        # each gradient leaf: (m, *x.shape) -> (*y.shape, *x.shape)
+        g_leaves, g_tree = tree_mod.flatten(per_row if not single else (per_row,))
+        shaped = [O.reshape(g, tuple(y.shape) + tuple(g.shape[1:])) for g in g_leaves]
+        shaped = tree_mod.unflatten(g_tree, shaped)
+        rows.append(shaped[0] if single else shaped)
+    jac = tree_mod.unflatten(tree, rows)
+    return (jac, aux) if has_aux else jac
+
+
+class _Jacobian:
+    def __init__(self, fun, argnums, has_aux, what):
+        if not callable(fun):
+            raise TypeError(f"{what}: expected a function to differentiate, got "
+                            f"{type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun, self.argnums, self.has_aux, self.what = fun, argnums, has_aux, what
+        self._jit = None
+
+    def __call__(self, *args):
+        if not _context.tracing():
+            if self._jit is None:
+                self._jit = jit(self._traced)
+            return self._jit(*args)
+        return self._traced(*args)
+
+    def _traced(self, *args):
+        if not args:
+            raise TypeError(f"{self.what}: the function needs at least one positional "
+                            f"argument to differentiate with respect to")
+        return _jacobian_of(self.fun, args, self.argnums, self.has_aux, self.what)
+
+
+def jacobian(fun, argnums=0, has_aux=False):
+    """The Jacobian of ``fun`` with respect to its positional argument(s) ``argnums``
+    (JAX's ``jax.jacrev``): for an output of shape ``Y`` and an argument of shape ``X``,
+    a tensor of shape ``Y + X`` whose entry ``[i..., j...]`` is ``d out[i...] / d
+    x[j...]``. Outputs and arguments may be containers: the result nests the arguments'
+    structure (a tuple of them for a tuple ``argnums``) inside the output's. Outputs must
+    be real floating-point; an integer argument gets zeros (as in :func:`grad`). With
+    ``has_aux``, ``fun`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jacobian
+    >>> j = jacobian(lambda w, x: nx.dot(w, x), argnums=(0, 1))(
+    ...     nx.tensor([[1.0, 2.0]]), nx.tensor([3.0, 4.0]))
+    >>> [t.shape for t in j], j[1].tolist()
+    ([(1, 1, 2), (1, 2)], [[1.0, 2.0]])
+    """
+    return _Jacobian(fun, argnums, has_aux, "jacobian")
+
+
+def hessian(fun, argnums=0):
+    """The Hessian of ``fun``'s scalar output (JAX's ``jax.hessian``): the Jacobian of its
+    gradient, of shape ``X + X`` for an argument of shape ``X``.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import hessian
+    >>> hessian(lambda x: x[0] * x[1] ** 2)(nx.tensor([1.0, 3.0])).tolist()
+    [[0.0, 6.0], [6.0, 2.0]]
+    """
+    if not callable(fun):
+        raise TypeError(f"hessian: expected a function to differentiate, got "
+                        f"{type(fun).__name__}")
+    return _Jacobian(grad(fun, argnums), argnums, False, "hessian")
