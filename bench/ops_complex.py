@@ -25,18 +25,17 @@ def _signal():
     return (rng.standard_normal(N) + 1j * rng.standard_normal(N)).astype(np.complex64)
 
 
-@case("fft_1m_c64", "fft: 2**20 c64 on EXLA", aim=1.1, **CALL_TIMING)
-def fft_exla(cfg):
+def _exla_pair(op, a, want):
+    """``jit(nx.<op>, compiler="exla")`` against ``jax.jit(jnp.fft.<op>)`` on device arrays
+    ``a``, both checked against ``want`` first, each side waiting for its result."""
     import jax
     import jax.numpy as jnp
     import nxpy as nx
     from nxpy.defn import jit
-    a = _signal()
     x = nx.tensor(a, backend="exla")
-    nf = jit(nx.fft, compiler="exla")
+    nf = jit(getattr(nx, op), compiler="exla")
     jx = jax.device_put(a, jax.devices()[0])
-    jf = jax.jit(jnp.fft.fft)
-    want = np.fft.fft(a.astype(np.complex128))
+    jf = jax.jit(getattr(jnp.fft, op))
     for got in (nf(x).to_numpy(), np.asarray(jf(jx))):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-2)
 
@@ -47,8 +46,14 @@ def fft_exla(cfg):
         jax.block_until_ready(jf(jx))
 
     return Pair(nxpy=nxpy_side, jax=jax_side,
-                info="nxpy.defn.jit(nx.fft, compiler='exla') vs jax.jit(jnp.fft.fft), device "
-                     "arrays in, waiting for the result (block_until_ready)")
+                info=f"nxpy.defn.jit(nx.{op}, compiler='exla') vs jax.jit(jnp.fft.{op}), "
+                     f"device arrays in, waiting for the result (block_until_ready)")
+
+
+@case("fft_1m_c64", "fft: 2**20 c64 on EXLA", aim=1.1, **CALL_TIMING)
+def fft_exla(cfg):
+    a = _signal()
+    return _exla_pair("fft", a, np.fft.fft(a.astype(np.complex128)))
 
 
 @case("fft_1m_c64_evaluator", "fft: 2**20 c64, Evaluator vs NumPy (JAX column: np.fft)",
@@ -67,25 +72,5 @@ def fft_evaluator(cfg):
 
 @case("rfft_1m_f32", "rfft: 2**20 f32 on EXLA", aim=1.1, **CALL_TIMING)
 def rfft_exla(cfg):
-    import jax
-    import jax.numpy as jnp
-    import nxpy as nx
-    from nxpy.defn import jit
     a = _signal().real.copy()
-    x = nx.tensor(a, backend="exla")
-    nf = jit(nx.rfft, compiler="exla")
-    jx = jax.device_put(a, jax.devices()[0])
-    jf = jax.jit(jnp.fft.rfft)
-    want = np.fft.rfft(a.astype(np.float64))
-    for got in (nf(x).to_numpy(), np.asarray(jf(jx))):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-2)
-
-    def nxpy_side():
-        nx.block_until_ready(nf(x))
-
-    def jax_side():
-        jax.block_until_ready(jf(jx))
-
-    return Pair(nxpy=nxpy_side, jax=jax_side,
-                info="nxpy.defn.jit(nx.rfft, compiler='exla') vs jax.jit(jnp.fft.rfft), device "
-                     "arrays in, waiting for the result (block_until_ready)")
+    return _exla_pair("rfft", a, np.fft.rfft(a.astype(np.float64)))

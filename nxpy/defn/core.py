@@ -30,7 +30,7 @@ from .compiler import check_options, compile_graph, get_compiler
 from .expr import Fn, trace_fn
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Jit", "Compiled",
-           "trace", "compatible"]
+           "trace", "compatible", "Transform"]
 
 _DEFAULTS: dict = {"compiler": "evaluator"}
 _JITS: weakref.WeakSet = weakref.WeakSet()  # every Jit: default_options clears their hot paths
@@ -480,6 +480,25 @@ class Jit:
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
+
+
+class Transform:
+    """The base of what the function transforms return (``grad``, ``vmap``,
+    ``jacobian``): ``_traced(*args, **kwargs)`` builds the transformed graph in the
+    defn being traced. Called inside a defn, a transform traces into it; called outside,
+    it jits itself once (the default compiler) and calls that."""
+
+    _jit = None
+
+    def __call__(self, *args, **kwargs):
+        if not _context.tracing():
+            if self._jit is None:
+                self._jit = jit(self._traced)
+            return self._jit(*args, **kwargs)
+        return self._traced(*args, **kwargs)
+
+    def _traced(self, *args, **kwargs):  # pragma: no cover - protocol
+        raise NotImplementedError
 
 
 def jit(fun, compiler=None, *, donate_argnums=None, **opts) -> Jit:

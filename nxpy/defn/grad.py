@@ -44,7 +44,7 @@ from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import current_mesh, psum
-from .core import jit
+from .core import Transform
 from .expr import EFFECTS, EXPR, Expr, Fn, Scope, trace_fn
 from .grad_rules import GRAD_RULES, NON_DIFFERENTIABLE, non_differentiable, zeros
 from .kernel import cond, while_loop
@@ -735,7 +735,7 @@ def _differentiate(fun, args, kwargs, argnums, has_aux):
     return value, aux, grads
 
 
-class _Grad:
+class _Grad(Transform):
     """What ``grad(fun)`` and ``value_and_grad(fun)`` return."""
 
     def __init__(self, fun, argnums, has_aux, with_value):
@@ -744,14 +744,6 @@ class _Grad:
                             f"{type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self.fun, self.argnums, self.has_aux, self.with_value = fun, argnums, has_aux, with_value
-        self._jit = None
-
-    def __call__(self, *args, **kwargs):
-        if not _context.tracing():
-            if self._jit is None:
-                self._jit = jit(self._traced)
-            return self._jit(*args, **kwargs)
-        return self._traced(*args, **kwargs)
 
     def _traced(self, *args, **kwargs):
         if not args:

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import functools
 
-from .. import _context
 from .. import ops as O
 from .. import shape as S
 from ..tensor import Tensor
 from . import tree as tree_mod
-from .core import jit
+from .core import Transform
 from .grad import grad
 from .vmap import vmap
 
@@ -69,21 +68,13 @@ def _jacobian_of(fun, args, argnums, has_aux, what):
     return (jac, aux) if has_aux else jac
 
 
-class _Jacobian:
+class _Jacobian(Transform):
     def __init__(self, fun, argnums, has_aux, what):
         if not callable(fun):
             raise TypeError(f"{what}: expected a function to differentiate, got "
                             f"{type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self.fun, self.argnums, self.has_aux, self.what = fun, argnums, has_aux, what
-        self._jit = None
-
-    def __call__(self, *args):
-        if not _context.tracing():
-            if self._jit is None:
-                self._jit = jit(self._traced)
-            return self._jit(*args)
-        return self._traced(*args)
 
     def _traced(self, *args):
         if not args:

@@ -37,7 +37,7 @@ from ..ops.core import BATCH_RULES
 from ..tensor import Tensor, shape_str
 from . import batch_rules  # also registers the base op set's rules
 from . import tree as tree_mod
-from .core import jit
+from .core import Transform
 from .expr import EXPR, Fn, Scope, trace_fn
 from .grad import Backprop, custom_grad, trip_bound
 from .grad_rules import zeros
@@ -302,7 +302,7 @@ def _normalize(axis, rank, what, where, shape):
     return a % rank
 
 
-class _Vmap:
+class _Vmap(Transform):
     """What ``vmap(fun, in_axes, out_axes)`` returns."""
 
     def __init__(self, fun, in_axes, out_axes):
@@ -312,18 +312,13 @@ class _Vmap:
         if isinstance(in_axes, list):
             in_axes = tuple(in_axes)  # a list of per-argument axes reads as JAX's tuple
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
-        self._jit = None
 
     def __call__(self, *args, **kwargs):
         if kwargs:
             raise TypeError(f"vmap: keyword arguments are not supported (got "
                             f"{', '.join(kwargs)}): pass them positionally, with in_axes "
                             f"saying how each is batched, or close over them")
-        if not _context.tracing():
-            if self._jit is None:
-                self._jit = jit(self._traced)
-            return self._jit(*args)
-        return self._traced(*args)
+        return super().__call__(*args)
 
     def _traced(self, *args):
         if not args:
