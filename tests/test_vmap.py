@@ -231,6 +231,18 @@ def test_containers_and_prefix_in_axes_as_jax():
         _close(got, want)
 
 
+def test_keyword_arguments_are_batched_along_axis_0_as_jax():
+    x, y = _rng(3, 4), _rng(3, 4, seed=1)
+    f = lambda a, b, *, scale: a * scale + b  # noqa: E731
+    got = vmap(f, in_axes=(1, None))(nx.tensor(x.T), nx.tensor(y[0]), scale=nx.tensor(x[:, 0]))
+    want = jax.vmap(lambda a, b, *, scale: a * scale + b, in_axes=(1, None))(x.T, y[0], scale=x[:, 0])
+    _close(got, want)
+    # inside a jit, and with an int in_axes for the positionals
+    got = jit(lambda a, s: vmap(f, in_axes=0)(a, nx.tensor(y), scale=s), compiler="exla")(
+        nx.tensor(x), nx.tensor(x[:, 1]))
+    _close(got, jax.vmap(lambda a, b, *, scale: a * scale + b)(x, y, scale=x[:, 1]))
+
+
 def test_nested_vmap_as_jax():
     x, y = _rng(2, 3, 4), _rng(3, 4, seed=1)
     inner = lambda a, b: nx.dot(a, b)  # noqa: E731
@@ -401,7 +413,10 @@ def test_grad_through_a_loop_whose_predicate_differs_between_examples():
      r"out_axes for output is None, but that output differs between examples"),
     (lambda: vmap(lambda a: a, out_axes=2)(nx.iota((2, 3))), ValueError,
      r"out_axes for output is 2, out of range for a value of rank 1 \(per-example shape \(3,\)\)"),
-    (lambda: vmap(lambda a: a)(nx.iota((2,)), b=1), TypeError, r"keyword arguments are not supported"),
+    (lambda: vmap(lambda a, b: a)(nx.iota((2,)), b="x"), TypeError,
+     r"vmap: keyword argument b must be a tensor, array or number .* got str"),
+    (lambda: vmap(lambda a, b: a + b)(nx.iota((2,)), b=nx.iota((3,))), ValueError,
+     r"different batch sizes: args\[0\] has 2 .* args\[1\] has 3"),
     (lambda: vmap(3), TypeError, r"expected a function to batch, got int"),
 ])
 def test_errors(call, err, match):

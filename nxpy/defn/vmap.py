@@ -29,6 +29,9 @@ ValueError: vmap: the mapped arguments have different batch sizes: args[0] has 2
 from __future__ import annotations
 
 import functools
+import numbers
+
+import numpy as np
 
 from .. import _context
 from .. import ops as O
@@ -313,14 +316,19 @@ class _Vmap(Transform):
             in_axes = tuple(in_axes)  # a list of per-argument axes reads as JAX's tuple
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
 
-    def __call__(self, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"vmap: keyword arguments are not supported (got "
-                            f"{', '.join(kwargs)}): pass them positionally, with in_axes "
-                            f"saying how each is batched, or close over them")
-        return super().__call__(*args)
-
-    def _traced(self, *args):
+    def _traced(self, *args, **kwargs):
+        if kwargs:  # batched along their axis 0, as in JAX (in_axes is for positionals)
+            for k, v in kwargs.items():
+                if not isinstance(v, (Tensor, np.ndarray, numbers.Number)):
+                    raise TypeError(f"vmap: keyword argument {k} must be a tensor, array or "
+                                    f"number (keyword arguments are batched along axis 0), "
+                                    f"got {type(v).__name__}: close over it instead")
+            n, fun = len(args), self.fun
+            in_axes = self.in_axes if isinstance(self.in_axes, tuple) else (self.in_axes,) * n
+            keys = tuple(kwargs)
+            with_kw = _Vmap(lambda *a: fun(*a[:n], **dict(zip(keys, a[n:]))),
+                            in_axes + (0,) * len(keys), self.out_axes)
+            return with_kw._traced(*args, *kwargs.values())
         if not args:
             raise TypeError("vmap: the function needs at least one positional argument to "
                             "batch over")
