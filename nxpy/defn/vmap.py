@@ -387,7 +387,8 @@ def vmap(fun, in_axes=0, out_axes=0):
     positional argument, each an int, None or a container of them matching the argument
     (a prefix of its structure, as in JAX). ``out_axes``: likewise for the result, where
     the batch axis goes (None: an output the same for every example, returned once). All
-    mapped arguments must have the same batch size.
+    mapped arguments must have the same batch size. Keyword arguments (tensors, arrays,
+    numbers) are batched along their axis 0, as in JAX.
 
     >>> import nxpy as nx
     >>> from nxpy.defn import vmap, grad
