@@ -440,3 +440,45 @@ def test_a_plugin_rule_is_used_and_checked():
                                          r"batched along None, expected f32\[2\] with a batch of 2 along one axis \(or, with "
                                          r"None, unbatched\)"):
         vmap(double)(nx.tensor([[1.0, 2.0], [3.0, 5.0]]))
+
+
+# ----------------------------------------------------------------------------------------
+# Regressions: what the differential fuzzer's vmap check found (nxpy.testing.fuzz)
+# ----------------------------------------------------------------------------------------
+def _names_alone(f, *args):
+    """The names of ``f``'s results run on one example (eagerly), the oracle for the
+    names of its batch."""
+    return [t.names for t in flatten(f(*args))[0]]
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_regression_the_results_keep_their_names(compiler):
+    # fuzz seed 0 #2: vmap(grad) w.r.t. a shared named input: the result does not depend
+    # on the batch, vmap broadcast it along the batch axis and dropped its names
+    x = nx.tensor([1.0, 2.0], names=["w"])
+    f = grad(lambda x, y: nx.sum(nx.sin(x) + y), argnums=(0, 1))
+    assert _names_alone(f, x, x) == [("w",), ("w",)]
+    got = jit(vmap(f, in_axes=(None, 0), out_axes=(1, 0)), compiler=compiler)(
+        x, nx.tensor([[1.0, 2.0]] * 3, names=[None, "w"]))
+    assert [t.names for t in got] == [("w", None), (None, "w")]
+    # fuzz seed 3 #154: broadcast to a tensor's own shape drops its names (as Nx), without
+    # a node: vmap returned the input's names
+    b = lambda x: nx.broadcast(x, (2,))  # noqa: E731
+    assert _names_alone(b, x) == [(None,)]
+    assert jit(vmap(b, out_axes=-1), compiler=compiler)(
+        nx.tensor([[1.0, 2.0]] * 3, names=[None, "w"])).names == (None, None)
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_regression_the_loop_keeps_the_names_of_the_example(compiler):
+    # fuzz seed 0 #132: dynamic_slice with starts that differ between examples goes to
+    # the loop, whose buffers were unnamed
+    x = nx.tensor([1.0, 2.0, 3.0], names=["w"])
+    f = lambda x, i: nx.slice(nx.erf(x), [i], [2])  # noqa: E731
+    assert _names_alone(f, x, nx.tensor(1)) == [("w",)]
+    before = batch_paths().get("dynamic_slice", {}).get("fallback", 0)
+    got = jit(vmap(f, in_axes=(None, 0), out_axes=1), compiler=compiler)(x, nx.tensor([0, 1, 5]))
+    assert batch_paths()["dynamic_slice"]["fallback"] == before + 1
+    assert got.names == ("w", None)
+    want = np.stack([f(x, nx.tensor(i)).to_numpy() for i in (0, 1, 5)], axis=1)
+    np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-6)

@@ -120,7 +120,9 @@ def _loop(ctx, e, copier, dims):
                                 for b, y in zip(state[1:], results))
 
     done = while_loop(lambda s: s[0] < ctx.size, body, (0,) + tuple(bufs))
-    res = [(b, 0) for b in done[1:]]
+    # the buffers are unnamed: the example's names, as the op gave them
+    res = [(O.rename(b, (None,) + tuple(n)) if n is not None else b, 0)
+           for b, (_, _, n) in zip(done[1:], outs)]
     return res if e.outs is not None else res[0]
 
 
@@ -363,19 +365,23 @@ class _Vmap(Transform):
         outs = batch_fn(fn, ins, size)
         out_axes = _axes_for(self.out_axes, fn.tree, "output", "out_axes")
         results = []
-        for (v, d), (where, oa) in zip(outs, out_axes):
+        for (v, d), (where, oa), o in zip(outs, out_axes, fn.outputs):
+            # the output's names as traced (a renaming, as broadcast to a tensor's own
+            # shape is, makes no node), the batch axis unnamed
+            names = list(o.names)
             if oa is None:
                 if d is not None:
                     raise ValueError(f"vmap: out_axes for {where} is None, but that output "
                                      f"differs between examples (it depends on a mapped "
                                      f"argument): give it an axis")
-                results.append(v)
+                results.append(O.rename(v, names))
                 continue
             oa = _normalize(oa, v.rank + (d is None), "out_axes", where,
-                            f" (per-example shape {tuple(fn.outputs[len(results)].shape)})")
+                            f" (per-example shape {tuple(o.shape)})")
             if d is None:
                 v, d = O.broadcast(v, (size,) + tuple(v.shape)), 0
-            results.append(batch_rules.move(v, d, oa))
+            names.insert(oa, None)
+            results.append(O.rename(batch_rules.move(v, d, oa), names))
         return tree_mod.unflatten(fn.tree, results)
 
 
