@@ -111,7 +111,7 @@ import nxpy as nx
 from .. import pjrt, types as T
 from ..compilers.exla import to_mlir
 from ..defn import (all_gather, all_to_all, axis_index, cond, grad, jit, pmax, pmean, pmin,
-                    ppermute, psum, psum_scatter, shard_jit, shard_map, tree, while_loop)
+                    ppermute, psum, psum_scatter, shard_jit, shard_map, tree, vmap, while_loop)
 from ..defn import sharding as SH
 from ..ops.core import kind_ok
 from ..ops.elementwise import BINARY, UNARY
@@ -122,7 +122,7 @@ from . import _default_backend
 from .cases.base import DOMAINS
 
 __all__ = ["Program", "Leaf", "Step", "generate", "generate_sharded", "check", "Mismatch",
-           "run_many", "TOLERANCES", "main"]
+           "run_many", "TOLERANCES", "main", "VmapSpec", "vmap_spec", "check_vmap", "VMAP_SIZE"]
 
 #: (rtol, atol) between implementations (NumPy kernels, XLA, JAX): transcendental
 #: functions differ in the last bits and sums reassociate; ``atol`` is scaled by the
@@ -222,8 +222,9 @@ class Program:
         lines.append(f"  outputs: {', '.join(f'n{i}' for i in self.outputs)}")
         return "\n".join(lines)
 
-    def repro(self) -> str:
-        return f"python -m nxpy.testing.fuzz --seed {self.seed} --index {self.index} --show"
+    def repro(self, vmap: bool = False) -> str:
+        how = " --vmap" if vmap else ""
+        return f"python -m nxpy.testing.fuzz --seed {self.seed} --index {self.index}{how} --show"
 
     # -- the nxpy program and its JAX twin, built from the description -----------------
     def _body(self, xs):
@@ -671,9 +672,10 @@ class _Gen:
                 v = OPS[op][0](*[self.vals[a] for a in args], **kw)
         except (TypeError, ValueError):
             return None
-        if v.type.is_complex and not all(np.isfinite(self.vals[a].to_numpy()).all() for a in args):
-            return None  # complex arithmetic on infinities: see the module docstring
-        self.nodes.append(Step(op, tuple(args), kw))
+        step = Step(op, tuple(args), kw)
+        if not _value_rules_hold(step, [self.vals[a] for a in args], v):
+            return None  # e.g. complex arithmetic on infinities: see the module docstring
+        self.nodes.append(step)
         self.vals.append(v)
         exact = all(self.exact[a] for a in args) and (
             op in _EXACT or (op in _EXACT_ARITH and v.type in (T.F32, T.F64))
@@ -953,14 +955,7 @@ class _Gen:
                              dilations=dil)
         if not scatter:
             return self.step(op, [i], window=window, strides=strides, padding=padding, dilations=dil)
-        # select and scatter picks by comparing the operand: exact operands without NaN,
-        # of magnitudes the JAX twin holds exactly in f64 (see _window_scatter)
-        v = x.to_numpy()
-        if x.type.is_inexact:
-            big = np.isnan(v).any() or (np.abs(v[np.isfinite(v)]) >= 1e300).any()
-        else:
-            big = (np.abs(v.astype(np.float64)) >= 2.0**53).any()
-        if not self.exact_ok(op, i) or big:
+        if not self.exact_ok(op, i) or not _scatter_operand_ok(op, x, None, padding):
             return None
         try:
             pooled = nx.window_max(x, window, strides=strides, padding=padding).shape
@@ -969,10 +964,8 @@ class _Gen:
         src = self.leaf(pooled, self.pick([str(x.type), "f32", "s8", "f64", "u8"]))
         init = self.pick([0, 1, -2])
         init = abs(init) if self.t(src).kind == "u" else init
-        m = T.merge(x.type, self.t(src))
-        worst = T.min_value(m) if op == "window_scatter_max" else T.max_value(m)
-        if m.bits == 64 and padding != "valid" and (v.astype(m.dtype) == worst).any():
-            return None  # 64-bit operands are padded with this value: ties (see the docstring)
+        if not _scatter_operand_ok(op, x, self.t(src), padding):
+            return None
         return self.step(op, [i, src], init=init, window=window, strides=strides, padding=padding)
 
     def conv(self):
@@ -987,6 +980,40 @@ class _Gen:
                          padding=[[int(self.rng.integers(0, 2)), int(self.rng.integers(0, 2))] for _ in range(nsp)],
                          input_dilation=[int(self.rng.integers(1, 3)) for _ in range(nsp)],
                          kernel_dilation=[int(self.rng.integers(1, 3)) for _ in range(nsp)], groups=g)
+
+
+def _value_rules_hold(n: Step, args, v) -> bool:
+    """The rules of the module docstring that look at values, not only at types and the
+    program's structure, for node ``n`` computing ``v`` from ``args``: no complex result
+    from infinities or NaN, no NaN bitcast from a float, ``window_scatter_max``/``min``
+    operands they may select on. (The generator checks them as it draws; vmap's examples,
+    drawn afresh, are checked again.)"""
+    if v.type.is_complex and not all(np.isfinite(a.to_numpy()).all() for a in args):
+        return False
+    if n.op == "bitcast" and args[0].type.is_inexact and np.isnan(args[0].to_numpy()).any():
+        return False
+    if n.op in ("window_scatter_max", "window_scatter_min"):
+        return _scatter_operand_ok(n.op, args[0], args[1].type, n.kw["padding"])
+    return True
+
+
+def _scatter_operand_ok(op, x, src_type, padding) -> bool:
+    """Whether ``window_scatter_max``/``min`` (``op``) may select on operand ``x``:
+    select and scatter picks by comparing the operand, so no NaN and magnitudes the JAX
+    twin holds exactly in f64 (see _window_scatter); with the source's type, no 64-bit
+    operand holding the value nxpy pads it with, when padded (ties, see the docstring)."""
+    v = x.to_numpy()
+    if x.type.is_inexact:
+        big = np.isnan(v).any() or (np.abs(v[np.isfinite(v)]) >= 1e300).any()
+    else:
+        big = (np.abs(v.astype(np.float64)) >= 2.0**53).any()
+    if big:
+        return False
+    if src_type is None:
+        return True
+    m = T.merge(x.type, src_type)
+    worst = T.min_value(m) if op == "window_scatter_max" else T.max_value(m)
+    return not (m.bits == 64 and padding != "valid" and (v.astype(m.dtype) == worst).any())
 
 
 _FAMILIES = ["unary", "unary", "binary", "binary", "reduction", "shaping", "shaping", "dot",
@@ -1148,11 +1175,18 @@ def _fail(prog, what):
     raise Mismatch(f"{what}\n{prog}\nrepro: {prog.repro()}")
 
 
-def check(prog, *, with_jax: bool = True) -> None:
+def check(prog, *, with_jax: bool = True, vmap: bool = False) -> None:
     """Runs ``prog`` on every path; raises :class:`Mismatch` (with the program's
-    description and a repro command) when two disagree."""
+    description and a repro command) when two disagree. ``vmap``: then checks
+    :func:`check_vmap` too (single-device programs)."""
     if isinstance(prog, ShardedProgram):
         return check_sharded(prog)
+    _check_paths(prog, with_jax)
+    if vmap:
+        check_vmap(prog, with_jax=with_jax)
+
+
+def _check_paths(prog, with_jax):
     res = _paths(prog)
     ref = res.pop("numpy")
     if isinstance(ref, Exception):
@@ -1184,6 +1218,219 @@ def check(prog, *, with_jax: bool = True) -> None:
         d = _values_match(w, g, tol)
         if d:
             _fail(prog, f"result {k}: the NumPy backend vs JAX: {d}")
+
+
+# ----------------------------------------------------------------------------------------
+# vmap: the program on a batch of examples
+# ----------------------------------------------------------------------------------------
+#: examples in the batch of :func:`check_vmap`
+VMAP_SIZE = 3
+
+
+@dataclasses.dataclass
+class VmapSpec:
+    """How :func:`check_vmap` batches a program. ``examples``: per input, its
+    :data:`VMAP_SIZE` examples as Leaf descriptions (the program's own input first, then
+    inputs drawn afresh from the same domain; the program's own each time for a shared
+    input); ``in_axes``: per input, the axis of the batched input its examples are
+    stacked along (possibly negative), or None (shared: the same for every example,
+    passed unbatched); ``out_axes``: per result, where vmap puts the batch; ``nested``:
+    the program returns a tuple (else one tensor)."""
+    in_axes: tuple
+    out_axes: tuple
+    examples: list
+    nested: bool
+
+    def vmap_out_axes(self):
+        return self.out_axes if self.nested else self.out_axes[0]
+
+    def describe(self, prog) -> str:
+        ids = [i for i, n in enumerate(prog.nodes) if isinstance(n, Leaf)]
+        lines = [f"  vmap over {VMAP_SIZE} examples: in_axes={self.in_axes!r}, "
+                 f"out_axes={self.vmap_out_axes()!r}"]
+        for i, a, exs in zip(ids, self.in_axes, self.examples):
+            if a is None:
+                lines.append(f"    n{i}: shared (in_axes None)")
+                continue
+            for k, leaf in enumerate(exs):
+                lines.append(f"    n{i} example {k}: {'as above' if leaf == prog.nodes[i] else leaf}")
+        return "\n".join(lines)
+
+
+def _jax_vmap_ok(prog: Program) -> bool:
+    """Whether ``jax.vmap`` batches ``prog``'s JAX twin: lax's select_and_scatter has no
+    batching rule, and lax.bitcast_convert_type's rule fails to a wider type when the
+    batch axis is the last one (the one the bitcast merges), so complex bitcasts (pairs
+    of floats) are left out too."""
+    for i, n in enumerate(prog.nodes):
+        if isinstance(n, Step) and (n.op in ("window_scatter_max", "window_scatter_min") or (
+                n.op == "bitcast" and "c" in (prog.types[n.args[0]][0], prog.types[i][0]))):
+            return False
+    return True
+
+
+def _leaf_tensor(leaf: Leaf, array=None):
+    return nx.tensor(leaf.array() if array is None else array, type=leaf.type,
+                     names=list(leaf.names) if leaf.names else None)
+
+
+def _rules_hold(prog: Program, leaves) -> bool:
+    """Whether the inputs ``leaves`` (one Leaf per input) keep the rules of the module
+    docstring that look at values (:func:`_value_rules_hold`), node by node on the NumPy
+    backend."""
+    it = iter(leaves)
+    vals = []
+    try:
+        with _numpy_backend(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for n in prog.nodes:
+                if isinstance(n, Leaf):
+                    vals.append(_leaf_tensor(next(it)))
+                    continue
+                args = [vals[a] for a in n.args]
+                vals.append(OPS[n.op][0](*args, **n.kw))
+                if not _value_rules_hold(n, args, vals[-1]):
+                    return False
+    except Exception:  # noqa: BLE001 - an example the program cannot take is not drawn
+        return False
+    return True
+
+
+def _redraw(prog: Program, node: int, leaf: Leaf, rng) -> Leaf:
+    """Another example of input ``leaf`` (node ``node``) from its domain: a fresh draw;
+    for the generator's index inputs (``data``), a permutation of the same indices (so
+    ``take``/``gather`` indices stay in range and ``indexed_put`` rows distinct), or for a
+    ``dynamic_slice`` start, another start (out-of-range starts are clamped everywhere)."""
+    if leaf.data is None:
+        return dataclasses.replace(leaf, seed=int(rng.integers(2**31)))
+    d = np.asarray(leaf.data)
+    uses = {(n.op, k) for n in prog.nodes if isinstance(n, Step) for k, a in enumerate(n.args) if a == node}
+    if not d.ndim:
+        if uses <= {("dynamic_slice", 1)}:
+            return dataclasses.replace(leaf, data=int(d) + int(rng.integers(1, 4)))
+        return leaf
+    if d.ndim >= 2:  # gather/indexed_* coordinates: whole rows move
+        return dataclasses.replace(leaf, data=d[rng.permutation(d.shape[0])].tolist())
+    return dataclasses.replace(leaf, data=rng.permutation(d.reshape(-1)).reshape(d.shape).tolist())
+
+
+def _axis_choice(rng, rank):
+    """0 (leading), another axis of the batched value (of rank ``rank + 1``; sometimes
+    written negative)."""
+    if not rank or rng.random() < 0.5:
+        return 0
+    a = int(rng.integers(1, rank + 1))
+    return a - (rank + 1) if rng.random() < 0.3 else a
+
+
+def vmap_spec(prog: Program) -> VmapSpec:
+    """The batch :func:`check_vmap` runs ``prog`` on (deterministic in the program's seed
+    and index): random ``in_axes`` (0, another axis or None, at least one input
+    batched), random ``out_axes``, examples 1 and 2 of each batched input drawn afresh
+    from its domain (an example whose values break a rule of the module docstring is
+    drawn again, then given up for the program's own inputs)."""
+    rng = np.random.default_rng([prog.seed, prog.index, 2])
+    leaves = prog.leaves()
+    ids = [i for i, n in enumerate(prog.nodes) if isinstance(n, Leaf)]
+    in_axes = [None if rng.random() < 0.3 else _axis_choice(rng, len(leaf.shape)) for leaf in leaves]
+    if all(a is None for a in in_axes):
+        in_axes[int(rng.integers(len(leaves)))] = 0
+    examples = [[leaf] for leaf in leaves]
+    for _ in range(1, VMAP_SIZE):
+        for _attempt in range(3):
+            drawn = [leaf if a is None else _redraw(prog, i, leaf, rng)
+                     for i, leaf, a in zip(ids, leaves, in_axes)]
+            if _rules_hold(prog, drawn):
+                break
+        else:
+            drawn = leaves
+        for exs, leaf in zip(examples, drawn):
+            exs.append(leaf)
+    with _numpy_backend(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = prog.function()(*[_leaf_tensor(leaf) for leaf in leaves])
+    outs = _leaves(r)
+    out_axes = tuple(_axis_choice(rng, t.rank) for t in outs)
+    return VmapSpec(tuple(in_axes), out_axes, examples, isinstance(r, (tuple, list)))
+
+
+def _fail_vmap(prog, spec, what):
+    raise Mismatch(f"vmap: {what}\n{prog}\n{spec.describe(prog)}\nrepro: {prog.repro(vmap=True)}")
+
+
+def check_vmap(prog: Program, spec: VmapSpec | None = None, *, with_jax: bool = True) -> None:
+    """``vmap`` of ``prog`` (grad programs: per-example gradients) on the batch of
+    ``spec`` (default: :func:`vmap_spec`), under the Evaluator and EXLA, against the
+    program run on each example alone on the NumPy backend, the results stacked along
+    ``out_axes``: types, shapes, dim names (the batch axis unnamed) and values as
+    :func:`check` compares them; then ``jax.vmap`` of the JAX twin against the same
+    stack. Raises :class:`Mismatch` naming vmap, with the batch and a repro command."""
+    spec = spec or vmap_spec(prog)
+    fn = prog.function()
+    leaves = prog.leaves()
+    tol = _tolerance(prog)
+    per_example = []
+    with _numpy_backend(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(VMAP_SIZE):
+            try:
+                per_example.append(_leaves(fn(*[_leaf_tensor(exs[k]) for exs in spec.examples])))
+            except Exception as err:  # noqa: BLE001
+                _fail_vmap(prog, spec, f"the NumPy backend failed on example {k}: {type(err).__name__}: {err}")
+        want = []
+        for r, oa in enumerate(spec.out_axes):
+            ts = [pe[r] for pe in per_example]
+            oa = oa % (ts[0].rank + 1)
+            names = list(ts[0].names)
+            names.insert(oa, None)
+            want.append((np.stack([np.asarray(t.to_numpy()).reshape(t.shape) for t in ts], axis=oa),
+                         str(ts[0].type), tuple(names)))
+        arrays, args = [], []
+        for leaf, a, exs in zip(leaves, spec.in_axes, spec.examples):
+            if a is None:
+                arrays.append(leaf.array())
+                args.append(_leaf_tensor(leaf))
+                continue
+            a = a % (len(leaf.shape) + 1)
+            arrays.append(np.stack([x.array() for x in exs], axis=a))
+            names = list(leaf.names) if leaf.names else [None] * len(leaf.shape)
+            names.insert(a, None)
+            args.append(nx.tensor(arrays[-1], type=leaf.type, names=names if any(names) else None))
+        batched = vmap(fn, in_axes=spec.in_axes, out_axes=spec.vmap_out_axes())
+        for compiler in ("evaluator", "exla"):
+            try:
+                got = _leaves(jit(batched, compiler=compiler)(*args))
+            except Exception as err:  # noqa: BLE001 - reported as a mismatch
+                _fail_vmap(prog, spec, f"vmap/{compiler} failed: {type(err).__name__}: {err}")
+            if len(got) != len(want):
+                _fail_vmap(prog, spec, f"vmap/{compiler}: {len(got)} results, expected {len(want)}")
+            for k, (t, (w, wt, wn)) in enumerate(zip(got, want)):
+                g = np.asarray(t.to_numpy()).reshape(t.shape)
+                where = f"vmap/{compiler} result {k} vs the examples run alone (NumPy backend), stacked"
+                if str(t.type) != wt or g.shape != w.shape:
+                    _fail_vmap(prog, spec, f"{where}: {t.type}{list(g.shape)}, expected {wt}{list(w.shape)}")
+                if tuple(t.names) != wn:
+                    _fail_vmap(prog, spec, f"{where}: names {list(t.names)}, expected {list(wn)}")
+                d = _values_match(w, g, tol)
+                if d:
+                    _fail_vmap(prog, spec, f"{where}: {d}")
+    if not with_jax or not _jax_vmap_ok(prog):
+        return
+    jax = pjrt.oracle()
+    try:
+        with warnings.catch_warnings(), jax.enable_x64(True):
+            warnings.simplefilter("ignore")
+            f = jax.jit(jax.vmap(prog.jax_function(jax), in_axes=spec.in_axes, out_axes=spec.vmap_out_axes()))
+            got = [np.asarray(x) for x in jax.tree_util.tree_leaves(f(*arrays))]
+    except Exception as err:  # noqa: BLE001
+        _fail_vmap(prog, spec, f"jax.vmap of the JAX twin failed: {type(err).__name__}: {err}")
+    if len(got) != len(want):
+        _fail_vmap(prog, spec, f"jax.vmap gave {len(got)} results, expected {len(want)}")
+    for k, (g, (w, _, _)) in enumerate(zip(got, want)):
+        g = g.astype(w.dtype) if not prog.grad else g
+        d = _values_match(g, w, tol)
+        if d:
+            _fail_vmap(prog, spec, f"result {k}: the examples run alone (NumPy backend), stacked, vs jax.vmap: {d}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -1404,15 +1651,17 @@ def check_sharded(p: ShardedProgram) -> None:
 # Many programs, and the command line
 # ----------------------------------------------------------------------------------------
 def run_many(seed: int, count: int, start: int = 0, sharded_every: int = 10, stop_on_first=False,
-             out=None) -> list:
+             out=None, vmap_every: int = 1) -> list:
     """Checks programs ``start .. start+count-1`` of stream ``seed`` (every
-    ``sharded_every``-th is a sharded one); returns the mismatches."""
+    ``sharded_every``-th is a sharded one; single-device programs whose index is a
+    multiple of ``vmap_every`` also batched, :func:`check_vmap`; 0: none); returns the
+    mismatches."""
     found = []
     for k in range(start, start + count):
         prog = generate_sharded(seed, k) if sharded_every and k % sharded_every == sharded_every - 1 \
             else generate(seed, k)
         try:
-            check(prog)
+            check(prog, vmap=bool(vmap_every) and k % vmap_every == 0)
         except Mismatch as err:
             found.append(err)
             if out:
@@ -1429,23 +1678,31 @@ def main(argv=None) -> int:
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--index", type=int, help="one program (with --show: print it)")
     ap.add_argument("--sharded", action="store_true", help="with --index: the sharded program")
+    ap.add_argument("--vmap", action="store_true",
+                    help="with --index: check vmap of the program too (with --show: print the batch)")
+    ap.add_argument("--vmap-every", type=int, default=1, metavar="N",
+                    help="when fuzzing: check vmap of every N-th program (0: none; default 1)")
     ap.add_argument("--show", action="store_true")
     a = ap.parse_args(argv)
+    if a.vmap and a.sharded:
+        ap.error("--vmap: sharded programs are not batched")
     pjrt.oracle()
     warnings.simplefilter("ignore")
     if a.index is not None:
         prog = (generate_sharded if a.sharded else generate)(a.seed, a.index)
         if a.show:
             print(prog)
+            if a.vmap:
+                print(vmap_spec(prog).describe(prog))
         try:
-            check(prog)
+            check(prog, vmap=a.vmap)
         except Mismatch as err:
             print(f"MISMATCH {err}")
             return 1
         print("ok")
         return 0
     t0 = time.perf_counter()
-    found = run_many(a.seed, a.count, a.start, out=sys.stdout)
+    found = run_many(a.seed, a.count, a.start, out=sys.stdout, vmap_every=a.vmap_every)
     print(f"fuzzed {a.count} programs (seed {a.seed}, from {a.start}) in "
           f"{time.perf_counter() - t0:.0f} s: {len(found)} mismatch(es)")
     return 1 if found else 0
