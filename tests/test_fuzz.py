@@ -3,10 +3,13 @@ backend, the Evaluator, EXLA and the StableHLO round trip, against one another a
 jax.numpy; every tenth a sharded program against JAX's shard_map, its StableHLO module
 loaded back and run with shard_jit per device. ``make fuzz`` runs more.
 
-A failure prints the program and a one-line repro command. NXPY_FUZZ_SEED and
-NXPY_FUZZ_N choose the slice (default: seed 17, 200 programs). Below the slice: the
-mismatches the fuzzer found, as fixed programs.
+Every fifth single-device program of the slice is also batched (``check_vmap``: vmap on
+three examples against the examples run alone, and jax.vmap). A failure prints the
+program and a one-line repro command. NXPY_FUZZ_SEED, NXPY_FUZZ_N and NXPY_FUZZ_VMAP_EVERY
+choose the slice (default: seed 17, 200 programs, vmap every 5th). Below the slice: the
+mismatches the fuzzer found, as fixed programs, and the vmap check's own tests.
 """
+import dataclasses
 import os
 
 import numpy as np
@@ -14,11 +17,13 @@ import pytest
 
 import nxpy as nx
 from nxpy.defn import jit
+from nxpy.ops.core import BATCH_RULES
 from nxpy.testing import fuzz
 from nxpy.testing.fuzz import Leaf, Program, Step
 
 SEED = int(os.environ.get("NXPY_FUZZ_SEED", "17"))
 N = int(os.environ.get("NXPY_FUZZ_N", "200"))
+VMAP_EVERY = int(os.environ.get("NXPY_FUZZ_VMAP_EVERY", "5"))  # make fuzz: every program
 
 
 def _program(k):
@@ -29,7 +34,7 @@ def _program(k):
 def test_fuzz_slice(k):
     prog = _program(k)
     try:
-        fuzz.check(prog)
+        fuzz.check(prog, vmap=k % VMAP_EVERY == 0)
     except fuzz.Mismatch as err:
         pytest.fail(f"fuzz seed {SEED}, program {k}: {err}", pytrace=False)
 
@@ -71,8 +76,8 @@ def test_the_tolerance_follows_the_least_precise_type():
 # ----------------------------------------------------------------------------------------
 # Regressions: mismatches the fuzzer found, as fixed programs
 # ----------------------------------------------------------------------------------------
-def _check_fixed(nodes, outputs, grad=False):
-    """Checks a hand-written description (types inferred as the generator does)."""
+def _fixed(nodes, outputs, grad=False, seed=0, index=0):
+    """A hand-written description as a Program (types inferred as the generator does)."""
     with fuzz._numpy_backend():
         vals = []
         for n in nodes:
@@ -80,7 +85,12 @@ def _check_fixed(nodes, outputs, grad=False):
                 vals.append(nx.tensor(n.array(), type=n.type, names=list(n.names) if n.names else None))
             else:
                 vals.append(fuzz.OPS[n.op][0](*[vals[a] for a in n.args], **n.kw))
-    fuzz.check(Program(0, 0, nodes, [str(v.type) for v in vals], outputs, grad))
+    return Program(seed, index, nodes, [str(v.type) for v in vals], outputs, grad)
+
+
+def _check_fixed(nodes, outputs, grad=False):
+    """Checks a hand-written description."""
+    fuzz.check(_fixed(nodes, outputs, grad))
 
 
 def test_regression_evaluator_keeps_the_names_of_a_renamed_output():
@@ -164,3 +174,108 @@ def test_a_sharded_module_that_does_not_load_is_a_mismatch(monkeypatch, kind):
     with pytest.raises(fuzz.Mismatch, match="stablehlo failed: ValueError: the loader is broken") as e:
         fuzz.check(prog)
     assert f"--sharded --seed {SEED} --index {prog.index} --show" in str(e.value)
+
+
+# ----------------------------------------------------------------------------------------
+# The vmap check
+# ----------------------------------------------------------------------------------------
+def _exp_program(grad):
+    """exp of a batched f32 input (grad: its per-example gradient, exp again)."""
+    leaf = Leaf((2, 3), "f32", ("h", None), lo=-2, hi=2, grid=False, seed=11)
+    return _fixed([leaf, Step("exp", (0,), {})], (1,), grad=grad, seed=3, index=4)
+
+
+def _off_by_one(rule):
+    def wrong(ctx, e, xs, dims):
+        v, d = rule(ctx, e, xs, dims)
+        return nx.add(v, nx.tensor(1, type=v.type)), d
+    return wrong
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_a_wrong_batching_rule_is_a_vmap_mismatch_with_a_repro(monkeypatch, grad):
+    prog = _exp_program(grad)
+    spec = fuzz.vmap_spec(prog)
+    fuzz.check(prog, vmap=True)  # the real rule: no mismatch
+    fuzz.check(prog)  # without vmap=True the rule is not exercised: no mismatch either
+    monkeypatch.setitem(BATCH_RULES, "exp", _off_by_one(BATCH_RULES["exp"]))
+    fuzz.check(prog)
+    with pytest.raises(fuzz.Mismatch) as e:
+        fuzz.check(prog, vmap=True)
+    msg = str(e.value)
+    assert msg.startswith("vmap: vmap/evaluator result 0 vs the examples run alone") and "differ" in msg
+    assert f"in_axes={spec.in_axes!r}" in msg and "n0 example 1: input f32[2, 3]" in msg
+    assert "python -m nxpy.testing.fuzz --seed 3 --index 4 --vmap --show" in msg
+    assert ("(grad of sum)" in msg) == grad
+
+
+def test_jax_vmap_of_the_twin_is_the_second_oracle(monkeypatch):
+    prog = _exp_program(False)
+    spec = fuzz.VmapSpec((1,), (-1,), [[prog.nodes[0], dataclasses.replace(prog.nodes[0], seed=12),
+                                        dataclasses.replace(prog.nodes[0], seed=13)]], False)
+    fuzz.check_vmap(prog, spec)
+    nxf, jx = fuzz.OPS["exp"]
+    monkeypatch.setitem(fuzz.OPS, "exp", (nxf, lambda J, ts, out, x: jx(J, ts, out, x) + 1))
+    fuzz.check_vmap(prog, spec, with_jax=False)  # nxpy's paths do not read the twin
+    with pytest.raises(fuzz.Mismatch, match=r"vmap: result 0: the examples run alone .* vs jax.vmap"):
+        fuzz.check_vmap(prog, spec)
+
+
+def test_the_examples_stay_in_the_programs_domain():
+    seen = set()
+    for k in range(80):
+        prog = fuzz.generate(SEED, k)
+        spec = fuzz.vmap_spec(prog)
+        ids = [i for i, n in enumerate(prog.nodes) if isinstance(n, Leaf)]
+        assert len(spec.in_axes) == len(ids) and any(a is not None for a in spec.in_axes)
+        assert all(0 <= a % (len(n.shape) + 1) <= len(n.shape) for a, n in zip(spec.in_axes, prog.leaves())
+                   if a is not None)
+        for i, a, exs in zip(ids, spec.in_axes, spec.examples):
+            leaf = prog.nodes[i]
+            assert len(exs) == fuzz.VMAP_SIZE and exs[0] == leaf
+            if a is None:
+                assert exs == [leaf] * fuzz.VMAP_SIZE
+                continue
+            seen.add("none" if a == 0 else "other")
+            for ex in exs:
+                assert (ex.shape, ex.type, ex.names) == (leaf.shape, leaf.type, leaf.names)
+                if leaf.data is not None and np.ndim(leaf.data):
+                    # indices: the same ones, moved (in range; indexed_put rows stay distinct)
+                    rows = lambda d: sorted(map(tuple, np.asarray(d).reshape(len(d), -1).tolist()))  # noqa: E731
+                    assert rows(ex.data) == rows(leaf.data)
+            if leaf.data is None and len(exs) == len({x.seed for x in exs}):
+                seen.add("fresh")
+        for j in range(1, fuzz.VMAP_SIZE):
+            assert fuzz._rules_hold(prog, [exs[j] for exs in spec.examples])
+    assert seen == {"none", "other", "fresh"}
+
+
+def test_an_example_that_breaks_a_value_rule_is_drawn_again():
+    # bitcast of a float needs an operand without NaN: inputs drawn with NaN/inf/-0.0 are
+    # kept only when they have no NaN
+    seed = next(s for s in range(100) if not np.isnan(Leaf((4,), "f32", special=True, seed=s).array()).any())
+    prog = _fixed([Leaf((4,), "f32", special=True, seed=seed), Step("bitcast", (0,), {"type": "s32"})], (1,))
+    nan_draws = 0
+    for index in range(20):
+        prog.index = index
+        spec = fuzz.vmap_spec(prog)
+        for ex in spec.examples[0]:
+            assert not np.isnan(ex.array()).any()
+        nan_draws += sum(np.isnan(Leaf((4,), "f32", special=True, seed=s).array()).any()
+                         for s in np.random.default_rng([0, index, 2]).integers(2**31, size=8))
+    assert nan_draws  # fresh draws do have NaN: the rule was checked, not vacuous
+
+
+def test_run_many_batches_every_nth_program(monkeypatch):
+    seen = []
+    monkeypatch.setattr(fuzz, "check_vmap", lambda prog, **kw: seen.append(prog.index))
+    assert fuzz.run_many(SEED, 5, start=0, vmap_every=2) == []
+    assert seen == [0, 2, 4]
+
+
+def test_the_command_line_shows_and_checks_the_batch(capsys):
+    assert fuzz.main(["--seed", str(SEED), "--index", "0", "--vmap", "--show"]) == 0
+    out = capsys.readouterr().out
+    spec = fuzz.vmap_spec(fuzz.generate(SEED, 0))
+    assert f"vmap over 3 examples: in_axes={spec.in_axes!r}, out_axes={spec.vmap_out_axes()!r}" in out
+    assert out.rstrip().endswith("ok")

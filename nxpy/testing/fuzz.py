@@ -353,8 +353,8 @@ def _reduction(name):
         if name in ("all", "any"):
             return J.c(getattr(J.jnp, name)(x != 0, axis=ax, keepdims=keep), out)
         x = J.c(x, out)
-        if name in ("sum", "product"):
-            return getattr(J.jnp, "sum" if name == "sum" else "prod")(x, axis=ax, keepdims=keep)
+        if name in ("sum", "product"):  # in Nx's type (jnp's integer sums widen to 64 bits)
+            return getattr(J.jnp, "sum" if name == "sum" else "prod")(x, axis=ax, keepdims=keep, dtype=x.dtype)
         f, init = (J.jnp.max, _lowest(J, out)) if name == "reduce_max" else (J.jnp.min, _highest(J, out))
         return f(x, axis=ax, keepdims=keep, initial=init)
     return (lambda x, axes, keep: getattr(nx, name)(x, axes=axes, keep_axes=keep)), jx
