@@ -33,7 +33,22 @@ What must agree:
   module with the original program on the same compiler, within the round trip's
   tolerances (:func:`nxpy.stablehlo.roundtrip.compare_per_device`);
 * JAX with the NumPy backend: shapes and values (types are Nx's, which the JAX program
-  follows by casting to the types nxpy reports).
+  follows by casting to the types nxpy reports);
+* ``vmap`` (:func:`check_vmap`, with ``check(prog, vmap=True)``; ``make fuzz`` batches
+  every program, ``make test``'s slice every fifth): the program (a grad program: its
+  per-example gradients) on a batch of :data:`VMAP_SIZE` examples, with random
+  ``in_axes`` per input (0, another axis, or None: shared by every example) and random
+  ``out_axes`` (0 or another axis), under the Evaluator and EXLA, against the program run
+  on each example alone on the NumPy backend and stacked along ``out_axes``: types,
+  shapes, dim names (the batch axis unnamed) and values as above; and ``jax.vmap`` of the
+  JAX twin against the same stack, where JAX can batch the twin (not ``select_and_scatter``,
+  which has no batching rule, nor complex ``bitcast_convert_type``, whose rule fails with
+  the batch axis last). Example 0 is the program's own input; the others are drawn afresh
+  from each input's domain (same range, grid and specials), index inputs permuted (so
+  ``take``/``gather`` indices stay in range and ``indexed_put`` rows distinct) and
+  ``dynamic_slice`` starts moved (clamped everywhere); a draw whose values break one of
+  the rules below that look at values (complex ops on infinities, NaN into ``bitcast``,
+  ``window_scatter`` operands) is drawn again, then given up for the program's own input.
 
 Rules for ill-conditioned cases (the generator writes them into the program, so a
 reproduced program shows them):
@@ -87,14 +102,17 @@ reproduced program shows them):
 
 From the command line (``make fuzz N=... SEED=...``)::
 
-    python -m nxpy.testing.fuzz --seed 0 --count 1000      # fuzz, report mismatches
+    python -m nxpy.testing.fuzz --seed 0 --count 1000      # fuzz (vmap too), report mismatches
+    python -m nxpy.testing.fuzz --seed 0 --count 1000 --vmap-every 0  # without vmap
     python -m nxpy.testing.fuzz --seed 0 --index 17 --show  # one program, described
+    python -m nxpy.testing.fuzz --seed 0 --index 17 --vmap --show  # with its batch
     python -m nxpy.testing.fuzz --sharded --seed 0 --index 19 --show  # one sharded program
 
 >>> p = generate(0, 3)
 >>> p.index, len(p.leaves()) >= 1
 (3, True)
 >>> check(p)   # raises Mismatch when two paths disagree
+>>> check(p, vmap=True)   # and batched
 """
 from __future__ import annotations
 
