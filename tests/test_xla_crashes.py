@@ -7,7 +7,13 @@ with NumPy.
   ``bitwise_and``/``bitwise_or`` while the reduce has another use: XLA segfaults while
   compiling (found by the fuzzer's vmap check; ``jax.jit`` of the same program crashes
   too). nxpy narrows through the unsigned type of the target width and a bitcast (the
-  same bits: two's complement truncation)."""
+  same bits: two's complement truncation). JAX's form, for a report upstream::
+
+      jax.config.update("jax_enable_x64", True)
+      red = lambda c: lax.reduce(c, np.int64(0), lax.add, (1,))
+      f = lambda c, p: (lax.bitwise_and(red(c).astype(jnp.int32), p.astype(jnp.int32)), red(c))
+      jax.jit(f)(np.arange(9).reshape(3, 3), np.array([True, False, True]))  # SIGSEGV
+"""
 import subprocess
 import sys
 from pathlib import Path
