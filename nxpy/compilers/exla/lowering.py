@@ -87,7 +87,7 @@ class Ctx:
         if v.type.kind == "s" and t.kind == "s" and t.bits < v.type.bits:
             # the same bits through the unsigned type: XLA:CPU (jaxlib 0.10.2) crashes the
             # process compiling a reduce whose signed narrowing feeds an and/or while the
-            # reduce has another use (tests/test_ops.py: test_narrowing_a_reduce...)
+            # reduce has another use (tests/test_xla_crashes.py)
             u = self.op("stablehlo.convert", [v], (v.shape, T.Type("u", t.bits)))
             return self.op("stablehlo.bitcast_convert", [u], (v.shape, t))
         return self.op("stablehlo.convert", [v], (v.shape, t))
