@@ -1,11 +1,16 @@
-"""Helpers shared by the tests: switching the default backend, and structural checks of
-emitted MLIR through nxpy's own StableHLO parser (not substrings)."""
+"""Helpers shared by the tests: switching the default backend, structural checks of
+emitted MLIR through nxpy's own StableHLO parser (not substrings), and comparisons of
+results with JAX's."""
 import contextlib
 import json
 import re
 
+import numpy as np
+
 import nxpy as nx
 from nxpy.stablehlo import parse
+
+import jax  # after nxpy (importing JAX starts no client; nxpy's conftest starts XLA)
 
 
 @contextlib.contextmanager
@@ -64,3 +69,19 @@ def assert_contains(module, frag: str):
     else:
         assert re.fullmatch(r"\w+\.\w+", frag), f"cannot read {frag!r} structurally"
         assert module.find(frag), f"no {frag} op"
+
+
+def normal(*shape, seed=0):
+    """Standard normal f32 values of ``shape`` (seeded)."""
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def close_to_jax(got, want, tol):
+    """nxpy results ``got`` equal JAX's ``want`` leaf by leaf (both read in JAX's leaf
+    order: dict keys sorted), shapes exactly and values within ``tol``."""
+    g = jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda t: t.to_numpy(), got))
+    w = jax.tree_util.tree_leaves(want)
+    assert len(g) == len(w)
+    for a, b in zip(g, w):
+        assert a.shape == tuple(np.shape(b)), (a.shape, np.shape(b))
+        np.testing.assert_allclose(a, np.asarray(b), rtol=tol, atol=tol)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
+from helpers import close_to_jax, normal
 from nxpy import telemetry
 from nxpy.defn import grad, hessian, jacobian, jit, vmap
 
@@ -15,17 +16,11 @@ import jax.numpy as jnp
 COMPILERS = ["evaluator", "exla"]
 
 
-def _rng(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+_rng = normal
 
 
 def _close(got, want, tol=2e-5):
-    g = jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda t: t.to_numpy(), got))
-    w = jax.tree_util.tree_leaves(want)
-    assert len(g) == len(w)
-    for a, b in zip(g, w):
-        assert a.shape == np.shape(b), (a.shape, np.shape(b))
-        np.testing.assert_allclose(a, np.asarray(b), rtol=tol, atol=tol)
+    close_to_jax(got, want, tol)
 
 
 W, X, B = _rng(3, 4), _rng(4, seed=1), _rng(3, seed=2)

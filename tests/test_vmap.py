@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
+from helpers import close_to_jax, normal
 from nxpy import telemetry
 from nxpy.defn import batch_paths, custom_grad, grad, jit, vmap
 from nxpy.defn.tree import flatten
@@ -171,18 +172,11 @@ def test_declined_rules_fall_back_to_the_loop():
 # ----------------------------------------------------------------------------------------
 # Against jax.vmap
 # ----------------------------------------------------------------------------------------
-def _rng(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+_rng = normal
 
 
 def _close(got, want, tol=1e-5):
-    # both as JAX orders leaves (dict keys sorted)
-    g = jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda t: t.to_numpy(), got))
-    w = jax.tree_util.tree_leaves(want)
-    assert len(g) == len(w)
-    for a, b in zip(g, w):
-        assert a.shape == tuple(np.shape(b)), (a.shape, np.shape(b))
-        np.testing.assert_allclose(a, np.asarray(b), rtol=tol, atol=tol)
+    close_to_jax(got, want, tol)
 
 
 def _f(x, y):

@@ -30,8 +30,8 @@ from .. import ops as O
 from ..ops.core import BATCH_RULES, register_batch_rule
 from .expr import EXPR
 
-__all__ = ["BATCH_RULES", "register_batch_rule", "move", "to_front", "node", "multi_node",
-           "ELEMENTWISE"]
+__all__ = ["BATCH_RULES", "register_batch_rule", "move", "to_front", "batched", "node",
+           "multi_node", "ELEMENTWISE"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -54,11 +54,17 @@ def to_front(ctx, x, d):
     return move(x, d, 0)
 
 
+def batched(ctx, shape, type, names):
+    """The template of a per-example result ``(shape, type, names)`` with an (unnamed)
+    batch axis first."""
+    return O.template((ctx.size,) + tuple(shape), type,
+                      (None,) + tuple(names) if names is not None else None)
+
+
 def node(ctx, e, args, **attrs):
     """A node of ``e``'s op on ``args`` (its argument structure) with ``e``'s attributes
     updated by ``attrs``, whose result is ``e``'s with a batch axis first."""
-    names = (None,) + tuple(e.names) if e.names is not None else None
-    out = O.template((ctx.size,) + tuple(e.shape), e.type, names)
+    out = batched(ctx, e.shape, e.type, e.names)
     return EXPR.node(e.op, out, *args, **{**e.attrs, **attrs}), 0
 
 
@@ -194,8 +200,7 @@ def _dot(ctx, e, xs, dims):
 # ----------------------------------------------------------------------------------------
 def multi_node(ctx, e, args, **attrs):
     """Like :func:`node`, for an op with several results: one pair per result."""
-    templates = [((ctx.size,) + tuple(s), t, (None,) + tuple(n) if n is not None else None)
-                 for s, t, n in e.outs]
+    templates = [(t.shape, t.type, t.names) for t in (batched(ctx, *o) for o in e.outs)]
     return [(r, 0) for r in EXPR.multi(e.op, templates, *args, **{**e.attrs, **attrs})]
 
 
@@ -243,8 +248,7 @@ def _window(ctx, e, xs, dims):
 def _with_function(ctx, e, xs, dims):
     if dims[1] is not None:
         return NotImplemented  # an initial value that differs between examples
-    names = (None,) + tuple(e.names) if e.names is not None else None
-    out = O.template((ctx.size,) + tuple(e.shape), e.type, names)
+    out = batched(ctx, e.shape, e.type, e.names)
     extra = _window_attrs(e) if e.op == "window_reduce" else {"axes": _shift(e.attrs["axes"])}
     return EXPR.node(e.op, out, to_front(ctx, xs[0], dims[0]), xs[1], fun=e.fns[0],
                      **{**e.attrs, **extra}), 0
@@ -292,5 +296,4 @@ def _indexed(ctx, e, xs, dims):
 @register_batch_rule("hook")
 def _hook(ctx, e, xs, dims):
     x = _front(ctx, e, xs, dims)
-    names = (None,) + tuple(e.names) if e.names is not None else None
-    return EXPR.effect("hook", O.template(x.shape, e.type, names), x, **e.attrs), 0
+    return EXPR.effect("hook", batched(ctx, e.shape, e.type, e.names), x, **e.attrs), 0

@@ -94,13 +94,18 @@ def _take(x, d, i):
     return O.reshape(one, tuple(s for k, s in enumerate(x.shape) if k != d))
 
 
+def _results(e) -> list:
+    """``(shape, type, names)`` of each of node ``e``'s per-example results."""
+    return e.outs if e.outs is not None else [(e.shape, e.type, e.names)]
+
+
 def _loop(ctx, e, copier, dims):
     """Node ``e`` batched by a loop over the examples; its results, batched along 0."""
     inputs = {x.id: x for x in e.tensor_args()}
     for f in e.fns:
         inputs.update((c.id, c) for c in f.captures)
     batched = [(x, dims[x.id]) for x in inputs.values() if dims.get(x.id) is not None]
-    outs = e.outs if e.outs is not None else [(e.shape, e.type, e.names)]
+    outs = _results(e)
     bufs = [zeros((ctx.size,) + tuple(s), t) for s, t, _ in outs]
     if ctx.size == 0:  # no example to slice
         res = [(b, 0) for b in bufs]
@@ -129,7 +134,7 @@ def _loop(ctx, e, copier, dims):
 def _check_result(e, res, size):
     """A rule's result: of the per-example shape and type with the batch along its axis."""
     pairs = res if e.outs is not None else [res]
-    outs = e.outs if e.outs is not None else [(e.shape, e.type, e.names)]
+    outs = _results(e)
     for (v, d), (s, t, _) in zip(pairs, outs):
         ok = isinstance(v, Tensor) and (d is None or 0 <= d < v.rank and v.shape[d] == size)
         if not ok or tuple(n for k, n in enumerate(v.shape) if k != d) != tuple(s) or v.type != t:
