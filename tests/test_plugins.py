@@ -1,5 +1,7 @@
 """Plugins: registration, entry-point discovery, errors, extending ops, and the worked
 example (examples/nxpy_counting) installed with pip and passing the conformance kit."""
+import importlib
+import os
 import shutil
 import subprocess
 import sys
@@ -27,16 +29,20 @@ EXAMPLE = ROOT / "examples" / "nxpy_counting"
 
 @pytest.fixture(scope="module")
 def counting_installed(tmp_path_factory):
-    """The example plugin, installed into this environment with pip (as a user would);
-    reinstalled on every run, so the copy tested is the one in the repository. It is
-    built from a fresh copy: setuptools builds in the source tree, and a ``build/`` left
-    by an earlier run (``make test`` before ``make roundtrip``) can fail the next build."""
+    """The example plugin, installed with pip (as a user would) from a fresh copy of the
+    repository's, into a directory of this run's put on ``sys.path``: its entry points are
+    found there. The environment's own site-packages is never changed, so runs (``make
+    test``, then ``make roundtrip``) cannot trip over each other's build or install."""
     src = tmp_path_factory.mktemp("plugin") / "nxpy_counting"
     shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns(
         "build", "*.egg-info", "__pycache__"))
+    site = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--force-reinstall", str(src)], check=True)
-    yield
+                    "--target", str(site), str(src)], check=True)
+    sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
+    yield site
+    sys.path.remove(str(site))
     plugins.BACKENDS.unregister("counting")
     plugins.COMPILERS.unregister("counting")
 
@@ -72,9 +78,12 @@ def test_plugin_compiler_runs_gradients(counting_installed):
 
 
 def test_example_passes_the_conformance_kit(counting_installed):
+    env = dict(os.environ)  # the kit's process finds the plugin where it was installed
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(counting_installed),
+                                                    env.get("PYTHONPATH")) if p)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
                         "nxpy.testing", "--nxpy-backend=counting", "--nxpy-compiler=counting"],
-                       capture_output=True, text=True, cwd=ROOT)
+                       capture_output=True, text=True, cwd=ROOT, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert " passed" in r.stdout and "failed" not in r.stdout.splitlines()[-1]
 
