@@ -1,9 +1,12 @@
-"""Sharding specs, splitting/assembling tensors, and sharding propagation over Expr graphs.
+"""Sharding specs of arguments and results (containers of them), splitting/assembling
+tensors, and sharding propagation over Expr graphs.
 
 A sharding is a tuple with one entry per tensor dim: the mesh axes (indices, major to
 minor) that split that dim; ``()`` is replicated. Users write it as a dict
 ``{tensor_dim: [mesh_axes]}`` (dims as index, negative index or name; axes as index or
-name; unlisted dims replicated).
+name; unlisted dims replicated) or a ``P``. The layout arithmetic itself (``normalize``,
+``local_shape``, ``shard_array``, ...) lives in :mod:`nxpy.layout`, below the tensor, and
+is re-exported here.
 
 >>> from nxpy import Mesh
 >>> m = Mesh("mesh", (2, 2))
@@ -20,10 +23,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import ops as O
-from .. import shape as S
+from ..layout import (_is_axis_entry, block_index, factor, global_shape, local_shape, normalize,
+                      partition_spec, replicated, shard_array, shard_index, spec_to_dict,
+                      to_dict, to_p, unshard_arrays)
 from ..mesh import P, as_partition_spec
 from ..registry import rule_registrar
 from ..tensor import Tensor
@@ -34,95 +37,6 @@ __all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argume
            "output_specs", "normalize_list", "local_shape", "global_shape", "shard_array",
            "unshard_arrays", "to_dict", "to_p", "AmbiguousSpecError", "Propagator", "SHARDING_RULES",
            "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec"]
-
-
-def replicated(rank: int) -> tuple:
-    return ((),) * rank
-
-
-def spec_to_dict(spec):
-    """A per-dim spec (``P("x", None, ("x", "y"))``, JAX's ``PartitionSpec`` or a plain
-    tuple like it) as an ``input_shardings`` dict; a dict or None passes through.
-
-    >>> from nxpy import P
-    >>> spec_to_dict(P("x", None, ("x", "y"))), spec_to_dict(("x",)), spec_to_dict(None)
-    ({0: ['x'], 2: ['x', 'y']}, {0: ['x']}, {})
-    """
-    p = as_partition_spec(spec)
-    if p is not None:
-        spec = tuple(p)
-    if isinstance(spec, dict):
-        return spec
-    if spec is None:
-        return {}
-    if not isinstance(spec, (tuple, list)):
-        raise TypeError(f"expected a spec: a dict {{tensor_dim: [mesh_axes]}}, a P(...) or a "
-                        f"per-dim tuple (None, an axis, or a tuple of axes per dim), got {spec!r}")
-    return {d: list(e) if isinstance(e, (tuple, list)) else [e]
-            for d, e in enumerate(spec) if e is not None}
-
-
-def normalize(spec, shape, mesh, names=None, *, what="input sharding") -> tuple:
-    """A spec → a sharding tuple. Specs: a ``{tensor_dim: [mesh_axes]}`` dict, a
-    :class:`~nxpy.P` (or JAX's ``PartitionSpec``; at most one entry per dim), a per-dim
-    tuple like one, None (replicated) or a normalised tuple."""
-    rank = len(shape)
-    p = as_partition_spec(spec)
-    if p is not None:
-        if len(p) > rank:
-            raise ValueError(f"{what}: {p!r} has {len(p)} entries but the tensor has rank "
-                             f"{rank} (shape {tuple(shape)})")
-        spec = tuple(p)
-    elif isinstance(spec, tuple) and is_one_spec(spec) and len(spec) > rank:
-        raise ValueError(f"{what}: {spec!r} has {len(spec)} entries but the tensor has rank "
-                         f"{rank} (shape {tuple(shape)})")
-    if isinstance(spec, tuple) and len(spec) == rank and all(isinstance(a, tuple) for a in spec):
-        items = list(enumerate(spec))
-    elif isinstance(spec, dict):
-        items = list(spec.items())
-    elif spec is None or (isinstance(spec, tuple) and is_one_spec(spec)):
-        items = list(spec_to_dict(spec).items())
-    else:
-        raise TypeError(f"expected {what} to be a dict of {{tensor_dim: [mesh_axes]}} or a "
-                        f"P(...) (PartitionSpec), got {spec!r}")
-    out = [()] * rank
-    seen_axes, seen_dims = {}, set()
-    for dim, axes in items:
-        if isinstance(dim, str) and dim.lstrip("-").isdigit():
-            dim = int(dim)  # JSON-style keys
-        try:
-            d = S.normalize_axis(dim, rank, names)
-        except (ValueError, TypeError) as e:
-            raise type(e)(f"{what} {spec!r}: tensor dim {dim!r} is not a dim of a tensor of "
-                          f"shape {tuple(shape)}: {e}") from None
-        if d in seen_dims:
-            raise ValueError(f"tensor dim {dim!r} appears twice in the same {what}")
-        seen_dims.add(d)
-        if isinstance(axes, (int, str)):
-            axes = [axes]
-        try:
-            axes = list(axes)
-        except TypeError:
-            raise TypeError(f"expected the mesh axes of dim {dim!r} to be a list, got "
-                            f"{axes!r}") from None
-        resolved = []
-        for a in axes:
-            try:
-                i = mesh.axis_index(a)
-            except (ValueError, TypeError) as e:
-                raise type(e)(f"{what}: {e}") from None
-            if i in seen_axes:
-                dims = f"dim {d}" if seen_axes[i] == d else f"dims {seen_axes[i]} and {d}"
-                raise ValueError(f"axis {a!r} was used twice in the same {what} ({dims})")
-            seen_axes[i] = d
-            resolved.append(i)
-        out[d] = tuple(resolved)
-    return tuple(out)
-
-
-def _is_axis_entry(e) -> bool:
-    return e is None or isinstance(e, (str, int)) or (
-        isinstance(e, tuple) and all(isinstance(a, (str, int)) for a in e))
 
 
 class AmbiguousSpecError(ValueError):
@@ -267,6 +181,9 @@ def output_specs(specs, out_tree, what) -> list:
     return [(f"output {i}", s) for i, s in enumerate(specs)]
 
 
+_factor = factor  # the name this package's modules use
+
+
 def normalize_list(input_shardings, n_args: int, *, what="input"):
     if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
         raise ValueError(f"{what}_shardings are required and must be a list with one "
@@ -275,96 +192,6 @@ def normalize_list(input_shardings, n_args: int, *, what="input"):
         raise ValueError(f"expected {n_args} {what} sharding configuration(s), got "
                          f"{len(input_shardings)}")
     return list(input_shardings)
-
-
-def _factor(sharding, mesh, d):
-    return math.prod(mesh.shape[a] for a in sharding[d])
-
-
-def local_shape(shape, sharding, mesh) -> tuple:
-    return tuple(n // _factor(sharding, mesh, d) for d, n in enumerate(shape))
-
-
-def global_shape(shape, sharding, mesh) -> tuple:
-    return tuple(n * _factor(sharding, mesh, d) for d, n in enumerate(shape))
-
-
-def to_dict(sharding) -> dict:
-    """``((0,), ())`` → ``{0: [0]}``."""
-    return {d: list(a) for d, a in enumerate(sharding) if a}
-
-
-def to_p(sharding, mesh):
-    """A sharding as the ``P`` a user would write for it: axes by name, a one-axis dim as
-    the axis, trailing replicated dims left out.
-
-    >>> from nxpy import Mesh
-    >>> m = Mesh("m", (2, 2), axis_names=("x", "y"))
-    >>> to_p(((), (0, 1), ()), m), to_p(((1,), ()), m), to_p(((),), m)
-    (P(None, ('x', 'y')), P('y'), P())
-    """
-    entries = list(partition_spec(sharding, mesh))
-    while entries and entries[-1] is None:
-        entries.pop()
-    return P(*entries)
-
-
-def partition_spec(sharding, mesh) -> tuple:
-    """JAX ``PartitionSpec`` entries for a sharding."""
-    out = []
-    for axes in sharding:
-        names = tuple(mesh.axis_names[a] for a in axes)
-        out.append(None if not names else (names[0] if len(names) == 1 else names))
-    return tuple(out)
-
-
-def block_index(p, d, sharding, mesh) -> int:
-    """Which block of dim ``d`` partition ``p`` holds (axes major to minor)."""
-    coords = mesh.coords(p)
-    idx = 0
-    for a in sharding[d]:
-        idx = idx * mesh.shape[a] + coords[a]
-    return idx
-
-
-def shard_array(arr: np.ndarray, sharding, mesh, *, what="tensor") -> list:
-    """Per-partition views of a global array."""
-    for d, n in enumerate(arr.shape):
-        f = _factor(sharding, mesh, d)
-        if n % f:
-            axes = [mesh.axis_names[a] for a in sharding[d]]
-            raise ValueError(f"cannot shard dim {d} of {what} (size {n}) over mesh axes "
-                             f"{axes} ({f} shards): the size must be divisible by {f}")
-    out = []
-    for p in range(mesh.size):
-        idx = []
-        for d, n in enumerate(arr.shape):
-            f = _factor(sharding, mesh, d)
-            b = block_index(p, d, sharding, mesh)
-            idx.append(slice(b * n // f, (b + 1) * n // f))
-        out.append(arr[tuple(idx)])
-    return out
-
-
-def unshard_arrays(shards: list, sharding, mesh, *, check=True, what="tensor") -> np.ndarray:
-    """The global array from per-partition shards; with ``check``, replicated copies must
-    agree."""
-    local = shards[0].shape
-    gshape = global_shape(local, sharding, mesh)
-    out = np.empty(gshape, dtype=shards[0].dtype)
-    filled = {}
-    for p, s in enumerate(shards):
-        idx = tuple(block_index(p, d, sharding, mesh) for d in range(len(local)))
-        if idx in filled:
-            if check and not np.array_equal(filled[idx][1], s, equal_nan=s.dtype.kind in "fc"):
-                raise ValueError(
-                    f"the shards of {what} on partitions {filled[idx][0]} and {p} must be equal "
-                    f"(the sharding {to_dict(sharding)} replicates them over the other mesh "
-                    f"axes), but they differ")
-            continue
-        filled[idx] = (p, s)
-        out[tuple(slice(i * n, (i + 1) * n) for i, n in zip(idx, local))] = s
-    return out
 
 
 def shard(t, mesh, sharding, *, partitions=None) -> list:
