@@ -7,7 +7,8 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``expr``        Expr nodes, the Expr backend that records ops, graph printing
 ``tree``        flattening/unflattening of argument and result containers
 ``compiler``    the Compiler protocol and the compiler registry
-``core``        defn, jit, compile, debug_expr, trace, default_options
+``tracing``     trace: a function into a graph; argument names, static keys, donation
+``core``        defn, jit, compile, debug_expr, default_options
 ``kernel``      cond, while_loop, fori_loop; hook, print_value, print_expr, runtime_call
 ``varying``     which mesh axes each value of a shard_map body varies along
 ``grad``        grad, value_and_grad, stop_grad, custom_grad: the reverse-mode transform

@@ -29,8 +29,9 @@ from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import mesh_context
 from .compiler import compile_graph_sharded
-from .core import (Jit, _arg_names, _resolve, check_donate_argnums, check_not_reused,
-                   donated_leaves, expansions, give_up, trace)
+from .core import Jit, _resolve
+from .tracing import (_arg_names, check_donate_argnums, check_not_reused, donated_leaves,
+                      expansions, give_up, trace)
 
 __all__ = ["shard_jit", "ShardJit", "ShardedExecutable"]
 

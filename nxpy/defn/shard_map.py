@@ -29,7 +29,8 @@ from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import current_mesh, mesh_context
-from .core import _arg_names, jit
+from .core import jit
+from .tracing import _arg_names
 from .expr import EXPR, Expr, trace_fn
 from .varying import analyze
 
