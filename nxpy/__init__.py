@@ -21,6 +21,7 @@ from .tensor import DonatedError, Tensor
 from .types import Type
 from .registry import PluginError
 from .mesh import Mesh, P, PartitionSpec
+from .layout import NamedSharding
 from . import backends, compilers, defn, plugins
 from . import linalg  # nxpy.linalg: Nx.LinAlg
 from . import nn
@@ -31,5 +32,6 @@ from .defn.core import compatible
 from .defn.kernel import (cond, fori_loop, hook, print_expr, print_value, runtime_call,
                           while_loop)
 from .defn.vmap import vmap
+from .defn.placement import device_put
 from .serialize import (SerializationError, deserialize, load, load_numpy, save, save_numpy,
                         serialize)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-from . import _context
+from . import _context, layout
 from .format import format_array
 from .registry import Registry
 from .tensor import Tensor
@@ -77,11 +77,23 @@ class Backend:
     "use the op method". A kernel may raise to decline one call (the NumPy backend's do
     when another thread is inside the same kernel): the op then runs its full path, which
     reports a real error properly.
+
+    Sharded tensors (``t.sharding`` set: one global value whose shards live on a mesh's
+    devices) never reach an op method: the front end runs ops on them as sharded
+    programs, compiled with the backend's ``compiler`` (``"evaluator"`` by default:
+    the Evaluator simulates the mesh on this backend). How a backend holds one is its
+    own: by default ``data`` is a tuple with one data object per partition of this process
+    (``mesh.local_partitions``); a device backend overrides ``shards(t) -> [Tensor]``
+    (the shards as tensors of this backend, each with its ``device_id``),
+    ``from_shards(shards, shape, type, names, sharding) -> Tensor``,
+    ``place(array, type, names, sharding) -> Tensor`` (a host array's shards put on their
+    devices) and ``sharded_to_numpy(t)`` (the global value on the host).
     """
 
     name = "backend"
     priority = 0
     is_expr = False  # True only for the tracer's backend (values do not exist yet)
+    compiler = "evaluator"  # what runs eager ops on this backend's sharded tensors
 
     def from_numpy(self, array, type, names=None) -> Tensor:  # pragma: no cover - protocol
         raise NotImplementedError
@@ -90,7 +102,7 @@ class Backend:
         raise NotImplementedError
 
     def inspect(self, t: Tensor) -> str:
-        return format_array(self.to_numpy(t))
+        return format_array(t.to_numpy())
 
     def from_tensor(self, t: Tensor) -> Tensor:
         """Takes a tensor of another backend onto this one (host round trip by default)."""
@@ -102,6 +114,39 @@ class Backend:
     def fast_kernel(self, name, out, *args):
         """A direct kernel for elementwise op ``name`` on these operands, or None."""
         return None
+
+    # --- sharded tensors ---------------------------------------------------------------
+    def shards(self, t: Tensor) -> list:
+        """``t``'s shards in this process (one per local partition of its mesh, in
+        partition order), as tensors of this backend on their devices."""
+        mesh = t.sharding.mesh
+        local = layout.local_shape(t.shape, t.sharding.tuple_for(len(t.shape)), mesh)
+        return [Tensor(d, local, t.type, t.names, self, mesh.devices[p])
+                for p, d in zip(mesh.local_partitions, t.data)]
+
+    def from_shards(self, shards, shape, type, names, sharding) -> Tensor:
+        """The sharded tensor (global ``shape``) whose shards in this process are
+        ``shards`` (tensors of any backend, one per local partition of
+        ``sharding.mesh``, in partition order)."""
+        datas = tuple((s if s.backend is self and s.sharding is None else
+                       self.from_tensor(s)).data for s in shards)
+        return Tensor(datas, tuple(shape), type, names, self, None, sharding=sharding)
+
+    def place(self, array, type, names, sharding) -> Tensor:
+        """A sharded tensor of the global host ``array`` (of ``type``'s dtype): this
+        process's shards of it, per ``sharding``, placed on their devices."""
+        mesh = sharding.mesh
+        parts = layout.shard_array(array, sharding.tuple_for(array.ndim), mesh,
+                                   partitions=mesh.local_partitions)
+        return self.from_shards([self.from_numpy(a.copy(), type, names) for a in parts],
+                                array.shape, type, names, sharding)
+
+    def sharded_to_numpy(self, t: Tensor):
+        """The global value of sharded tensor ``t`` (every shard lives in this process)."""
+        mesh = t.sharding.mesh
+        return layout.unshard_arrays([s.to_numpy() for s in self.shards(t)],
+                                     t.sharding.tuple_for(len(t.shape)), mesh, check=False,
+                                     what="the tensor", partitions=mesh.local_partitions)
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r}>"

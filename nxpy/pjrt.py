@@ -1083,9 +1083,32 @@ def to_device(array: np.ndarray, device_index: int = 0):
         aval = st["avals"][key] = st["core"].ShapedArray(array.shape, array.dtype)
     # copied during the call: the buffer never aliases the array (a donated buffer may be
     # overwritten by its program's results, and host tensors share arrays with views)
+    telemetry.count("transfer_to_device")
     return st["J"].batched_device_put(aval, _single(device_index), [array],
                                       [st["devices"][device_index]], True, False,
                                       st["copy_in"], True)
+
+
+def put_sharded(arrays, global_shape, dtype, mesh_devices, mesh_shape, axis_names, spec,
+                partitions):
+    """One global array over a mesh from host arrays: ``arrays[i]`` is the shard of
+    partition ``partitions[i]`` (this process's partitions, in order; views are fine),
+    laid out by partition ``spec``. The arrays are copied; the call returns when the
+    copies are made (so the caller may change its arrays afterwards)."""
+    st = _state
+    if "avals" not in st:
+        _client()
+    sharding = _named_sharding(mesh_devices, mesh_shape, axis_names, spec)
+    aval = st["core"].ShapedArray(tuple(global_shape), np.dtype(dtype))
+    devs = [st["devices"][mesh_devices[p]] for p in partitions]
+    telemetry.count("transfer_to_device", len(arrays))
+    # jaxlib 0.10.2 fails ("bad_function_call") putting several contiguous views with the
+    # copy-during-call semantics to_device uses; JAX's own (zero-copy, asynchronous)
+    # semantics copy on the CPU, so wait for the copies instead
+    out = st["J"].batched_device_put(aval, sharding, list(arrays), devs, True, False,
+                                     st["J"].HostBufferSemantics.ZERO_COPY, True)
+    block_until_ready([out])
+    return out
 
 
 def array_type():
@@ -1094,7 +1117,10 @@ def array_type():
     return _state["J"].ArrayImpl
 
 
-def to_host(buffer) -> np.ndarray:
+def to_host(buffer, buffers: int = 1) -> np.ndarray:
+    """The values of a buffer (or of a global array whose distinct shards are
+    ``buffers`` buffers) on the host."""
+    telemetry.count("transfer_to_host", buffers)
     try:
         return np.asarray(buffer)
     except Exception as e:  # a program's failure shows when its results are read
@@ -1262,9 +1288,29 @@ def sharded_executor(exe, outputs, mesh_devices, mesh_shape, axis_names):
 
 
 def shards_of(array) -> list:
-    """A global array's per-partition single-device buffers, in partition order (the
-    order its executable's device assignment gave them)."""
+    """A global array's per-partition single-device buffers (this process's), in
+    partition order (the order its executable's device assignment gave them)."""
     return array._arrays
+
+
+def global_array(global_shape, dtype, mesh_devices, mesh_shape, axis_names, spec, shards):
+    """One global array from this process's per-partition buffers (partition order), with
+    no copy (they must already be on their partitions' devices)."""
+    st = _state
+    aval = st["core"].ShapedArray(tuple(global_shape), np.dtype(dtype))
+    return st["J"].ArrayImpl(aval, _named_sharding(mesh_devices, mesh_shape, axis_names, spec),
+                             list(shards), True, True)
+
+
+def sharding_object(mesh_devices, mesh_shape, axis_names, spec):
+    """The jax sharding of arrays laid out by ``spec`` over the mesh (one object per
+    mesh and spec: compare by identity)."""
+    return _named_sharding(mesh_devices, mesh_shape, axis_names, spec)
+
+
+def sharding_of(array):
+    """The jax sharding object of a global array."""
+    return array.sharding
 
 
 def block_until_ready(buffers) -> None:

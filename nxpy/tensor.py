@@ -25,9 +25,10 @@ import weakref
 
 import numpy as np
 
+from . import layout
 from ._context import HostOnlyError
 
-__all__ = ["Deferred", "Donated", "DonatedError", "Template", "Tensor", "shape_str",
+__all__ = ["Deferred", "Donated", "DonatedError", "Shard", "Template", "Tensor", "shape_str",
            "template"]
 
 
@@ -76,9 +77,10 @@ class Donated(Deferred):
 
 
 class Template:
-    """A tensor's shape, type and names, interned: equal templates are one object, so a
-    cache key made of templates hashes and compares by identity (``defn``'s call path
-    looks compiled programs up by them). Made by :func:`template`.
+    """A tensor's shape, type, names and sharding (None unless it lives sharded across a
+    mesh), interned: equal templates are one object, so a cache key made of templates
+    hashes and compares by identity (``defn``'s call path looks compiled programs up by
+    them). Made by :func:`template`.
 
     >>> import nxpy as nx
     >>> x, y = nx.iota((2, 3), names=["i", None]), nx.iota((2, 3), names=["i", None])
@@ -86,57 +88,103 @@ class Template:
     (True, Template((2, 3), s32, ('i', None)))
     """
 
-    __slots__ = ("shape", "type", "names", "__weakref__")
+    __slots__ = ("shape", "type", "names", "sharding", "__weakref__")
 
     def __repr__(self) -> str:
-        return f"Template({self.shape}, {self.type}, {self.names})"
+        tail = "" if self.sharding is None else f", {self.sharding!r}"
+        return f"Template({self.shape}, {self.type}, {self.names}{tail})"
 
 
 _TEMPLATES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _TEMPLATES_LOCK = threading.Lock()
 
 
-def template(shape, type, names) -> Template:
-    """The one :class:`Template` of ``(shape, type, names)`` (kept while something uses it)."""
-    key = (shape, type, names)
+def template(shape, type, names, sharding=None) -> Template:
+    """The one :class:`Template` of ``(shape, type, names, sharding)`` (kept while
+    something uses it)."""
+    key = (shape, type, names, sharding)
     t = _TEMPLATES.get(key)
     if t is None:
         with _TEMPLATES_LOCK:  # two threads must not make two templates of one key
             t = _TEMPLATES.get(key)
             if t is None:
                 t = Template()
-                t.shape, t.type, t.names = key
+                t.shape, t.type, t.names, t.sharding = key
                 _TEMPLATES[key] = t
     return t
+
+
+class Shard:
+    """One addressable shard of a tensor (JAX's ``Shard``): ``device_id`` (the device
+    position it lives on), ``index`` (the slices of the global value it holds),
+    ``partition`` (its position in the mesh, row-major) and ``data`` (the shard as a
+    tensor on that device)."""
+
+    __slots__ = ("device_id", "index", "partition", "data")
+
+    def __init__(self, device_id, index, partition, data):
+        self.device_id, self.index, self.partition, self.data = device_id, index, partition, data
+
+    def __repr__(self):
+        return (f"Shard(device_id={self.device_id}, index={self.index}, "
+                f"partition={self.partition}, data={self.data.type}"
+                f"{shape_str(self.data.shape)})")
 
 
 class Tensor:
     """An n-dimensional array. ``data`` belongs to ``backend``; everything else is generic.
 
-    ``device_id`` is set on the per-device results of sharded programs.
+    ``device_id`` is the device a tensor of a device backend lives on (the per-device
+    results of ``shard_jit`` have it too). A *sharded* tensor (``nx.device_put(x,
+    NamedSharding(mesh, spec))``, the results of programs on sharded tensors) has a
+    ``sharding``: it is one global value whose shards live on the mesh's devices
+    (``addressable_shards``); its ``data`` is the backend's global array, and its
+    ``device_id`` is None.
     """
 
     __slots__ = ("_data", "shape", "type", "names", "backend", "device_id", "_tk",
-                 "__weakref__")
+                 "sharding", "__weakref__")
     __array_priority__ = 1000  # numpy defers binary operators to us
 
     def __init__(self, data, shape, type, names=None, backend=None, device_id=None,
-                 template=None):
+                 template=None, sharding=None):
         self._data = data
         self.shape = shape
         self.type = type
         self.names = names if names is not None else (None,) * len(shape)
         self.backend = backend
         self.device_id = device_id
-        self._tk = template  # None, or the given template of (shape, type, names)
+        self._tk = template  # None, or the given template of (shape, type, names, sharding)
+        self.sharding = sharding
 
     @property
     def template(self) -> Template:
-        """The interned :class:`Template` of the tensor's shape, type and names."""
+        """The interned :class:`Template` of the tensor's shape, type, names and sharding."""
         tk = self._tk
         if tk is None:
-            tk = self._tk = template(self.shape, self.type, self.names)
+            tk = self._tk = template(self.shape, self.type, self.names, self.sharding)
         return tk
+
+    @property
+    def addressable_shards(self) -> list:
+        """The shards of this tensor that live in this process, in partition order (a
+        :class:`Shard` each: ``device_id``, ``index``, ``partition``, ``data``); a tensor
+        that is not sharded is its own one shard."""
+        if self.backend is None or self.backend.is_expr:
+            _host_only("addressable_shards")
+        s = self.sharding
+        if s is None:
+            return [Shard(self.device_id, tuple(slice(0, n) for n in self.shape), 0, self)]
+        mesh = s.mesh
+        sh = s.tuple_for(len(self.shape))
+        return [Shard(mesh.devices[p], layout.shard_index(self.shape, sh, mesh, p), p, t)
+                for p, t in zip(mesh.local_partitions, self.backend.shards(self))]
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        """Whether every shard lives in this process (always, with one process)."""
+        return self.sharding is None or len(self.sharding.mesh.local_partitions) == \
+            self.sharding.mesh.size
 
     def rename_in_place(self, names) -> None:
         """Sets ``names`` on a tensor nothing else has seen yet (a backend finishing its
@@ -190,6 +238,14 @@ class Tensor:
                              f"it holds no data")
         if b.is_expr:
             _host_only("to_numpy (reading a tensor's values)")
+        if self.sharding is not None:
+            if not self.is_fully_addressable:
+                raise ValueError(
+                    f"this tensor is sharded over {self.sharding.mesh!r}, whose devices belong "
+                    f"to several processes; this process holds only its own shards "
+                    f"(t.addressable_shards). Gather the whole value with "
+                    f"nxpy.distributed.process_allgather(t) (every process calls it)")
+            return b.sharded_to_numpy(self)
         a = b.to_numpy(self)
         if a is self.data and a.flags.writeable:
             a = a.view()
@@ -216,6 +272,10 @@ class Tensor:
             return f"#Nx.Tensor<\n  {head}\n  donated to {self._data.where}\n>"
         if self.backend is None:
             return f"#Nx.Tensor<\n  {head}\n  template\n>"
+        if self.sharding is not None:
+            head += f"\n  {self.sharding!r}"
+            if not self.is_fully_addressable:
+                return f"#Nx.Tensor<\n  {head}\n  (shards on several processes)\n>"
         body = self.backend.inspect(self)
         return f"#Nx.Tensor<\n  {head}\n" + "\n".join("  " + l for l in body.splitlines()) + "\n>"
 

@@ -413,7 +413,9 @@ def _out_sharding(fun, shapes, shardings, mesh=None):
     (lambda x: nx.reshape(x, (32,)), [(8, 4)], [{0: [0]}], {0: [0]}),
     (lambda x: nx.reshape(x, (4, 2, 4)), [(8, 4)], [{0: [0], 1: [1]}], {0: [0], 2: [1]}),
     (lambda x: nx.reshape(x, (32,)), [(8, 4)], [{1: [1]}], {}),
-    (lambda x: nx.reshape(x, (2, 4, 4)), [(8, 4)], [{0: [0, 1]}], {}),
+    # two axes on one dim dealt out to the dims it splits into, as JAX's partitioner does
+    (lambda x: nx.reshape(x, (2, 4, 4)), [(8, 4)], [{0: [0, 1]}], {0: [0], 1: [1]}),
+    (lambda x: nx.reshape(x, (8, 4)), [(2, 4, 4)], [{0: [0], 1: [1]}], {0: [0, 1]}),
     (lambda x: nx.new_axis(x, 0), [(8, 4)], [{0: [0]}], {1: [0]}),
     (lambda x: nx.sum(x, axes=[0]), [(8, 4)], [{0: [0], 1: [1]}], {0: [1]}),
     (lambda x: nx.sum(x, axes=[1], keep_axes=True), [(8, 4)], [{0: [0], 1: [1]}], {0: [0]}),
@@ -429,6 +431,7 @@ def _out_sharding(fun, shapes, shardings, mesh=None):
     (lambda x: nx.transpose(x), [(8, 4)], [{0: [0], 1: [1]}], {0: [1], 1: [0]}),
     (lambda x, y: x + y, [(8, 4), (4,)], [{0: [0]}, {0: [1]}], {0: [0], 1: [1]}),
     (lambda x, y: x + y, [(8, 4), (8, 4)], [{0: [0]}, {1: [0]}], {0: [0]}),
+    (lambda x, y: x + y, [(8, 4), (8, 4)], [{0: [0]}, {0: [1]}], {}),  # a conflict: replicated
     (lambda x: nx.cond(nx.sum(x) > 0, lambda: x, lambda: -x), [(8, 4)], [{0: [0]}], {}),
     (lambda x: nx.window_max(x, (2, 1), padding="same"), [(8, 4)], [{0: [0]}], {0: [0]}),
 ])

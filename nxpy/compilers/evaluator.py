@@ -289,6 +289,11 @@ def _elem(ev, e, out, args, env, backend, **ctx):
     return v
 
 
+@register_eval_rule("sharding_constraint")
+def _sharding_constraint(ev, e, out, args, env, backend, **ctx):
+    return args[0]  # values are global here: a layout (what propagation decides) only
+
+
 @register_eval_rule("cond")
 def _cond(ev, e, out, args, env, backend, **ctx):
     return ev.run_fn(e.fns[taken_branch(args)], [], env, backend, **ctx)

@@ -18,7 +18,9 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``batch_rules`` the batching rule of each op
 ``collectives`` all_gather, psum and the other collectives, axis_index, the mesh context
 ``sharding``    sharding specs, splitting/assembling shards, propagation over graphs
+``sharded``     sharded programs: traced over a mesh, called with sharded tensors
 ``shard_jit``   a defn across a device mesh (global view)
+``placement``   device_put, with_sharding_constraint, eager ops on sharded tensors
 ``shard_map``   per-shard programs (local view)
 ==============  =========================================================================
 
@@ -53,6 +55,7 @@ from .expr import EXPR, Expr, Fn
 from .grad import custom_grad, grad, stop_grad, value_and_grad
 from .kernel import cond, fori_loop, hook, print_expr, print_value, runtime_call, while_loop
 from .shard_jit import ShardJit, shard_jit
+from .placement import device_put, with_sharding_constraint
 from .shard_map import ShardMap, shard_map
 from .tree import register_container
 from .vmap import batch_paths, vmap
@@ -67,4 +70,5 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler"
            "ShardJit", "shard_map", "ShardMap", "sharding", "register_container", "all_gather",
            "all_reduce", "psum", "pmax", "pmin",
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
-           "ppermute", "shift", "collective_broadcast", "axis_index", "all_slice"]
+           "ppermute", "shift", "collective_broadcast", "axis_index", "all_slice",
+           "device_put", "with_sharding_constraint"]

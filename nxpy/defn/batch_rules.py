@@ -104,6 +104,12 @@ def _elementwise(ctx, e, xs, dims):
 # ----------------------------------------------------------------------------------------
 # Shapes
 # ----------------------------------------------------------------------------------------
+@register_batch_rule("sharding_constraint")
+def _sharding_constraint(ctx, e, xs, dims):
+    """The examples' axis (first) is not split; the example's dims keep their layout."""
+    return node(ctx, e, [_front(ctx, e, xs, dims)], sharding=((),) + e.attrs["sharding"])
+
+
 @register_batch_rule("reshape")
 def _reshape(ctx, e, xs, dims):
     return node(ctx, e, [_front(ctx, e, xs, dims)])

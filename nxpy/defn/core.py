@@ -22,10 +22,15 @@ import numpy as np
 from .. import _context, pjrt, types as T
 from ..backend import default_backend
 from ..cache import FunctionCache, program_cache_size, put_bounded
+from ..layout import NamedSharding
+from ..mesh import Mesh
 from ..tensor import Tensor, template
+from . import sharding as SH
 from . import tree as tree_mod
 from .compiler import check_options, compile_graph, get_compiler
-from .tracing import (_leaf, _leaf_names, _leaves_of, _static_key, _template_str,
+from .sharded import (MeshMixError, compile_program, named, one_mesh, program_meshes,
+                      result_shardings, trace_sharded)
+from .tracing import (_arg_names, _leaf, _leaf_names, _leaves_of, _static_key, _template_str,
                       check_donate_argnums, donated_leaves, donating, expansions, trace)
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Jit", "Compiled",
@@ -171,7 +176,8 @@ class Jit:
     types (and static keyword arguments), then cached (process-wide: another ``jit`` of
     the same function reuses it). Calling it inside another defn inlines it."""
 
-    def __init__(self, fun, compiler=None, donate_argnums=None, **opts):
+    def __init__(self, fun, compiler=None, donate_argnums=None, *, in_shardings=None,
+                 out_shardings=None, mesh=None, **opts):
         if not callable(fun):
             raise TypeError(f"jit: expected fun to be a callable, got {fun!r}")
         functools.update_wrapper(self, fun)
@@ -180,6 +186,7 @@ class Jit:
         self.fun = fun
         self.compiler = compiler
         self.opts = opts
+        self.layout = Layout(in_shardings, out_shardings, mesh, f"jit({self.__name__})")
         self.donate_argnums = check_donate_argnums(
             donate_argnums, f"jit({getattr(fun, '__name__', 'function')})")
         # the hot paths (see _remember): argument templates -> call(args) -> result, ...
@@ -238,16 +245,30 @@ class Jit:
             static, tkw = (), {}
         leaves, tree = _leaves_of(self.fun, args, tkw)
         templates = tuple([(t.shape, t.type, t.names) for t in leaves])
-        key = (comp, tuple(sorted(opts.items())), tree, static, templates, self.donate_argnums)
+        shardings = tuple([t.sharding for t in leaves])
+        key = (comp, tuple(sorted(opts.items())), tree, static, templates, self.donate_argnums,
+               shardings, self.layout.key)
 
         def build():
             self._check_arity(args, kwargs)
             where = (f"{getattr(self.fun, '__name__', 'function')} "
                      f"(donate_argnums={self.donate_argnums})")
             donated = donated_leaves(args, self.donate_argnums, where)
+            self.trace_count += 1
+            labels = _leaf_names(self.fun, tree, len(args))
+            mesh = self.layout.mesh_of(leaves, labels)
+            if mesh is not None:  # sharded arguments, or shardings asked for
+                return self.layout.build(self.fun, comp, opts, args, kwargs, leaves, tree,
+                                         labels, mesh, donated, where)
             graph = trace(self.fun, args, kwargs, list(templates), expand=expansions(comp))
             graph.donated = donated
-            self.trace_count += 1
+            meshes = program_meshes(graph)
+            if meshes:  # the program names a mesh itself (a sharding constraint)
+                if len(meshes) > 1:
+                    raise MeshMixError(f"{self.__name__}: one program runs over one mesh, "
+                                       f"this one names {meshes}")
+                graph.donated_where = where
+                return self.layout.compile(comp, opts, graph, leaves, labels, meshes[0], None)
             return donating(compile_graph(comp, graph, opts), donated, where), graph.tree
 
         exe = PROGRAMS.get(self.fun, key, build)
@@ -294,6 +315,136 @@ class Jit:
         return self if obj is None else functools.partial(self, obj)
 
 
+def place_leaf(x, sh, mesh, what, backend=None):
+    """Argument ``x`` laid out over ``mesh`` as sharding tuple ``sh``: a sharded tensor
+    laid out so already is returned as it is, one laid out otherwise (or over another
+    mesh) is an error (JAX's rule: move it with ``nx.device_put`` first); an unsharded
+    one stays as it is when ``sh`` is replicated (the program copies it to every device),
+    and is placed (through the host, on ``backend``) otherwise."""
+    s = x.sharding
+    if s is not None:
+        if s.mesh != mesh:
+            one_mesh([(mesh, "the program"), (s.mesh, what)], what)
+        if s.tuple_for(len(x.shape), what) != sh:
+            want = SH.to_p(sh, mesh)
+            raise ValueError(f"{what} is laid out as {s.spec!r} but the program takes it as "
+                             f"{want!r} (in_shardings): reshard it on the devices first, "
+                             f"nx.device_put(x, nx.NamedSharding(mesh, {want!r}))")
+        return x
+    if not any(sh):
+        return x
+    b = backend if backend is not None else x.backend
+    if b.is_expr:
+        raise ValueError(f"{what}: a traced value cannot be placed on devices")
+    return b.place(np.asarray(x.to_numpy()), x.type, x.names, named(sh, mesh))
+
+
+class Layout:
+    """The sharding options of a ``jit``/``compile`` (``in_shardings``, ``out_shardings``,
+    ``mesh``), and how a program on sharded tensors is built from them."""
+
+    def __init__(self, in_shardings, out_shardings, mesh, what):
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise TypeError(f"{what}: expected mesh to be an nx.Mesh, got {mesh!r}")
+        self.in_shardings, self.out_shardings, self.mesh = in_shardings, out_shardings, mesh
+        self.what = what
+        self.key = None if in_shardings is None and out_shardings is None and mesh is None \
+            else (SH.spec_key(in_shardings), SH.spec_key(out_shardings), mesh)
+
+    def mesh_of(self, leaves, labels):
+        """The mesh of a call: the one every sharded argument, NamedSharding asked for and
+        ``mesh=`` name (a mix is an error); None when none does."""
+        found = []
+        if self.mesh is not None:
+            found.append((self.mesh, "mesh="))
+        for spec, who in ((self.in_shardings, "in_shardings"),
+                          (self.out_shardings, "out_shardings")):
+            for s in _named_in(spec):
+                found.append((s.mesh, f"{who} {s!r}"))
+        for x, label in zip(leaves, labels):
+            if x.sharding is not None:
+                found.append((x.sharding.mesh, label))
+        mesh = one_mesh(found, self.what)
+        if mesh is None and (self.in_shardings is not None or self.out_shardings is not None):
+            raise ValueError(f"{self.what}: in_shardings/out_shardings given as P (or dicts) "
+                             f"need a mesh: give NamedSharding(mesh, spec), pass mesh=, or "
+                             f"call it on sharded tensors")
+        return mesh
+
+    def in_sh(self, leaves, tree, labels, mesh, n_args, fun) -> list:
+        """One sharding tuple per argument leaf: ``in_shardings``' (a prefix of the
+        positional arguments; None: unspecified), else the leaf's own, else replicated."""
+        specs = [None] * len(leaves)
+        if self.in_shardings is not None:
+            n_pos = tree_mod.count_leaves(tree[1][0])
+            labelled = SH.per_argument_specs(self.in_shardings, tree[1][0],
+                                             _arg_names(fun, n_args), "in_shardings")
+            specs[:n_pos] = [s for _, s in labelled]
+        out = []
+        for x, spec, label in zip(leaves, specs, labels):
+            if spec is None:
+                out.append(x.sharding.tuple_for(len(x.shape), label) if x.sharding is not None
+                           else SH.replicated(len(x.shape)))
+                continue
+            sh = SH.normalize(spec, x.shape, mesh, x.names, what=f"in_shardings of {label}")
+            SH.check_divisible(x.shape, sh, mesh, label)
+            out.append(sh)
+        return out
+
+    def build(self, fun, comp, opts, args, kwargs, leaves, tree, labels, mesh, donated, where):
+        """Traces and compiles ``fun`` over ``mesh`` for these arguments; returns ``(run,
+        out_tree)`` where ``run(leaves)`` takes global tensors and returns sharded ones."""
+        in_sh = self.in_sh(leaves, tree, labels, mesh, len(args), fun)
+        graph, out_sh, prop = trace_sharded(
+            fun, args, kwargs, [(t.shape, t.type, t.names) for t in leaves], mesh, in_sh,
+            self.out_shardings, comp, donated=donated, where=where)
+        return self._run(comp, opts, graph, mesh, in_sh, out_sh, prop, labels)
+
+    def compile(self, comp, opts, graph, leaves, labels, mesh, out_specs):
+        """A graph traced without a mesh that names one itself: every argument replicated."""
+        in_sh = [SH.replicated(len(t.shape)) for t in leaves]
+        prop = SH.Propagator(mesh, in_sh)
+        out_specs = self.out_shardings if out_specs is None else out_specs
+        out_sh = result_shardings(graph, mesh, prop, out_specs)
+        return self._run(comp, opts, graph, mesh, in_sh, out_sh, prop, labels)
+
+    @staticmethod
+    def _run(comp, opts, graph, mesh, in_sh, out_sh, prop, labels):
+        exe = compile_program(comp, graph, mesh, in_sh, out_sh, prop, opts)
+        backend = comp.result_backend(opts)
+        call_global, in_named = exe.call_global, exe.in_named
+        todo = list(zip(in_named, in_sh, labels))
+
+        def run(leaves):
+            placed = []
+            for x, (s, sh, label) in zip(leaves, todo):
+                xs = x.sharding
+                placed.append(x if xs is s or (xs is not None and xs == s)
+                              else place_leaf(x, sh, mesh, label, backend))
+            return call_global(placed)
+        out_tree = graph.tree
+        if out_tree is _LEAF:
+            run.call = lambda args: run(args)[0]
+        else:
+            run.call = lambda args: tree_mod.unflatten(out_tree, run(args))
+        run.executable = exe
+        run.module = exe.module
+        return run, out_tree
+
+
+def _named_in(spec) -> list:
+    """The NamedShardings in a spec or container of specs."""
+    if isinstance(spec, NamedSharding):
+        return [spec]
+    if isinstance(spec, dict) and not SH.is_one_spec(spec):
+        return [s for v in spec.values() for s in _named_in(v)]
+    if isinstance(spec, (list, tuple)):
+        return [s for v in spec for s in _named_in(v)]
+    if tree_mod.is_container(spec):
+        return [s for v in tree_mod.flatten(spec)[0] for s in _named_in(v)]
+    return []
+
+
 class Transform:
     """The base of what the function transforms return (``grad``, ``vmap``,
     ``jacobian``): ``_traced(*args, **kwargs)`` builds the transformed graph in the
@@ -313,7 +464,8 @@ class Transform:
         raise NotImplementedError
 
 
-def jit(fun, compiler=None, *, donate_argnums=None, **opts) -> Jit:
+def jit(fun, compiler=None, *, donate_argnums=None, in_shardings=None, out_shardings=None,
+        mesh=None, **opts) -> Jit:
     """Compiles ``fun`` with ``compiler`` (``"evaluator"`` by default, or ``"exla"``).
 
     >>> import nxpy as nx
@@ -336,7 +488,8 @@ def jit(fun, compiler=None, *, donate_argnums=None, **opts) -> Jit:
     ...
     nxpy.tensor.DonatedError: this tensor was donated to <lambda> (donate_argnums=(0,)) (argument leaf 0) and cannot be used after that call (its memory may hold the result now); pass a copy (nx.backend_copy(t, 'exla') for example) if you need it afterwards, or do not donate it
     """
-    return Jit(fun, compiler, donate_argnums, **opts)
+    return Jit(fun, compiler, donate_argnums, in_shardings=in_shardings,
+               out_shardings=out_shardings, mesh=mesh, **opts)
 
 
 def defn(fun=None, **opts):

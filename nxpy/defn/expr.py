@@ -111,13 +111,14 @@ class Fn:
     ``tree``, and the outer nodes it captures."""
 
     __slots__ = ("params", "outputs", "tree", "scope", "captures", "_nodes", "cache", "where",
-                 "donated")
+                 "donated", "donated_where")
 
     def __init__(self, params, outputs, tree, scope):
         self.where = None  # where the function was traced from, for error messages
         #: the parameters (flat positions) the caller donates: a compiler may reuse their
         #: memory for results (EXLA aliases each to an output of the same shape and type)
         self.donated = ()
+        self.donated_where = None  # how a donation error names the function
         self.params = params
         self.outputs = outputs
         self.tree = tree

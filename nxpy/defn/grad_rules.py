@@ -184,6 +184,13 @@ def _hook(ctx, e, xs, out, g):
     return [g]  # print_value and hook are the identity for gradients
 
 
+@register_grad_rule("sharding_constraint")
+def _sharding_constraint(ctx, e, xs, out, g):
+    """The cotangent is laid out as the value was (JAX's transpose of the constraint)."""
+    return [EXPR.node("sharding_constraint", O.template(g.shape, g.type, g.names), g,
+                      **e.attrs)]
+
+
 @register_grad_rule("runtime_call")
 def _runtime_call(ctx, e, xs, out, g):
     # a cotangent reaches every node downstream of the differentiated value, stop_grad or

@@ -27,11 +27,9 @@ from ..ops import template, to_tensor
 from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
-from .collectives import mesh_context
-from .compiler import compile_graph_sharded
-from .core import Jit, _resolve
-from .tracing import (_arg_names, check_donate_argnums, check_not_reused, donated_leaves,
-                      expansions, give_up, trace)
+from .core import Jit, _resolve, place_leaf
+from .sharded import ShardedExecutable, compile_program, trace_sharded
+from .tracing import _arg_names, check_donate_argnums, donated_leaves
 
 __all__ = ["shard_jit", "ShardJit", "ShardedExecutable"]
 
@@ -45,62 +43,12 @@ _FLAT_TREES: dict = {}
 SHARDED = FunctionCache(bounded=True)
 
 
-def _freeze(spec):
-    """A user's sharding spec (dicts, lists, P, containers of them) as a hashable key."""
-    p = as_partition_spec(spec)
-    if p is not None:
-        return p
-    if isinstance(spec, dict):
-        return ("dict", tuple(sorted((str(k), _freeze(v)) for k, v in spec.items())))
-    if isinstance(spec, (list, tuple)):
-        return (type(spec), tuple(_freeze(v) for v in spec))
-    if tree_mod.is_container(spec):  # a dataclass or registered container of specs
-        return (type(spec), tree_mod.static_key(spec))
-    return spec
-
-
 def _flat_tree(n):
     """The tree ``tree.flatten`` gives a tuple of ``n`` tensors."""
     t = _FLAT_TREES.get(n)
     if t is None:
         t = _FLAT_TREES[n] = ("tuple", (tree_mod.LEAF,) * n)
     return t
-
-
-class ShardedExecutable:
-    """One compiled sharded program (for one set of local argument templates)."""
-
-    def __init__(self, graph, mesh, in_shardings, out_shardings, run, module=None):
-        self.graph = graph
-        self.mesh = mesh
-        self.in_shardings = in_shardings          # normalised, one per argument leaf
-        self.out_shardings = out_shardings        # normalised, one per output leaf
-        self.run = run
-        self.module = module
-        self.single_output = graph.tree == tree_mod.LEAF  # the output is one tensor
-
-    @property
-    def output_shardings(self):
-        """The result shardings as ``P``s (axes by name, as a user writes them), in the
-        output's container."""
-        return tree_mod.unflatten(self.graph.tree,
-                                  [SH.to_p(s, self.mesh) for s in self.out_shardings])
-
-    @property
-    def output_sharding_dicts(self):
-        """The result shardings as Nx's ``{dim: [axis indices]}`` dicts, in the output's
-        container."""
-        return tree_mod.unflatten(self.graph.tree, [SH.to_dict(s) for s in self.out_shardings])
-
-    @property
-    def input_shardings(self):
-        """The shardings of the argument tensors (one ``P`` per leaf, in flatten order)."""
-        return [SH.to_p(s, self.mesh) for s in self.in_shardings]
-
-    @property
-    def input_sharding_dicts(self):
-        """:attr:`input_shardings` as Nx's ``{dim: [axis indices]}`` dicts."""
-        return [SH.to_dict(s) for s in self.in_shardings]
 
 
 class ShardJit:
@@ -281,7 +229,7 @@ class ShardJit:
         per device assignment."""
         in_sh = tuple(self._arg_shardings(tree, local))
         key = (self.compiler, tuple(sorted(self.opts.items())), self.check_replicas,
-               mesh.abstract, in_sh, _freeze(self.output_shardings_spec), tree,
+               mesh.abstract, in_sh, SH.spec_key(self.output_shardings_spec), tree,
                tuple((t.shape, t.type, t.names) for t in local), self.donate_argnums)
         donated = donated_leaves(args0, self.donate_argnums, self._where())
         traced = SHARDED.get(self.fun, key,
@@ -296,25 +244,11 @@ class ShardJit:
     def _trace(self, tree, local, in_sh, donated, mesh):
         globals_ = [template(SH.global_shape(t.shape, s, mesh), t.type, t.names)
                     for t, s in zip(local, in_sh)]
-        prop = SH.Propagator(mesh, in_sh)
         args = tree_mod.unflatten(tree, globals_)
-        with mesh_context(mesh, prop):
-            graph = trace(self.fun, args, None, [(t.shape, t.type, t.names) for t in globals_],
-                          expand=expansions(self.compiler))
-            out_sh = [prop.of(o) for o in graph.outputs]
-        graph.donated = donated
-        if self.output_shardings_spec is not None:
-            labelled = SH.output_specs(self.output_shardings_spec, graph.tree,
-                                       "output shardings")
-            out_sh = []
-            for (label, s), o in zip(labelled, graph.outputs):
-                sh = SH.normalize(s, o.shape, mesh, o.names, what=f"output sharding of {label}")
-                for d, axes in enumerate(sh):
-                    f = SH._factor(sh, mesh, d)
-                    if o.shape[d] % f:
-                        raise ValueError(f"output sharding of {label}: dim {d} of size "
-                                         f"{o.shape[d]} cannot be split over {f} devices")
-                out_sh.append(sh)
+        graph, out_sh, prop = trace_sharded(
+            self.fun, args, None, [(t.shape, t.type, t.names) for t in globals_], mesh, in_sh,
+            self.output_shardings_spec, self.compiler, donated=donated, where=self._where(),
+            what="output shardings")
         return graph, in_sh, out_sh, prop
 
     def _compile_traced(self, traced, mesh):
@@ -322,18 +256,46 @@ class ShardJit:
         opts = dict(self.opts)
         if self.check_replicas is not None:
             opts["check_replicas"] = self.check_replicas
-        run, module = compile_graph_sharded(self.compiler, graph, mesh, in_sh, out_sh, prop, opts)
-        if graph.donated:
-            run = _donating_sharded(run, graph.donated, self._where())
-        return ShardedExecutable(graph, mesh, in_sh, out_sh, run, module)
+        return compile_program(self.compiler, graph, mesh, in_sh, out_sh, prop, opts)
 
-    def __call__(self, per_device_args):
+    def __call__(self, *args):
+        """``f(per_device_args)`` (Nx's form: one argument list per device, see
+        :func:`shard_jit`), or ``f(*global_tensors)`` (JAX's form: whole tensors, sharded
+        ones or any others, laid out by ``input_shardings``; returns sharded tensors)."""
+        if len(args) != 1 or _is_global(args[0]):
+            return self._call_global_tensors(args)
+        per_device_args = args[0]
         prepared = self._fast_prepare(per_device_args)
         exe, leaves = prepared if prepared is not None else self._prepare(per_device_args)
         outs = exe.run(leaves)
         if exe.single_output:
             return [o[0] for o in outs]
         return [tree_mod.unflatten(exe.graph.tree, o) for o in outs]
+
+    def _call_global_tensors(self, args):
+        """The global form: each argument tensor laid out as ``input_shardings`` says (a
+        sharded tensor must be laid out so already; others are placed), results sharded."""
+        _context.forbid_inside_defn("shard_jit(...)(args)")
+        leaves, tree = tree_mod.flatten(tuple(args))
+        leaves = [to_tensor(x, f"argument leaf {i}") for i, x in enumerate(leaves)]
+        mesh = self.mesh
+        self._local()
+        specs = self._leaf_specs(tree)
+        placed, local = [], []
+        for i, (x, (label, spec)) in enumerate(zip(leaves, specs)):
+            sh = SH.normalize(spec, x.shape, mesh, x.names, what=label)
+            x = place_leaf(x, sh, mesh, f"shard_jit: {label}")
+            placed.append(x)
+            local.append(template(SH.local_shape(x.shape, sh, mesh), x.type, x.names))
+        key = (tree, tuple((t.shape, t.type) for t in local), "global")
+        exe = self.cache.get(key)
+        if exe is None:
+            exe = put_bounded(self.cache, key,
+                              self._compile(tree, tree_mod.unflatten(tree, placed), local, mesh),
+                              program_cache_size())
+        self.last = exe
+        outs = exe.call_global(placed)
+        return tree_mod.unflatten(exe.graph.tree, outs)
 
     def call_global(self, *args):
         """Calls the program with whole (global) tensors, one per argument, given alike
@@ -378,16 +340,10 @@ class ShardJit:
         return self._last().output_sharding_dicts
 
 
-def _donating_sharded(run, donated, where):
-    """``run(per_device_leaves)`` that gives up the donated leaves of every device."""
-    def run_donating(per_device_leaves):
-        for leaves in per_device_leaves:
-            check_not_reused(leaves, donated, where)
-        outs = run(per_device_leaves)
-        for leaves, o in zip(per_device_leaves, outs):
-            give_up(leaves, o, donated, where)
-        return outs
-    return run_donating
+def _is_global(a) -> bool:
+    """Whether the one argument of a ``shard_jit`` call is a global tensor (JAX's form)
+    rather than the per-device argument lists (Nx's)."""
+    return not isinstance(a, (list, tuple)) or not all(isinstance(x, (list, tuple)) for x in a)
 
 
 def shard_jit(fun, mesh, *, input_shardings=None, output_shardings=None, compiler=None,
@@ -398,5 +354,9 @@ def shard_jit(fun, mesh, *, input_shardings=None, output_shardings=None, compile
     (``nxpy.distributed``) each process passes and gets its own partitions only
     (``mesh.local_partitions``; passing every partition's arguments works too), or calls
     ``f.call_global(*whole_tensors)``. ``donate_argnums`` gives
-    those arguments' shards to the call, as for :func:`~nxpy.defn.jit`."""
+    those arguments' shards to the call, as for :func:`~nxpy.defn.jit`.
+
+    Called with whole tensors instead (``f(x, y)``: sharded tensors, or any tensors,
+    which are placed), it is ``jit(fun, in_shardings=input_shardings,
+    out_shardings=output_shardings)`` over ``mesh`` and returns sharded tensors."""
     return ShardJit(fun, mesh, input_shardings, output_shardings, compiler, **opts)

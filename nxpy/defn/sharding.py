@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 
 from .. import ops as O
-from ..layout import (_is_axis_entry, block_index, factor, global_shape, local_shape, normalize,
-                      partition_spec, replicated, shard_array, shard_index, spec_to_dict,
-                      to_dict, to_p, unshard_arrays)
+from ..layout import (NamedSharding, _is_axis_entry, block_index, check_divisible, factor,
+                      global_shape, local_shape, normalize, partition_spec, replicated,
+                      shard_array, shard_index, spec_to_dict, to_dict, to_p, unshard_arrays)
 from ..mesh import P, as_partition_spec
 from ..registry import rule_registrar
 from ..tensor import Tensor
@@ -36,7 +36,8 @@ from .expr import Expr
 __all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argument_specs",
            "output_specs", "normalize_list", "local_shape", "global_shape", "shard_array",
            "unshard_arrays", "to_dict", "to_p", "AmbiguousSpecError", "Propagator", "SHARDING_RULES",
-           "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec"]
+           "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec",
+           "block_index", "shard_index", "check_divisible", "factor", "spec_key"]
 
 
 class AmbiguousSpecError(ValueError):
@@ -184,6 +185,21 @@ def output_specs(specs, out_tree, what) -> list:
 _factor = factor  # the name this package's modules use
 
 
+def spec_key(spec):
+    """A user's sharding spec (dicts, lists, P, NamedSharding, containers of them) as a
+    hashable cache key."""
+    p = as_partition_spec(spec)
+    if p is not None or isinstance(spec, NamedSharding):
+        return p if p is not None else spec
+    if isinstance(spec, dict):
+        return ("dict", tuple(sorted((str(k), spec_key(v)) for k, v in spec.items())))
+    if isinstance(spec, (list, tuple)):
+        return (type(spec), tuple(spec_key(v) for v in spec))
+    if tree_mod.is_container(spec):  # a dataclass or registered container of specs
+        return (type(spec), tree_mod.static_key(spec))
+    return spec
+
+
 def normalize_list(input_shardings, n_args: int, *, what="input"):
     if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
         raise ValueError(f"{what}_shardings are required and must be a list with one "
@@ -297,10 +313,14 @@ def _same(prop, e, args):
 
 
 def _merge(shardings_by_dim):
-    """Per output dim, the first candidate's axes (operand order)."""
+    """Per output dim, the operands' axes where they agree (as Shardy resolves them): the
+    longest candidate when every other is a prefix of it (a replicated operand dim agrees
+    with anything), replicated when two conflict (``("x",)`` against ``("y",)``)."""
     out = []
     for cands in shardings_by_dim:
-        out.append(next((c for c in cands if c), ()))
+        cands = [c for c in cands if c]
+        best = max(cands, key=len, default=())
+        out.append(best if all(best[:len(c)] == c for c in cands) else ())
     return tuple(out)
 
 
@@ -340,15 +360,37 @@ def _transpose(prop, e, args):
 
 @register_sharding_rule("reshape")
 def _reshape(prop, e, args):
-    """Dims are matched in groups of equal element counts; within a group only the
-    majormost input dim's sharding carries over, to the majormost output dim of size > 1
-    (a contiguous split stays contiguous)."""
+    """Dims are matched in groups of equal element counts. Within a group the input's
+    axes are read major to minor, going on to the next dim only past a dim its axes split
+    completely (one element per shard: the blocks stay contiguous), and dealt out to the
+    output dims major to minor by the same rule; an axis that does not divide what is left
+    of its dim ends the group. This is the layout JAX's partitioner gives a reshape."""
     (x,) = e.tensor_args()
     src, dst, sh = x.shape, e.shape, args[0]
+    mesh = prop.mesh
     out = [()] * len(dst)
-    i = j = 0
+    for gi, gj in _reshape_groups(src, dst):
+        axes = []
+        for k in gi:
+            axes.extend(sh[k])
+            if src[k] // math.prod(mesh.shape[a] for a in sh[k]) > 1:
+                break
+        for k in gj:
+            left, taken = dst[k], []
+            while axes and left % mesh.shape[axes[0]] == 0:
+                left //= mesh.shape[axes[0]]
+                taken.append(axes.pop(0))
+            out[k] = tuple(taken)
+            if left > 1 or not axes:
+                break
+    return tuple(out)
+
+
+def _reshape_groups(src, dst):
+    """``[(input dims, output dims)]``: the runs of dims of equal element counts."""
+    groups, i, j = [], 0, 0
     while i < len(src) or j < len(dst):
-        gi, gj = [i], [j]
+        gi, gj = [i] if i < len(src) else [], [j] if j < len(dst) else []
         pi = src[i] if i < len(src) else 1
         pj = dst[j] if j < len(dst) else 1
         while pi != pj:
@@ -361,13 +403,10 @@ def _reshape(prop, e, args):
                 gj.append(j)
                 pj *= dst[j]
             else:
-                return replicated(len(dst))
-        major_in = next((k for k in gi if k < len(src) and src[k] > 1), None)
-        major_out = next((k for k in gj if k < len(dst) and dst[k] > 1), None)
-        if major_in is not None and major_out is not None and sh[major_in]:
-            out[major_out] = sh[major_in]
+                return []
+        groups.append((gi, gj))
         i, j = i + 1, j + 1
-    return tuple(out)
+    return groups
 
 
 def _drop(sh, axes, keep):

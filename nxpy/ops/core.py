@@ -27,7 +27,7 @@ from ..backend import Backend, default_backend, get_backend, pick
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
-__all__ = ["template", "kind_ok", "dispatch", "dispatch_multi", "to_tensor", "tensor", "from_numpy", "as_type",
+__all__ = ["template", "kind_ok", "dispatch", "dispatch_multi", "register_sharded_dispatch", "to_tensor", "tensor", "from_numpy", "as_type",
            "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
            "PORTABLE", "register_portable", "portable",
            "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable",
@@ -98,9 +98,29 @@ def _creation_backend(backend):
     return ctx.backend if ctx is not None else default_backend()
 
 
+#: ``[run]``: how an op on sharded tensors runs, ``run(name, out_or_templates, args, attrs,
+#: multi)`` (registered by :mod:`nxpy.defn`, which compiles it as a sharded program)
+_SHARDED: list = []
+
+
+def register_sharded_dispatch(run) -> None:
+    """Sets how ops with a sharded operand run (the defn layer registers itself here)."""
+    _SHARDED[:] = [run]
+
+
+def _sharded(tensors) -> bool:
+    for t in tensors:
+        if t.sharding is not None:
+            return True
+    return False
+
+
 def dispatch(name: str, out: Tensor, *args, backend=None, **attrs) -> Tensor:
-    """Runs op ``name`` on the backend of its operands (or ``backend`` for creation ops)."""
+    """Runs op ``name`` on the backend of its operands (or ``backend`` for creation ops).
+    An op with a sharded operand runs as a sharded program over its mesh."""
     tensors = list(_flat(args))
+    if tensors and _sharded(tensors):
+        return _SHARDED[0](name, out, args, attrs, False)
     b = pick(tensors) if tensors else _creation_backend(backend)
     if tensors and builtins.any(t.backend is not b for t in tensors):
         args = _to_backend(args, b)
@@ -114,6 +134,8 @@ def dispatch_multi(name: str, templates, *args, **attrs) -> list:
     several results (its ``multi``), an eager one's kernel ``kernel(templates, *args,
     **attrs)`` returns one tensor per result."""
     tensors = list(_flat(args))
+    if _sharded(tensors):
+        return _SHARDED[0](name, templates, args, attrs, True)
     b = pick(tensors)
     if builtins.any(t.backend is not b for t in tensors):
         args = _to_backend(args, b)

@@ -76,6 +76,9 @@ _FAST_MAX = 1024  # signatures per op
 def _remember(cache, key, name, out, backend, args):
     if len(cache) >= _FAST_MAX:
         cache.clear()
+    if any(a.sharding is not None for a in args):  # a sharded program each time
+        cache[key] = False
+        return
     k = backend.fast_kernel(name, out, *args)
     # the type of data the kernel takes: operands holding it skip Tensor.data (which
     # resolves Deferred data, and raises for donated tensors)

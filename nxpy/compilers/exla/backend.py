@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import pjrt
+from ... import layout, pjrt
 from ...cache import PROCESS_FACTOR, program_cache_size, put_bounded
 from ...backend import Backend, register_backend_factory
 from ...defn.expr import EXPR, trace_fn
@@ -50,6 +50,7 @@ class ExlaBackend(Backend):
 
     name = "exla"
     priority = 10
+    compiler = "exla"
 
     def __init__(self):
         self._programs: dict = {}
@@ -71,6 +72,45 @@ class ExlaBackend(Backend):
 
     def to_numpy(self, t: Tensor) -> np.ndarray:
         return pjrt.to_host(t.data)
+
+    # --- sharded tensors: one global PJRT array over the mesh (as a jax.Array) ---------
+    @staticmethod
+    def _spec(sharding, rank):
+        return layout.partition_spec(sharding.tuple_for(rank), sharding.mesh)
+
+    def shards(self, t: Tensor) -> list:
+        mesh = t.sharding.mesh
+        local = layout.local_shape(t.shape, t.sharding.tuple_for(len(t.shape)), mesh)
+        return [Tensor(b, local, t.type, t.names, self, mesh.devices[p])
+                for p, b in zip(mesh.local_partitions, pjrt.shards_of(t.data))]
+
+    def from_shards(self, shards, shape, type, names, sharding) -> Tensor:
+        mesh = sharding.mesh
+        bufs = []
+        for s, p in zip(shards, mesh.local_partitions):
+            d = mesh.devices[p]
+            bufs.append(s.data if s.backend is self and s.device_id == d and s.sharding is None
+                        else self.buffer_on(s, d))
+        array = pjrt.global_array(shape, type.dtype, mesh.devices, mesh.shape, mesh.axis_names,
+                                  self._spec(sharding, len(shape)), bufs)
+        return Tensor(array, tuple(shape), type, names, self, None, sharding=sharding)
+
+    def place(self, array, type, names, sharding) -> Tensor:
+        mesh = sharding.mesh
+        arr = convert(np.asarray(array), type)
+        sh = sharding.tuple_for(arr.ndim)
+        parts = layout.shard_array(arr, sh, mesh, partitions=mesh.local_partitions)
+        g = pjrt.put_sharded(parts, arr.shape, arr.dtype, mesh.devices, mesh.shape,
+                             mesh.axis_names, layout.partition_spec(sh, mesh),
+                             mesh.local_partitions)
+        return Tensor(g, arr.shape, type, names, self, None, sharding=sharding)
+
+    def sharded_to_numpy(self, t: Tensor) -> np.ndarray:
+        sh = t.sharding.tuple_for(len(t.shape))
+        blocks = 1
+        for d in range(len(sh)):
+            blocks *= layout.factor(sh, t.sharding.mesh, d)
+        return pjrt.to_host(t.data, blocks)
 
     def block_until_ready(self, tensors) -> None:
         bufs = {}

@@ -14,7 +14,8 @@ from ... import types as T
 from ...backend import get_backend
 from ...defn import sharding as SH
 from ...defn.kernel import identity_key
-from ...tensor import Tensor
+from ...layout import NamedSharding
+from ...tensor import Tensor, template
 from .buffers import GlobalResult, Piece
 from .lowering import Ctx, lower_module, reducer_region, register_lowering
 from .mlir import Val, dense_i64, i64_array
@@ -139,6 +140,17 @@ def _runtime_call(c: Ctx, e, xs):
         return sub.host_callback(cb, locals_, results)
     return manual_region(c, xs, [SH.replicated(len(x.shape)) for x in xs],
                          [(s, t, SH.replicated(len(s))) for s, t in results], body)
+
+
+@register_lowering("sharding_constraint")
+def _sharding_constraint(c: Ctx, e, x: Val):
+    mesh = c.info.get("mesh")
+    if mesh is None or c.info.get("manual"):  # no mesh here: a layout hint with no layout
+        return x
+    r = Val(c.b.fresh(), x.shape, x.type)
+    c.b.raw(f"{r.name} = sdy.sharding_constraint {x.name} "
+            f"{_tensor_sharding(e.attrs['sharding'], mesh)} : {x.ty}")
+    return r
 
 
 def channel_handle(channel: int) -> str:
@@ -416,4 +428,47 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
         return [[Tensor(Piece(w, j), s, t, nm, backend, devices[j])
                  for w, (s, t, nm, _) in zip(wholes, out_t)] for j in local]
 
+    # the global form: sharded tensors in (their data is the global array the program
+    # takes), sharded tensors out (each holds the global array the program returned)
+    out_g = [(o.shape, o.type, o.names, template(o.shape, o.type, o.names, ns))
+             for o, ns in zip(graph.outputs, [_named(s, mesh) for s in out_shardings])]
+    array = pjrt.array_type()
+    spec_of = [SH.partition_spec(s, mesh) for s in in_shardings]
+
+    def replicate(x, i):
+        """An argument that is not sharded, as the global array of its sharding (its
+        copies put on every device of this process)."""
+        bufs = [x.data if x.backend is backend and x.device_id == d and x.sharding is None
+                else move(x, d) for d in devices]
+        return arg_specs[i][1](bufs)
+
+    def call_global(leaves):
+        arrays = []
+        for i, x in enumerate(leaves):
+            d = x._data
+            if type(d) is array and x.sharding is not None:  # the common case
+                arrays.append(d)
+            elif x.sharding is not None:  # another backend's, or not yet resolved
+                if x.backend is backend:
+                    arrays.append(x.data)
+                else:
+                    arrays.append(pjrt.global_array(
+                        x.shape, x.type.dtype, mesh.devices, mesh.shape, mesh.axis_names,
+                        spec_of[i], [move(s, dev) for s, dev in
+                                     zip(x.backend.shards(x), devices)]))
+            else:
+                arrays.append(replicate(x, i))
+        if check:
+            for i, (x, (sh, _)) in enumerate(zip(leaves, arg_specs)):
+                if x.sharding is not None:
+                    SH.unshard_arrays([pjrt.to_host(b) for b in pjrt.shards_of(arrays[i])], sh,
+                                      mesh, what=f"argument leaf {i}")
+        return [Tensor(g, s, t, nm, backend, None, tk, tk.sharding)
+                for g, (s, t, nm, tk) in zip(execute(arrays), out_g)]
+
+    run.call_global = call_global
     return run, text
+
+
+def _named(sharding, mesh):
+    return NamedSharding(mesh, SH.to_p(sharding, mesh))

@@ -1,0 +1,234 @@
+"""Placing tensors on a mesh's devices and pinning layouts (JAX's sharding model):
+``nx.device_put``, ``with_sharding_constraint``, and eager ops on sharded tensors.
+
+>>> import nxpy as nx
+>>> mesh = nx.Mesh("m", (2, 2), axis_names=("data", "model"))
+>>> x = nx.device_put(nx.iota((4, 4), type="f32"), nx.NamedSharding(mesh, nx.P("data", "model")))
+>>> x.sharding.spec, x.shape, [s.index for s in x.addressable_shards][3]
+(P('data', 'model'), (4, 4), (slice(2, 4, None), slice(2, 4, None)))
+>>> y = nx.device_put(x, nx.NamedSharding(mesh, nx.P("model", "data")))   # on the devices
+>>> y.addressable_shards[1].data.tolist()
+[[8.0, 9.0], [12.0, 13.0]]
+>>> (x + 1).sharding.spec                     # an eager op on sharded tensors stays sharded
+P('data', 'model')
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _context, types as T
+from ..backend import get_backend
+from ..cache import PROCESS_FACTOR, program_cache_size, put_bounded
+from ..layout import NamedSharding
+from ..ops import to_tensor
+from ..ops.core import primitive, register_sharded_dispatch
+from ..tensor import Tensor
+from . import sharding as SH
+from . import tree as tree_mod
+from .collectives import current_mesh
+from .core import jit
+from .expr import EXPR
+
+__all__ = ["device_put", "with_sharding_constraint"]
+
+primitive("sharding", "sharding_constraint")
+
+
+def _identity(x):
+    return x
+
+
+_NUMPY_TYPES = {t.dtype: t for t in T.ALL_TYPES}
+_RESHARD: dict = {}  # (compiler, backend, sharding) -> jit of the identity
+
+
+def _reshard(x, s, b):
+    """``x`` (sharded, on backend ``b``) laid out as ``s`` over the same mesh: a compiled
+    identity whose result has sharding ``s`` (the partitioner moves the data between the
+    devices, as JAX's ``device_put`` does)."""
+    key = (b.compiler, b, s)
+    f = _RESHARD.get(key)
+    if f is None:
+        opts = {"backend": b} if b.compiler == "evaluator" else {}
+        f = put_bounded(_RESHARD, key, jit(_identity, compiler=b.compiler, out_shardings=s,
+                                           **opts), program_cache_size())
+    return f(x)
+
+
+def _put(x, s, backend, what):
+    if isinstance(s, (int, np.integer)) and not isinstance(s, bool):  # one device
+        t = to_tensor(x, what)
+        b = get_backend(backend if backend is not None else "exla")
+        return b.from_numpy(np.asarray(t.to_numpy()), t.type, t.names, device_id=int(s)) \
+            if b.name == "exla" else b.from_tensor(t)
+    if not isinstance(s, NamedSharding):
+        raise TypeError(f"device_put: expected the sharding of {what} to be an "
+                        f"nx.NamedSharding(mesh, spec) or a device position, got {s!r}")
+    if type(x) is np.ndarray and x.dtype in _NUMPY_TYPES:  # no host copy first
+        b = get_backend(backend if backend is not None else "exla")
+        sh = s.tuple_for(x.ndim, f"device_put: the sharding of {what}")
+        SH.check_divisible(x.shape, sh, s.mesh, what)
+        return b.place(x, _NUMPY_TYPES[x.dtype], None, s)
+    t = to_tensor(x, what)
+    sh = s.tuple_for(len(t.shape), f"device_put: the sharding of {what}")
+    SH.check_divisible(t.shape, sh, s.mesh, what)
+    if t.sharding is not None:
+        b = get_backend(backend) if backend is not None else t.backend
+        if t.sharding == s and b is t.backend:
+            return t
+        if t.sharding.mesh == s.mesh and b is t.backend and t.is_fully_addressable:
+            return _reshard(t, s, b)
+    else:
+        b = get_backend(backend if backend is not None else "exla")
+    arr = np.asarray(t.to_numpy())  # to another mesh or backend, or from the host
+    return b.place(arr, t.type, t.names, s)
+
+
+def device_put(x, sharding, *, backend=None):
+    """Places ``x`` (a tensor, array or number, or a container of them) on devices:
+    ``sharding`` is an :class:`nx.NamedSharding` (a container of them for a container
+    ``x``, a prefix as in ``jax.device_put``) or a device position. The result is one
+    sharded tensor per leaf: its global ``shape``, its ``sharding``, its
+    ``addressable_shards``, each on its device.
+
+    A sharded tensor put to another layout over the same mesh is resharded **on the
+    devices** (a compiled identity with the new result sharding: XLA moves the pieces,
+    nothing goes through the host); to another mesh or backend it goes through the host.
+    Other tensors (host tensors, a single device's) are sliced on the host and each slice
+    copied to its device. With several processes each process places only its own shards
+    (``x`` is the whole value, the same on every process).
+
+    ``backend``: where the result lives: ``"exla"`` (XLA devices, the default for
+    anything not sharded yet) or another backend (``"numpy"``: the Evaluator's
+    simulation of the mesh, shard for shard the same); a sharded ``x`` keeps its own.
+
+    Inside a traced function it is :func:`with_sharding_constraint`.
+    """
+    if _context.tracing():
+        return with_sharding_constraint(x, sharding)
+    leaves, tree = tree_mod.flatten(x)
+    specs = SH.leaf_specs(sharding, tree, "x", "sharding")
+    out = [_put(leaf, s, backend, label if tree != tree_mod.LEAF else "x")
+           for leaf, (label, s) in zip(leaves, specs)]
+    return tree_mod.unflatten(tree, out)
+
+
+def with_sharding_constraint(x, sharding):
+    """Pins the layout of ``x`` (a value inside a traced function, or a container of
+    them) to ``sharding`` (an :class:`nx.NamedSharding`, or a ``P``/dict over the mesh of
+    the program being traced), as ``jax.lax.with_sharding_constraint``: EXLA lowers it to
+    ``sdy.sharding_constraint`` and the partitioner lays the value out so; nxpy's
+    propagation starts again from it, so later values (and the results) follow, on every
+    compiler. A program that uses one runs over that mesh. Outside a traced function it
+    is :func:`device_put`.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jit, with_sharding_constraint
+    >>> mesh = nx.Mesh("m", (2, 2), axis_names=("data", "model"))
+    >>> f = jit(lambda x: with_sharding_constraint(x * 2, nx.NamedSharding(mesh, nx.P(None, "model"))),
+    ...         compiler="exla")
+    >>> y = f(nx.iota((2, 4)))
+    >>> y.sharding.spec, y.addressable_shards[1].data.tolist()
+    (P(None, 'model'), [[4, 6], [12, 14]])
+    """
+    if not _context.tracing():
+        return device_put(x, sharding)
+    leaves, tree = tree_mod.flatten(x)
+    specs = SH.leaf_specs(sharding, tree, "x", "sharding")
+    return tree_mod.unflatten(tree, [_constrain(leaf, s) for leaf, (_, s) in zip(leaves, specs)])
+
+
+def _constrain(x, spec):
+    x = EXPR.lift(x, "with_sharding_constraint: x")
+    ctx = current_mesh()
+    if ctx is not None and ctx.view == "local":
+        raise ValueError("with_sharding_constraint: inside shard_map values are each "
+                         "device's own shard; constrain the global value outside the "
+                         "shard_map instead")
+    if isinstance(spec, NamedSharding):
+        mesh = spec.mesh
+        if ctx is not None and ctx.mesh != mesh:
+            raise ValueError(f"with_sharding_constraint: {spec!r} is over {mesh!r} but the "
+                             f"program runs over {ctx.mesh!r}: one program runs over one "
+                             f"mesh")
+    elif ctx is not None:
+        mesh = ctx.mesh
+    else:
+        raise ValueError(f"with_sharding_constraint: {spec!r} names no mesh and the program "
+                         f"runs over none: give nx.NamedSharding(mesh, spec)")
+    sh = SH.normalize(spec, x.shape, mesh, x.names, what="with_sharding_constraint")
+    SH.check_divisible(x.shape, sh, mesh, "with_sharding_constraint: x")
+    return EXPR.node("sharding_constraint", Tensor(None, x.shape, x.type, x.names), x,
+                     sharding=sh, mesh=mesh)
+
+
+@SH.register_sharding_rule("sharding_constraint")
+def _propagate(prop, e, args):
+    return e.attrs["sharding"]
+
+
+# ----------------------------------------------------------------------------------------
+# Eager ops on sharded tensors: a one-op sharded program, compiled once per signature
+# ----------------------------------------------------------------------------------------
+_ONE_OP: dict = {}
+
+
+def _key(a):
+    if isinstance(a, Tensor):
+        return None  # a parameter: its template is the program's key
+    if isinstance(a, (list, tuple)):
+        return (type(a), tuple(_key(x) for x in a))
+    if isinstance(a, np.ndarray):
+        return (np.ndarray, a.shape, a.dtype.str, a.tobytes())
+    try:
+        hash(a)
+    except TypeError:
+        return ("id", id(a))
+    return (type(a), a)  # 1, 1.0 and True build different programs
+
+
+def _params(a, out):
+    if isinstance(a, Tensor):
+        out.append(a)
+    elif isinstance(a, (list, tuple)):
+        for x in a:
+            _params(x, out)
+    return out
+
+
+def _replace(a, it):
+    if isinstance(a, Tensor):
+        return next(it)
+    if isinstance(a, list):
+        return [_replace(x, it) for x in a]
+    if isinstance(a, tuple):
+        return tuple(_replace(x, it) for x in a)
+    return a
+
+
+def _run_sharded_op(name, out, args, attrs, multi):
+    """Runs op ``name`` (``out``: its template, or its templates for a ``multi`` op) on
+    arguments of which some are sharded tensors: a jitted one-op program over their mesh,
+    with the compiler of their backend (EXLA's: one XLA program on the devices)."""
+    params = _params(args, [])
+    sharded = [t for t in params if t.sharding is not None]
+    b = max((t.backend for t in sharded), key=lambda x: x.priority)
+    outs = tuple((tuple(s), t, n) for s, t, n in out) if multi else \
+        (out.shape, out.type, out.names)
+    key = (name, outs, multi, _key(list(args)), tuple(sorted((k, _key(v)) for k, v in
+                                                               attrs.items())), b)
+    f = _ONE_OP.get(key)
+    if f is None:
+        def one_op(*ps):
+            a = _replace(list(args), iter(ps))
+            if multi:
+                return list(EXPR.multi(name, list(outs), *a, **attrs))
+            return EXPR.node(name, Tensor(None, out.shape, out.type, out.names), *a, **attrs)
+        one_op.__name__ = name
+        opts = {"backend": b} if b.compiler == "evaluator" else {}
+        f = put_bounded(_ONE_OP, key, jit(one_op, compiler=b.compiler, **opts),
+                        PROCESS_FACTOR * program_cache_size())
+    return f(*params)
+
+
+register_sharded_dispatch(_run_sharded_op)
