@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 
 from . import _context, layout
 from .format import format_array
@@ -141,9 +142,24 @@ class Backend:
         return self.from_shards([self.from_numpy(a.copy(), type, names) for a in parts],
                                 array.shape, type, names, sharding)
 
-    def sharded_to_numpy(self, t: Tensor):
-        """The global value of sharded tensor ``t`` (every shard lives in this process)."""
+    def covers(self, t: Tensor) -> bool:
+        """Whether this process's shards of ``t`` hold its whole value (always in one
+        process; with several, when the axes that split it are this process's own)."""
         mesh = t.sharding.mesh
+        sh = t.sharding.tuple_for(len(t.shape))
+        blocks = {tuple(layout.block_index(p, d, sh, mesh) for d in range(len(sh)))
+                  for p in mesh.local_partitions}
+        return len(blocks) == math.prod(layout.factor(sh, mesh, d) for d in range(len(sh)))
+
+    def sharded_to_numpy(self, t: Tensor):
+        """The global value of sharded tensor ``t`` from this process's shards."""
+        mesh = t.sharding.mesh
+        if not self.covers(t):
+            raise ValueError(
+                f"this tensor is sharded over {t.sharding.mesh!r} with {t.sharding.spec!r}, "
+                f"and its shards live on the devices of several processes; this process "
+                f"holds only its own (t.addressable_shards). Gather the whole value with "
+                f"nxpy.distributed.process_allgather(t) (every process calls it)")
         return layout.unshard_arrays([s.to_numpy() for s in self.shards(t)],
                                      t.sharding.tuple_for(len(t.shape)), mesh, check=False,
                                      what="the tensor", partitions=mesh.local_partitions)

@@ -26,16 +26,21 @@ from __future__ import annotations
 
 import numpy as np
 
+import io
+
 from . import pjrt, shape as S
+from .backend import get_backend
 from .defn import sharding as SH
+from .defn.core import jit
 from .defn.shard_jit import shard_jit
+from .layout import NamedSharding
 from .mesh import Mesh, as_partition_spec
-from .ops import to_tensor
+from .ops import tensor as host_tensor, to_tensor
 from .tensor import Tensor
 
 __all__ = ["initialize", "shutdown", "process_index", "process_count", "is_initialized",
-           "local_shards", "from_process_pieces", "fetch", "DistributedError",
-           "ProcessLostError"]
+           "local_shards", "from_process_pieces", "make_array_from_process_local_data",
+           "process_allgather", "fetch", "DistributedError", "ProcessLostError"]
 
 DistributedError = pjrt.DistributedError
 ProcessLostError = pjrt.ProcessLostError
@@ -149,11 +154,83 @@ def from_process_pieces(piece, mesh: Mesh, sharding) -> list:
     return out
 
 
-_GATHER: dict = {}
+def make_array_from_process_local_data(sharding, local_data, *, backend="exla") -> Tensor:
+    """The sharded tensor of which this process holds ``local_data``: the block of the
+    global value its partitions cover (JAX's ``jax.make_array_from_process_local_data``;
+    data parallelism across processes: each process loads only its own rows). In one
+    process ``local_data`` is the whole value.
+
+    >>> import nxpy as nx
+    >>> mesh = nx.Mesh("m", (2, 2), axis_names=("data", "model"))
+    >>> x = make_array_from_process_local_data(nx.NamedSharding(mesh, nx.P("data")),
+    ...                                        nx.iota((4, 2)))
+    >>> x.shape, x.sharding.spec, x.addressable_shards[2].data.tolist()
+    ((4, 2), P('data'), [[4, 5], [6, 7]])
+    """
+    if not isinstance(sharding, NamedSharding):
+        raise TypeError(f"make_array_from_process_local_data: expected sharding to be an "
+                        f"nx.NamedSharding, got {sharding!r}")
+    piece = to_tensor(local_data, "local_data")
+    mesh = sharding.mesh
+    sh = sharding.tuple_for(len(piece.shape), "make_array_from_process_local_data")
+    shards = from_process_pieces(piece, mesh, SH.to_dict(sh))
+    parts = mesh.local_partitions
+    shape = []
+    for d, n in enumerate(piece.shape):
+        held = len({SH.block_index(p, d, sh, mesh) for p in parts})
+        shape.append(n // held * SH.factor(sh, mesh, d))
+    return get_backend(backend).from_shards(shards, tuple(shape), piece.type, piece.names,
+                                            sharding)
 
 
 def _identity(x):
     return x
+
+
+_REPLICATE: dict = {}
+
+
+def process_allgather(x, tiled=False) -> Tensor:
+    """The whole value on the host of every process (every process must call it, as for
+    any collective; JAX's ``multihost_utils.process_allgather``). A sharded tensor gives
+    its global value: a compiled program replicates it over its mesh (XLA moves the
+    shards between the processes), then one local copy is read. Any other tensor is this
+    process's own value: the processes' values are stacked along a new first axis (or,
+    with ``tiled``, concatenated along the first), in process order. Returns a host tensor.
+
+    >>> import nxpy as nx
+    >>> mesh = nx.Mesh("m", (2, 2))
+    >>> x = nx.device_put(nx.iota((4, 2)), nx.NamedSharding(mesh, nx.P("axis_0", "axis_1")))
+    >>> process_allgather(x).tolist(), process_allgather(nx.tensor([1, 2])).tolist()
+    ([[0, 1], [2, 3], [4, 5], [6, 7]], [[1, 2]])
+    """
+    t = to_tensor(x, "x")
+    if t.sharding is not None:
+        if t.backend.covers(t):  # this process holds it all already
+            return host_tensor(np.array(t.to_numpy()), t.type, names=_names(t))
+        key = (t.sharding.mesh, t.backend.compiler, t.backend)
+        f = _REPLICATE.get(key)
+        if f is None:
+            opts = {"backend": t.backend} if t.backend.compiler == "evaluator" else {}
+            f = _REPLICATE[key] = jit(_identity, compiler=t.backend.compiler,
+                                      out_shardings=NamedSharding(t.sharding.mesh), **opts)
+        whole = f(t)
+        return host_tensor(np.array(whole.addressable_shards[0].data.to_numpy()), t.type,
+                           names=_names(t))
+    arr = np.asarray(t.to_numpy())
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    parts = [np.load(io.BytesIO(b), allow_pickle=False) for b in pjrt.allgather_bytes(
+        buf.getvalue())] if pjrt.process_count() > 1 else [arr]
+    out = np.concatenate(parts) if tiled else np.stack(parts)
+    return host_tensor(out, t.type)
+
+
+def _names(t):
+    return t.names if any(t.names) else None
+
+
+_GATHER: dict = {}
 
 
 def fetch(per_device, mesh: Mesh, sharding) -> Tensor:

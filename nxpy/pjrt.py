@@ -1284,6 +1284,9 @@ def sharded_executor(exe, outputs, mesh_devices, mesh_shape, axis_names):
     def run(arrays):
         return _execute(exe, arrays).consume_with_handlers(handlers)
     run.shardings = shardings  # the results' sharding objects, comparable by identity
+    run.handlers = handlers
+    # no host callbacks to wait for: a caller's hot path may call PJRT itself
+    run.raw = None if is_synchronous(exe) else exe.execute_sharded
     return run
 
 

@@ -239,12 +239,6 @@ class Tensor:
         if b.is_expr:
             _host_only("to_numpy (reading a tensor's values)")
         if self.sharding is not None:
-            if not self.is_fully_addressable:
-                raise ValueError(
-                    f"this tensor is sharded over {self.sharding.mesh!r}, whose devices belong "
-                    f"to several processes; this process holds only its own shards "
-                    f"(t.addressable_shards). Gather the whole value with "
-                    f"nxpy.distributed.process_allgather(t) (every process calls it)")
             return b.sharded_to_numpy(self)
         a = b.to_numpy(self)
         if a is self.data and a.flags.writeable:
@@ -274,7 +268,7 @@ class Tensor:
             return f"#Nx.Tensor<\n  {head}\n  template\n>"
         if self.sharding is not None:
             head += f"\n  {self.sharding!r}"
-            if not self.is_fully_addressable:
+            if not self.is_fully_addressable and not self.backend.covers(self):
                 return f"#Nx.Tensor<\n  {head}\n  (shards on several processes)\n>"
         body = self.backend.inspect(self)
         return f"#Nx.Tensor<\n  {head}\n" + "\n".join("  " + l for l in body.splitlines()) + "\n>"

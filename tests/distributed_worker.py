@@ -69,6 +69,46 @@ def programs(mesh, compiler):
     return progs
 
 
+def sharded_tensors(mesh, compiler):
+    """``{name: sharded tensor}``: sharded tensors (JAX's model) across the processes:
+    placed from the whole value and from each process's own rows, computed on by jit,
+    resharded on the devices, gathered to the host, and a few steps of a training loop."""
+    from nxpy import distributed
+    from nxpy.defn import jit, value_and_grad
+
+    backend = "exla" if compiler == "exla" else "numpy"
+    S = lambda *spec: nx.NamedSharding(mesh, nx.P(*spec))  # noqa: E731
+    a = global_input(mesh.shape)
+    x = nx.device_put(a, S("x", "y"), backend=backend)
+    rows = a.shape[0] // mesh.shape[0]  # the blocks of rows this process's devices hold
+    blocks = sorted({mesh.coords(p)[0] for p in mesh.local_partitions})
+    local = distributed.make_array_from_process_local_data(
+        S("x"), a[blocks[0] * rows:(blocks[-1] + 1) * rows], backend=backend)
+    if distributed.process_count() > 1:  # this process holds a part: reading it all fails
+        try:
+            x.to_numpy()
+        except ValueError as e:
+            assert "nxpy.distributed.process_allgather(t)" in str(e), e
+        else:
+            raise AssertionError("to_numpy of a tensor sharded across processes")
+    f = jit(lambda u, v: nx.sum(nx.exp(u / 30) * v, axes=[1]), compiler=compiler)
+    out = {"device_put": x, "from_process_local_data": local, "jit": f(x, local),
+           "reshard": nx.device_put(x, S("y", "x")), "eager": x * 2 + 1,
+           "allgather": nx.tensor(distributed.process_allgather(x).to_numpy() + 0)}
+    w = nx.device_put(np.linspace(-1, 1, a.shape[1] * 4, dtype=np.float32).reshape(-1, 4),
+                      S(None, "y"), backend=backend)
+    loss = shard_map(lambda u, w: pmean(nx.mean(nx.tanh(nx.dot(u / 30, w)) ** 2), ("x", "y")),
+                     mesh, in_specs=[nx.P("x"), nx.P(None, "y")], out_specs=nx.P())
+    step = jit(lambda w, u: (lambda v, g: (v, w - 0.5 * g))(*value_and_grad(
+        lambda w: loss(u, w))(w)), compiler=compiler, donate_argnums=0)
+    xs = nx.device_put(a, S("x"), backend=backend)
+    for i in range(3):
+        v, w = step(w, xs)
+        out[f"loss{i}"] = v
+    out["weights"] = w
+    return out
+
+
 def run(mesh, compiler):
     """``{name: {partition: array}}`` for this process's partitions."""
     x = nx.tensor(global_input(mesh.shape))
@@ -77,6 +117,13 @@ def run(mesh, compiler):
     for name, f in programs(mesh, compiler).items():
         res = f.call_global(x)
         out[name] = {p: r.to_numpy() for p, r in zip(parts, res)}
+    for name, t in sharded_tensors(mesh, compiler).items():
+        if t.sharding is None:  # a host value, the same on every process
+            out[f"sharded-{name}"] = {p: t.to_numpy() for p in parts}
+        else:
+            shards = t.addressable_shards
+            assert [s.partition for s in shards] == parts
+            out[f"sharded-{name}"] = {s.partition: s.data.to_numpy() for s in shards}
     return out
 
 

@@ -398,7 +398,7 @@ class Layout:
         graph, out_sh, prop = trace_sharded(
             fun, args, kwargs, [(t.shape, t.type, t.names) for t in leaves], mesh, in_sh,
             self.out_shardings, comp, donated=donated, where=where)
-        return self._run(comp, opts, graph, mesh, in_sh, out_sh, prop, labels)
+        return self._run(comp, opts, graph, mesh, in_sh, out_sh, prop, leaves, labels)
 
     def compile(self, comp, opts, graph, leaves, labels, mesh, out_specs):
         """A graph traced without a mesh that names one itself: every argument replicated."""
@@ -406,25 +406,34 @@ class Layout:
         prop = SH.Propagator(mesh, in_sh)
         out_specs = self.out_shardings if out_specs is None else out_specs
         out_sh = result_shardings(graph, mesh, prop, out_specs)
-        return self._run(comp, opts, graph, mesh, in_sh, out_sh, prop, labels)
+        return self._run(comp, opts, graph, mesh, in_sh, out_sh, prop, leaves, labels)
 
     @staticmethod
-    def _run(comp, opts, graph, mesh, in_sh, out_sh, prop, labels):
+    def _run(comp, opts, graph, mesh, in_sh, out_sh, prop, leaves, labels):
+        """``(run, out_tree)`` of the compiled program, for calls whose leaves are
+        sharded (or not) as ``leaves`` are: a sharded leaf must be laid out as the program
+        takes it (checked here, once: the caller's cache key holds the shardings); an
+        unsharded one the program takes sharded is placed on each call."""
+        for x, sh, label in zip(leaves, in_sh, labels):
+            if x.sharding is not None:
+                place_leaf(x, sh, mesh, label)  # raises unless laid out so
         exe = compile_program(comp, graph, mesh, in_sh, out_sh, prop, opts)
         backend = comp.result_backend(opts)
-        call_global, in_named = exe.call_global, exe.in_named
-        todo = list(zip(in_named, in_sh, labels))
-
-        def run(leaves):
-            placed = []
-            for x, (s, sh, label) in zip(leaves, todo):
-                xs = x.sharding
-                placed.append(x if xs is s or (xs is not None and xs == s)
-                              else place_leaf(x, sh, mesh, label, backend))
-            return call_global(placed)
+        call_global = exe.call_global
+        todo = [(i, sh, labels[i]) for i, (x, sh) in enumerate(zip(leaves, in_sh))
+                if x.sharding is None and any(sh)]
+        if todo:
+            def run(leaves):
+                leaves = list(leaves)
+                for i, sh, label in todo:
+                    leaves[i] = place_leaf(leaves[i], sh, mesh, label, backend)
+                return call_global(leaves)
+        else:
+            def run(leaves):
+                return call_global(leaves)
         out_tree = graph.tree
         if out_tree is _LEAF:
-            run.call = lambda args: run(args)[0]
+            run.call = lambda args: call_global(args)[0] if not todo else run(args)[0]
         else:
             run.call = lambda args: tree_mod.unflatten(out_tree, run(args))
         run.executable = exe

@@ -76,7 +76,7 @@ def _put(x, s, backend, what):
         b = get_backend(backend) if backend is not None else t.backend
         if t.sharding == s and b is t.backend:
             return t
-        if t.sharding.mesh == s.mesh and b is t.backend and t.is_fully_addressable:
+        if t.sharding.mesh == s.mesh and b is t.backend:
             return _reshard(t, s, b)
     else:
         b = get_backend(backend if backend is not None else "exla")

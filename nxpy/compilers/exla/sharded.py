@@ -442,11 +442,30 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
                 else move(x, d) for d in devices]
         return arg_specs[i][1](bufs)
 
+    raw, handlers = execute.raw, execute.handlers
+    single = out_g[0] if len(out_g) == 1 else None
+
     def call_global(leaves):
+        arrays = []
+        for x in leaves:
+            d = x._data
+            if type(d) is not array or x.sharding is None:
+                return slow_global(leaves)
+            arrays.append(d)
+        if check or raw is None:
+            return slow_global(leaves)
+        outs = raw(arrays).consume_with_handlers(handlers)
+        if single is not None:
+            s, t, nm, tk = single
+            return [Tensor(outs[0], s, t, nm, backend, None, tk, tk.sharding)]
+        return [Tensor(g, s, t, nm, backend, None, tk, tk.sharding)
+                for g, (s, t, nm, tk) in zip(outs, out_g)]
+
+    def slow_global(leaves):
         arrays = []
         for i, x in enumerate(leaves):
             d = x._data
-            if type(d) is array and x.sharding is not None:  # the common case
+            if type(d) is array and x.sharding is not None:
                 arrays.append(d)
             elif x.sharding is not None:  # another backend's, or not yet resolved
                 if x.backend is backend:
