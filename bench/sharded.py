@@ -12,6 +12,9 @@ Sizes: ``4x4`` is a 4x4 f32 global array (2x2 per device: the cost of a call);
 """
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 
 from .core import Pair, case
@@ -232,3 +235,159 @@ def _register_local():
 
 _register_global()
 _register_local()
+
+
+# ----------------------------------------------------------------------------------------
+# (C) Sharded tensors (JAX's model): data that stays on the devices between calls.
+# nxpy: nx.device_put(x, nx.NamedSharding(mesh, spec)) and jit on the sharded tensors;
+# JAX: jax.device_put(x, NamedSharding(...)) and jax.jit. Each call's results stay on the
+# devices and are the next call's arguments where they can be; every timed call waits.
+# ----------------------------------------------------------------------------------------
+TENSOR_AIM, PUT_AIM = 1.1, 1.2
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _put(arr, spec):
+    import nxpy as nx
+    return nx.device_put(arr, nx.NamedSharding(_env()["mesh"], nx.P(*spec)))
+
+
+def _check_tensor(got, want, what):
+    """An nxpy sharded tensor against JAX's array, device by device."""
+    env = _env()
+    assert got.sharding.spec == __import__("nxpy").P(*want.sharding.spec), (what, got.sharding)
+    by_device = {s.device: np.asarray(s.data) for s in want.addressable_shards}
+    for s in got.addressable_shards:
+        np.testing.assert_allclose(s.data.to_numpy(), by_device[env["devices"][s.partition]],
+                                   rtol=1e-5, atol=1e-6, err_msg=f"{what}, device {s.device_id}")
+
+
+@case("st_call_4x4", "jit x * 2 + y on sharded tensors, 4x4 f32 P('x', 'y') (a call's cost)",
+      aim=TENSOR_AIM, devices=4, **TIMING["4x4"])
+def st_call(cfg):
+    import jax
+    import nxpy as nx
+    from jax.sharding import PartitionSpec as P
+    from nxpy.defn import jit
+    a, b = _global_array("4x4", 0), _global_array("4x4", 1)
+    x, y = _put(a, ("x", "y")), _put(b, ("x", "y"))
+    jx, jy = _jax_array(a, P("x", "y")), _jax_array(b, P("x", "y"))
+    f = jit(lambda u, v: u * 2 + v, compiler="exla")
+    jf = jax.jit(lambda u, v: u * 2 + v)
+    _check_tensor(f(x, y), jf(jx, jy), "x * 2 + y")
+    return Pair(nxpy=lambda: nx.block_until_ready(f(x, y)),
+                jax=lambda: jf(jx, jy).block_until_ready(),
+                info="jit(f, compiler='exla')(x, y) on nx.device_put(..., NamedSharding(mesh, "
+                     "P('x', 'y'))) tensors vs jax.jit(f) on jax.device_put(...) arrays" + WAITS)
+
+
+@case("st_matmul_2x2", "jit x @ w on sharded tensors, 1024x1024 f32, x P('x'), w P(None, 'y')",
+      aim=TENSOR_AIM, devices=4, rounds=11, round_seconds=0.1)
+def st_matmul(cfg):
+    import jax
+    import nxpy as nx
+    from jax.sharding import PartitionSpec as P
+    from nxpy.defn import jit
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((1024, 1024), dtype=np.float32) for _ in range(2))
+    x, w = _put(a, ("x",)), _put(b, (None, "y"))
+    jx, jw = _jax_array(a, P("x")), _jax_array(b, P(None, "y"))
+    f = jit(lambda u, v: nx.dot(u, v), compiler="exla")
+    jf = jax.jit(lambda u, v: u @ v)
+    _check_tensor(f(x, w), jf(jx, jw), "x @ w")
+    return Pair(nxpy=lambda: nx.block_until_ready(f(x, w)),
+                jax=lambda: jf(jx, jw).block_until_ready(),
+                info="x @ w with x sharded by rows over 'x' and w by columns over 'y': the "
+                     "result P('x', 'y'), no communication" + WAITS)
+
+
+def _train_module():
+    spec = importlib.util.spec_from_file_location("nxpy_example_train", EXAMPLES / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@case("st_train_step_2x2", "the MLP training step of examples/train.py on a 2x2 mesh, "
+      "sharded tensors, parameters donated", aim=TENSOR_AIM, devices=4, rounds=11,
+      round_seconds=0.1)
+def st_train_step(cfg):
+    import functools
+    import jax
+    import nxpy as nx
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    from nxpy.defn import jit
+    t = _train_module()
+    x, y, _ = t.data()
+    params, xs, ys, rate = t.place("exla", t.init_params(), x, y, t.LEARNING_RATE)
+    step = jit(t.nx_step, compiler="exla", donate_argnums=0)
+    mesh = t._jax_mesh()
+    specs = tuple(P(*s) for s in t.IN_SPECS)
+    loss_map = jax.shard_map(t._jax_body, mesh=mesh, in_specs=specs, out_specs=P())
+
+    @functools.partial(jax.jit, donate_argnums=0)
+    def jstep(p, x, y, lr):
+        loss, grads = jax.value_and_grad(lambda p: loss_map(x, y, *p))(p)
+        return loss, tuple(a - lr * g for a, g in zip(p, grads))
+
+    def put(v, s):
+        return jax.device_put(v, NamedSharding(mesh, s))
+    jstate = [tuple(put(p, s) for p, s in zip(t.init_params(), specs[2:])),
+              put(x, specs[0]), put(y, specs[1]), put(np.float32(t.LEARNING_RATE), P())]
+    state = [params]
+    loss, state[0] = step(state[0], xs, ys, rate)
+    jloss, jstate[0] = jstep(*jstate)
+    np.testing.assert_allclose(float(loss.to_numpy()), float(jloss), rtol=1e-6)
+    for p, jp in zip(state[0], jstate[0]):
+        _check_tensor(p, jp, "parameters after a step")
+
+    def nxpy_side():
+        loss, state[0] = step(state[0], xs, ys, rate)
+        nx.block_until_ready((loss, state[0]))
+
+    def jax_side():
+        loss, jstate[0] = jstep(*jstate)
+        jax.block_until_ready((loss, jstate[0]))
+    return Pair(nxpy=nxpy_side, jax=jax_side,
+                info="value_and_grad of the shard_map loss and the update, jitted, the "
+                     "parameters (w1 P(None,'hidden'), b1 P('hidden'), w2 P('hidden'), b2 "
+                     "P()) and the batch (P('batch')) placed once on both sides; each step's "
+                     "parameters are the next step's arguments, donated; waits for the loss "
+                     "and the parameters")
+
+
+_64M = (4096, 4096)  # f32: 64 MiB
+
+
+@case("st_device_put_64M", "device_put of a 64 MiB f32 host array, P('x', 'y')",
+      aim=PUT_AIM, devices=4, rounds=9, round_seconds=0.2)
+def st_device_put(cfg):
+    import jax
+    import nxpy as nx
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    env = _env()
+    a = np.random.default_rng(0).standard_normal(_64M, dtype=np.float32)
+    s, js = nx.NamedSharding(env["mesh"], nx.P("x", "y")), NamedSharding(env["jmesh"], P("x", "y"))
+    _check_tensor(nx.device_put(a, s), jax.device_put(a, js), "device_put")
+    return Pair(nxpy=lambda: nx.block_until_ready(nx.device_put(a, s)),
+                jax=lambda: jax.device_put(a, js).block_until_ready(),
+                info="host NumPy array to four 16 MiB shards; both sides copy it (nxpy never "
+                     "aliases host memory)" + WAITS)
+
+
+@case("st_reshard_64M", "resharding 64 MiB f32 P('x', 'y') -> P('y', 'x') on the devices",
+      aim=PUT_AIM, devices=4, rounds=9, round_seconds=0.2)
+def st_reshard(cfg):
+    import jax
+    import nxpy as nx
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    env = _env()
+    a = np.random.default_rng(0).standard_normal(_64M, dtype=np.float32)
+    x, jx = _put(a, ("x", "y")), _jax_array(a, P("x", "y"))
+    s, js = nx.NamedSharding(env["mesh"], nx.P("y", "x")), NamedSharding(env["jmesh"], P("y", "x"))
+    _check_tensor(nx.device_put(x, s), jax.device_put(jx, js), "reshard")
+    return Pair(nxpy=lambda: nx.block_until_ready(nx.device_put(x, s)),
+                jax=lambda: jax.device_put(jx, js).block_until_ready(),
+                info="nx.device_put(x, NamedSharding(mesh, P('y', 'x'))) of a sharded tensor "
+                     "(a compiled identity: XLA moves the blocks between the devices) vs "
+                     "jax.device_put of the same array" + WAITS)

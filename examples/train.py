@@ -15,18 +15,26 @@ Each device computes its half of the hidden units for its half of the batch, and
 partial ``h @ w2``; a ``psum`` over "hidden" completes the logits, and a ``psum`` over
 "batch" the loss. Accuracy gathers the predictions over "batch" with ``all_gather``.
 
+The data lives on the devices, laid out as the ``shard_map`` reads it: the parameters
+and the batch are placed once with ``nx.device_put(x, nx.NamedSharding(MESH, spec))``,
+the jitted step takes and returns sharded tensors (its parameters donated, so each step
+updates them in place on every device), and nothing goes through the host between steps
+but the loss, read at the end. The same layout in JAX: ``jax.device_put`` with the same
+specs, the same step.
+
 The same program is written once more with ``jax.shard_map`` and ``jax.value_and_grad``,
 from the same initial weights, and the three loss curves are compared.
 
     train(compiler, steps)  -> list of losses (nxpy; compiler "evaluator" or "exla")
     train_jax(steps)        -> list of losses (JAX)
-    train_data_parallel(steps) -> the same losses, the batch split over processes
+    train_data_parallel(steps) -> the same losses, each process loading its own rows
 
 Across processes (data parallel: each process holds only its own half of the batch, the
 mesh's "batch" axis runs across the processes; the same loss curve as in one process):
 
     python -m nxpy.launch -n 2 --local-devices 2 examples/train.py --data-parallel 100
 """
+import functools
 import sys
 import time
 
@@ -39,11 +47,10 @@ pjrt.devices()  # nxpy starts XLA (8 host CPU devices) before JAX is imported: o
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from jax.sharding import Mesh as JaxMesh, PartitionSpec as P  # noqa: E402
+from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 from nxpy import distributed  # noqa: E402
-from nxpy.defn import (all_gather, jit, psum, shard_jit, shard_map,  # noqa: E402
-                       value_and_grad)
+from nxpy.defn import all_gather, jit, psum, shard_map, value_and_grad  # noqa: E402
 
 N_POINTS = 256
 HIDDEN = 32
@@ -57,6 +64,7 @@ AXES = ("batch", "hidden")
 # per-dim tuples; a list, since a tuple of tuples would read as one per-dim spec
 IN_SPECS = [("batch", None), ("batch", None), (None, "hidden"), ("hidden",),
             ("hidden", None), (None,)]
+BATCH_SPEC, PARAM_SPECS = nx.P(*IN_SPECS[0]), [nx.P(*s) for s in IN_SPECS[2:]]
 
 
 # ----------------------------------------------------------------------------------------
@@ -144,19 +152,42 @@ _nx_predict_map = shard_map(_nx_predict, MESH, in_specs=IN_SPECS[:1] + IN_SPECS[
                             out_specs=(None,))
 
 
-def fit(compiler, steps, *, lr=LEARNING_RATE, n=N_POINTS, hidden=HIDDEN, accuracy=True):
+def place(compiler, params, x, y, lr, *, local=False):
+    """The parameters, the batch and the learning rate on the mesh's devices, each laid
+    out as the step reads it (the Evaluator's tensors: its simulation of the devices).
+    ``local``: ``x`` and ``y`` are this process's own rows of the batch (each process of
+    a multi-process run loads only its block)."""
+    backend = "exla" if compiler == "exla" else "numpy"
+
+    def put(value, spec):
+        return nx.device_put(value, nx.NamedSharding(MESH, spec), backend=backend)
+
+    def put_batch(value):
+        if not local:
+            return put(value, BATCH_SPEC)
+        return distributed.make_array_from_process_local_data(
+            nx.NamedSharding(MESH, BATCH_SPEC), value, backend=backend)
+    return (tuple(put(p, s) for p, s in zip(params, PARAM_SPECS)), put_batch(x), put_batch(y),
+            put(np.float32(lr), nx.P()))
+
+
+def fit(compiler, steps, *, lr=LEARNING_RATE, n=N_POINTS, hidden=HIDDEN, accuracy=True,
+        local_rows=None):
     """``(losses, accuracy)`` after ``steps`` steps of gradient descent with nxpy's
     ``compiler``; ``losses[i]`` is the loss before step ``i``'s update (``accuracy`` is
-    None when not asked for)."""
+    None when not asked for). ``local_rows``: this process's slice of the batch (each
+    process places only its own rows)."""
     x, y, labels = data(n)
-    step = jit(nx_step, compiler=compiler)
-    params = tuple(nx.tensor(p) for p in init_params(hidden))
-    x, y, rate = nx.tensor(x), nx.tensor(y), nx.tensor(lr)
+    local = local_rows is not None
+    if local:
+        x, y = x[local_rows], y[local_rows]
+    step = jit(nx_step, compiler=compiler, donate_argnums=0)  # params updated in place
+    params, x, y, rate = place(compiler, init_params(hidden), x, y, lr, local=local)
     losses = []
     for _ in range(steps):
-        loss, params = step(params, x, y, rate)
+        loss, params = step(params, x, y, rate)  # sharded in, sharded out: no host copy
         losses.append(loss)
-    losses = [float(v.to_numpy()) for v in losses]
+    losses = [float(v.to_numpy()) for v in losses]  # each replicated: read one copy
     if not accuracy:
         return losses, None
     predict = jit(lambda x, p: _nx_predict_map(x, *p), compiler=compiler)
@@ -169,38 +200,17 @@ def train(compiler, steps, **kw):
 
 
 # ----------------------------------------------------------------------------------------
-# Data parallel across processes: the same step under shard_jit, the batch sharded
+# Data parallel across processes: the mesh's "batch" axis spans the processes, and each
+# process loads only its own rows of the batch
 # ----------------------------------------------------------------------------------------
-def _flat_step(w1, b1, w2, b2, x, y, lr):
-    loss, params = nx_step((w1, b1, w2, b2), x, y, lr)
-    return (loss, *params)
-
-
-#: the batch split over "batch" (across processes when there are several: the mesh's
-#: first axis spans them), the weights and the rate replicated, and kept so
-_BATCH = {0: ["batch"]}
-_DP_STEP = shard_jit(_flat_step, MESH, input_shardings=[{}, {}, {}, {}, _BATCH, _BATCH, {}],
-                     output_shardings=[{}] * 5, compiler="exla")
-
-
 def train_data_parallel(steps, *, lr=LEARNING_RATE, n=N_POINTS, hidden=HIDDEN):
     """The loss before each step, each process holding only its own rows of the batch
-    (process i: block i of the batch, as ``nxpy.distributed.from_process_pieces`` takes
-    it); in one process, the whole batch. The same curve as ``train("exla", steps)``."""
-    x, y, _ = data(n)
+    (process i: block i, as ``nxpy.distributed.make_array_from_process_local_data``
+    takes it); in one process, the whole batch. The same curve as ``train("exla",
+    steps)``."""
     k, me = distributed.process_count(), distributed.process_index()
-    rows = slice(me * n // k, (me + 1) * n // k)          # what this process holds
-    xs = distributed.from_process_pieces(nx.tensor(x[rows]), MESH, _BATCH)
-    ys = distributed.from_process_pieces(nx.tensor(y[rows]), MESH, _BATCH)
-    params = [nx.tensor(p) for p in init_params(hidden)]
-    rate = nx.tensor(np.float32(lr))
-    per_device = [[*params, xp, yp, rate] for xp, yp in zip(xs, ys)]
-    losses = []
-    for _ in range(steps):
-        outs = _DP_STEP(per_device)                        # this process's devices only
-        losses.append(outs[0][0])                          # the loss is replicated
-        per_device = [[*o[1:], xp, yp, rate] for o, xp, yp in zip(outs, xs, ys)]
-    return [float(v.to_numpy()) for v in losses]
+    return train("exla", steps, lr=lr, n=n, hidden=hidden,
+                 local_rows=slice(me * n // k, (me + 1) * n // k))
 
 
 def main_data_parallel(steps):
@@ -252,13 +262,17 @@ def fit_jax(steps, *, lr=LEARNING_RATE, n=N_POINTS, hidden=HIDDEN, accuracy=True
     def loss_fn(params, x, y):
         return loss_map(x, y, *params)
 
-    @jax.jit
+    @functools.partial(jax.jit, donate_argnums=0)
     def step(params, x, y, lr):
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         return loss, tuple(p - lr * g for p, g in zip(params, grads))
 
     x, y, labels = data(n)
-    params, rate = init_params(hidden), np.float32(lr)
+
+    def put(value, spec):
+        return jax.device_put(value, NamedSharding(mesh, spec))
+    params = tuple(put(p, s) for p, s in zip(init_params(hidden), specs[2:]))
+    x, y, rate = put(x, specs[0]), put(y, specs[1]), put(np.float32(lr), P())
     losses = []
     for _ in range(steps):
         loss, params = step(params, x, y, rate)

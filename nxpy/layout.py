@@ -255,7 +255,7 @@ class NamedSharding:
     ValueError: NamedSharding: axis 'rows' is not an axis of mesh 'm' (axes ['data', 'model'])
     """
 
-    __slots__ = ("mesh", "spec", "_key", "_axes")
+    __slots__ = ("mesh", "spec", "_key", "_axes", "_hash")
 
     def __init__(self, mesh, spec=None):
         if not isinstance(mesh, Mesh):
@@ -289,15 +289,16 @@ class NamedSharding:
         # spec in its shortest spelling, axes by name
         object.__setattr__(self, "spec", to_p(self._axes, mesh))
         object.__setattr__(self, "_key", (mesh, self._axes))
+        object.__setattr__(self, "_hash", hash(self._key))
 
     def __setattr__(self, name, value):
         raise AttributeError("NamedSharding is immutable")
 
     def __eq__(self, other):
-        return isinstance(other, NamedSharding) and self._key == other._key
+        return self is other or (isinstance(other, NamedSharding) and self._key == other._key)
 
     def __hash__(self):
-        return hash(self._key)
+        return self._hash
 
     def __repr__(self):
         return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"

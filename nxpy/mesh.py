@@ -110,11 +110,15 @@ class Mesh:
         return f"Mesh({self.name!r}, [{axes}])"
 
     def __eq__(self, other):
-        return isinstance(other, Mesh) and (self.name, self.shape, self.axis_names, self.devices) == (
-            other.name, other.shape, other.axis_names, other.devices)
+        return self is other or (isinstance(other, Mesh) and (
+            self.name, self.shape, self.axis_names, self.devices) == (
+            other.name, other.shape, other.axis_names, other.devices))
 
     def __hash__(self):
-        return hash((self.name, self.shape, self.axis_names, self.devices))
+        h = self.__dict__.get("_hash")
+        if h is None:  # a mesh is not changed after it is made: hash it once
+            h = self._hash = hash((self.name, self.shape, self.axis_names, self.devices))
+        return h
 
     def axis_index(self, axis) -> int:
         """A mesh axis given by index or name, as an index."""

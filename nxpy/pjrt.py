@@ -218,6 +218,11 @@ def device_kind(position: int = 0) -> str:
 # --------------------------------------------------------------------------------------
 # The distributed runtime (several processes, one global device set)
 # --------------------------------------------------------------------------------------
+class BufferDeletedError(RuntimeError):
+    """A device buffer was used after a compiled function took its memory (donation)
+    through another tensor that shares it."""
+
+
 class DistributedError(RuntimeError):
     """The distributed runtime could not start, or lost a process."""
 
@@ -605,6 +610,13 @@ def _raise_runtime_failure(e, what):
         raised = _CALLBACK_ERRORS.pop(int(m.group(1)), None)
         if raised is not None:
             raise raised from None
+    if "has been deleted" in str(e):
+        raise BufferDeletedError(
+            f"{what} needs a device buffer whose memory was given to a compiled function "
+            f"(donated) through another tensor sharing it: a tensor resharded from this one "
+            f"(nx.device_put reuses the blocks that stay on their devices), or one of its "
+            f"addressable_shards. Copy before donating (nx.device_put(t, "
+            f"t.sharding, ...) of a copy, or jit without donate_argnums)") from None
     w = _state.get("watch")
     if w is None or isinstance(e, DistributedError):
         raise  # noqa: PLE0704 - e, the exception being handled
@@ -617,6 +629,9 @@ def _raise_runtime_failure(e, what):
             f"processes ({_first_line(e)}), and no process is known to be lost: check the "
             f"network between the hosts and the other processes' output") from None
     raise  # noqa: PLE0704
+
+
+raise_runtime_failure = _raise_runtime_failure  # for the callers' own hot paths
 
 
 @contextlib.contextmanager
@@ -1294,6 +1309,22 @@ def shards_of(array) -> list:
     """A global array's per-partition single-device buffers (this process's), in
     partition order (the order its executable's device assignment gave them)."""
     return array._arrays
+
+
+def move_blocks(global_shape, dtype, mesh_devices, mesh_shape, axis_names, spec, shards,
+                partitions):
+    """One global array laid out by ``spec`` from existing single-device buffers:
+    ``shards[i]`` holds partition ``partitions[i]``'s block, on its device already (then
+    it is reused as it is) or on another (then it is copied there, device to device)."""
+    st = _state
+    aval = st["core"].ShapedArray(tuple(global_shape), np.dtype(dtype))
+    sharding = _named_sharding(mesh_devices, mesh_shape, axis_names, spec)
+    devs = [st["devices"][mesh_devices[p]] for p in partitions]
+    try:
+        return st["J"].batched_device_put(aval, sharding, list(shards), devs, True, False,
+                                          st["J"].HostBufferSemantics.ZERO_COPY, True)
+    except Exception as e:
+        _raise_runtime_failure(e, "resharding")
 
 
 def global_array(global_shape, dtype, mesh_devices, mesh_shape, axis_names, spec, shards):

@@ -182,6 +182,28 @@ def test_resharding_is_jaxs_and_stays_on_the_devices(backend):
     same_shards(dst, jax.device_put(a, JNS(jm, JP("data", "model"))), "back")
 
 
+def test_resharding_reuses_the_blocks_that_stay():
+    """A permutation of the blocks (as JAX does it): blocks that stay are the same
+    buffers, the others are copied device to device; no program is compiled. Donating the
+    result then takes the shared blocks from the source too, which says so."""
+    m, jm = meshes()
+    a = arr((8, 4))
+    x = nx.device_put(a, nx.NamedSharding(m, P("data", "model")))
+    before = telemetry.counters()
+    y = nx.device_put(x, nx.NamedSharding(m, P("model", "data")))
+    after = telemetry.counters()
+    assert after.get("compile", 0) == before.get("compile", 0)
+    ptr = [s.data.data.unsafe_buffer_pointer() for s in x.addressable_shards]
+    assert [s.data.data.unsafe_buffer_pointer() == q
+            for s, q in zip(y.addressable_shards, ptr)] == [True, False, False, True]
+    same_shards(y, jax.device_put(jax.device_put(a, JNS(jm, JP("data", "model"))),
+                                  JNS(jm, JP("model", "data"))), "moved blocks")
+    jit(lambda t: t * 2, compiler="exla", donate_argnums=0)(y)
+    with pytest.raises(nx.pjrt.BufferDeletedError, match="donated.*through another tensor "
+                                                         "sharing it"):
+        x.to_numpy()
+
+
 # ----------------------------------------------------------------------------------------
 # jit on sharded tensors: JAX's values and output shardings
 # ----------------------------------------------------------------------------------------

@@ -165,6 +165,44 @@ def _call_of(run, out_tree):
     return lambda args: tree_mod.unflatten(out_tree, run(args))
 
 
+_SEQUENCES = (tuple, list)
+
+
+def _shallow_key(args):
+    """The hot-path key of arguments that are tensors or plain tuples/lists of tensors
+    (a training step's parameters): their templates, nested as the arguments are; None
+    for anything else."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is Tensor:
+            key.append(a._tk or a.template)
+        elif t is tuple or t is list:
+            sub = []
+            for x in a:
+                if type(x) is not Tensor:
+                    return None
+                sub.append(x._tk or x.template)
+            key.append((t, tuple(sub)))
+        else:
+            return None
+    return tuple(key)
+
+
+def _nested_call(run, out_tree):
+    """``call(args)`` for arguments :func:`_shallow_key` accepts: their leaves are the
+    tensors in order."""
+    def call(args):
+        leaves = []
+        for a in args:
+            if type(a) is Tensor:
+                leaves.append(a)
+            else:
+                leaves.extend(a)
+        return tree_mod.unflatten(out_tree, run(leaves))
+    return call
+
+
 #: compiled programs of every jitted function, process-wide: ``function → {(compiler,
 #: options, argument structure, static options, argument templates) → (run, out_tree)}``.
 #: A second ``jit`` of the same function finds them; concurrent first calls compile once.
@@ -192,6 +230,7 @@ class Jit:
         # the hot paths (see _remember): argument templates -> call(args) -> result, ...
         self._fast: dict = {}
         self._fast_arrays: dict = {}  # ((shape, dtype) per argument) -> call(arrays)
+        self._fast_nested: dict = {}  # tensors and tuples/lists of tensors -> call(args)
         self._mixed: dict = {}  # argument templates -> (run, out_tree)
         with _JITS_LOCK:
             _JITS.add(self)
@@ -220,6 +259,12 @@ class Jit:
                 call = None
             if call is not None:
                 return call(args)
+            if self._fast_nested:  # tuples or lists of tensors among the arguments
+                key = _shallow_key(args)
+                if key is not None:
+                    call = self._fast_nested.get(key)
+                    if call is not None:
+                        return call(args)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -272,7 +317,7 @@ class Jit:
             return donating(compile_graph(comp, graph, opts), donated, where), graph.tree
 
         exe = PROGRAMS.get(self.fun, key, build)
-        if not kwargs and len(leaves) == len(args):
+        if not kwargs:
             self._remember(args, leaves, exe)
         run, out_tree = exe
         return tree_mod.unflatten(out_tree, run(leaves))
@@ -283,6 +328,10 @@ class Jit:
         (``_mixed``, also for tensors whose templates are not made yet)."""
         kinds = {type(a) for a in args}
         if not kinds <= {Tensor, _NDARRAY}:
+            key = _shallow_key(args)
+            if key is not None:
+                put_bounded(self._fast_nested, key, _nested_call(*exe),
+                            program_cache_size())
             return
         run, out_tree = exe
         size = program_cache_size()
@@ -301,6 +350,7 @@ class Jit:
     def forget_programs(self) -> None:
         """Empties the hot paths (the programs stay in the process-wide cache)."""
         self._fast.clear()
+        self._fast_nested.clear()
         self._fast_arrays.clear()
         self._mixed.clear()
 

@@ -77,7 +77,8 @@ def _put(x, s, backend, what):
         if t.sharding == s and b is t.backend:
             return t
         if t.sharding.mesh == s.mesh and b is t.backend:
-            return _reshard(t, s, b)
+            moved = b.reshard(t, s)
+            return moved if moved is not None else _reshard(t, s, b)
     else:
         b = get_backend(backend if backend is not None else "exla")
     arr = np.asarray(t.to_numpy())  # to another mesh or backend, or from the host

@@ -105,6 +105,35 @@ class ExlaBackend(Backend):
                              mesh.local_partitions)
         return Tensor(g, arr.shape, type, names, self, None, sharding=sharding)
 
+    def reshard(self, t: Tensor, sharding):
+        """``t`` laid out as ``sharding`` over the same mesh by moving whole blocks, when
+        every block the new layout puts on a device of this process is a block of the old
+        layout on one of them (a permutation of the blocks, as P('x', 'y') -> P('y',
+        'x')): blocks that stay are reused, the others copied device to device (as JAX
+        does). None otherwise (the caller compiles the move)."""
+        mesh, rank = t.sharding.mesh, len(t.shape)
+        old, new = t.sharding.tuple_for(rank), sharding.tuple_for(rank)
+        if layout.local_shape(t.shape, old, mesh) != layout.local_shape(t.shape, new, mesh):
+            return None
+        parts = mesh.local_partitions
+
+        def block(sh, p):
+            return tuple(layout.block_index(p, d, sh, mesh) for d in range(rank))
+        held = {block(old, q): i for i, q in enumerate(parts)}
+        bufs = pjrt.shards_of(t.data)
+        picked = []
+        for i, p in enumerate(parts):
+            ix = block(new, p)
+            if block(old, p) == ix:
+                picked.append(bufs[i])  # stays on its device
+            elif ix in held:
+                picked.append(bufs[held[ix]])
+            else:
+                return None
+        g = pjrt.move_blocks(t.shape, t.type.dtype, mesh.devices, mesh.shape, mesh.axis_names,
+                             layout.partition_spec(new, mesh), picked, parts)
+        return Tensor(g, t.shape, t.type, t.names, self, None, sharding=sharding)
+
     def sharded_to_numpy(self, t: Tensor) -> np.ndarray:
         if not t.is_fully_addressable:  # this process's shards, if they hold it all
             return super().sharded_to_numpy(t)

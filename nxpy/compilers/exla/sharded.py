@@ -454,7 +454,10 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
             arrays.append(d)
         if check or raw is None:
             return slow_global(leaves)
-        outs = raw(arrays).consume_with_handlers(handlers)
+        try:
+            outs = raw(arrays).consume_with_handlers(handlers)
+        except Exception as e:
+            pjrt.raise_runtime_failure(e, "a program")
         if single is not None:
             s, t, nm, tk = single
             return [Tensor(outs[0], s, t, nm, backend, None, tk, tk.sharding)]
