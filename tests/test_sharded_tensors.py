@@ -301,6 +301,25 @@ def test_out_shardings_and_in_shardings_are_honoured(compiler):
 
 
 @pytest.mark.parametrize("compiler", list(BACKENDS))
+def test_compile_ahead_of_time_for_sharded_tensors(compiler):
+    m, jm = meshes()
+    a, b = arr((8, 4)), arr((4, 6), 1)
+    x = nx.device_put(a, nx.NamedSharding(m, P("data")), backend=BACKENDS[compiler])
+    w = nx.device_put(b, nx.NamedSharding(m, P(None, "model")), backend=BACKENDS[compiler])
+    f = nx.defn.compile(lambda u, v: nx.dot(u, v), x, w, compiler=compiler)
+    r = f(x, w)
+    same_shards(r, jax.jit(lambda u, v: u @ v)(jax.device_put(a, JNS(jm, JP("data"))),
+                                                jax.device_put(b, JNS(jm, JP(None, "model")))),
+                compiler)
+    with pytest.raises(ValueError, match=r"argument 0 \(u\): compiled for a tensor sharded "
+                                         r"NamedSharding.*got one not sharded"):
+        f(a, w)
+    g = nx.defn.compile(lambda u: u * 2, nx.template((8, 4), "f32"), compiler=compiler,
+                        in_shardings=P("model"), mesh=m)
+    assert g(a).sharding == nx.NamedSharding(m, P("model"))
+
+
+@pytest.mark.parametrize("compiler", list(BACKENDS))
 def test_with_sharding_constraint_is_honoured(compiler):
     m, jm = meshes()
     a = arr((8, 4))
@@ -470,6 +489,8 @@ def test_a_shard_map_on_sharded_tensors_needs_no_resharding():
                       out_specs=P("data", "model")), compiler="exla")
     y = f(x)
     assert y.sharding == x.sharding
+    assert shard_map(lambda v: v * 2, m, in_specs=P("data", "model"), out_specs=P("data", "model"),
+                     compiler="exla")(x).sharding == x.sharding  # called directly
     text = module(f)
     for op in ("all_gather", "all_to_all", "collective_permute", "all_reduce"):
         assert op not in text
@@ -560,3 +581,22 @@ def test_a_training_loop_stays_on_the_devices():
                                rtol=2e-5)
     for p, jp in zip(params, jparams):
         same_shards(p, jp, "parameters after 8 steps")
+
+
+def test_jaxs_sharding_constraint_imports_as_one():
+    """``jax.lax.with_sharding_constraint`` in a JAX module loads as nxpy's constraint:
+    the loaded program lays the value out as JAX's does, on both compilers."""
+    from nxpy import stablehlo
+    m, jm = meshes()
+    a = arr((8, 4))
+
+    def f(v):
+        return jax.lax.with_sharding_constraint(jnp.exp(v), JNS(jm, JP(None, "model"))) * 2
+    ja = jax.device_put(a, JNS(jm, JP("data")))
+    prog = stablehlo.load(jax.jit(f).lower(ja).as_text())
+    want = jax.jit(f)(ja)
+    for compiler, backend in BACKENDS.items():
+        got = prog.jit(compiler)(nx.device_put(a, nx.NamedSharding(m, P("data")),
+                                               backend=backend))
+        assert got.sharding == nx.NamedSharding(m, P(*want.sharding.spec))
+        same_shards(got, want, compiler)

@@ -51,10 +51,14 @@ class Compiler:
     ``result_backend(opts) -> Backend``  (optional)
         The backend the results live on (default: the default backend).
     ``compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts)``  (optional)
-        The sharded entry point used by ``shard_jit``: returns ``(run, module_or_None)``
-        where ``run(per_device_args) -> per_device_results`` (lists indexed by partition).
-        Shardings are tuples of mesh-axis tuples, one per dim. Without it, ``shard_jit``
-        refuses the compiler with a clear error.
+        The sharded entry point used by ``shard_jit`` and by ``jit`` on sharded tensors:
+        returns ``(run, module_or_None)`` where ``run(per_device_args) ->
+        per_device_results`` (lists indexed by this process's partitions). Shardings are
+        tuples of mesh-axis tuples, one per dim. Optionally ``run.call_global(leaves) ->
+        results`` takes global tensors (each sharded as ``in_shardings`` says, or not
+        sharded: replicated onto the mesh) and returns sharded tensors, with no split into
+        per-device lists. Without ``compile_sharded``, ``shard_jit`` and sharded calls
+        refuse the compiler with a clear error.
     ``supports(op) -> bool``  (optional)
         Whether the compiler runs built-in op ``op`` natively. Ops that have a portable
         implementation (``nxpy.ops.core.PORTABLE``: the linear-algebra primitives) and that

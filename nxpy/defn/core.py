@@ -587,13 +587,30 @@ class Compiled:
         opts = dict(opts)
         argnums = check_donate_argnums(opts.pop("donate_argnums", None),
                                        f"compile({self.__name__})")
+        layout = Layout(opts.pop("in_shardings", None), opts.pop("out_shardings", None),
+                        opts.pop("mesh", None), f"compile({self.__name__})")
         comp, opts = _resolve(compiler, opts)
         where = f"{self.__name__} (donate_argnums={argnums})"
         donated = donated_leaves(templates, argnums, where)
-        graph = trace(fun, tree_mod.unflatten(tree, self.templates)[0], None,
-                      [(t.shape, t.type, t.names) for t in self.templates],
+        args = tree_mod.unflatten(tree, self.templates)[0]
+        mesh = layout.mesh_of(self.templates, self._names)
+        if mesh is not None:  # sharded example tensors, or shardings asked for
+            run, _ = layout.build(fun, comp, opts, args, None, self.templates, tree,
+                                  self._names, mesh, donated, where)
+            self.graph, self._run = run.executable.graph, run
+            self.shardings = [t.sharding for t in self.templates]
+            return
+        self.shardings = [None] * len(self.templates)
+        graph = trace(fun, args, None, [(t.shape, t.type, t.names) for t in self.templates],
                       expand=expansions(comp))
         graph.donated = donated
+        meshes = program_meshes(graph)
+        if meshes:  # the program names a mesh itself
+            graph.donated_where = where
+            self._run = layout.compile(comp, opts, graph, self.templates, self._names,
+                                       meshes[0], None)[0]
+            self.graph = graph
+            return
         self.graph = graph
         self._run = donating(compile_graph(comp, graph, opts), donated, where)
 
@@ -606,14 +623,22 @@ class Compiled:
             raise TypeError(f"{self.__name__}: compiled for arguments structured as "
                             f"{tree_mod.tree_str(self.tree[1][0])}, got "
                             f"{tree_mod.tree_str(tree[1][0])}")
-        for i, (x, t) in enumerate(zip(leaves, self.templates)):
+        for i, (x, t, s) in enumerate(zip(leaves, self.templates, self.shardings)):
             if x.shape != t.shape or x.type != t.type:
                 raise ValueError(f"{self._names[i]}: expected {_template_str(t)}, got "
                                  f"{_template_str(x)} (compiled ahead of time for fixed "
                                  f"shapes and types)")
+            if x.sharding != s and not _context.stack():
+                raise ValueError(f"{self._names[i]}: compiled for a tensor {_laid_out(s)}, "
+                                 f"got one {_laid_out(x.sharding)}: lay it out so with "
+                                 f"nx.device_put, or compile for it")
         if _context.stack():  # inside a defn: inline
             return self.fun(*args)
         return tree_mod.unflatten(self.graph.tree, self._run(leaves))
+
+
+def _laid_out(s) -> str:
+    return "not sharded" if s is None else f"sharded {s!r}"
 
 
 def compile(fun, *templates, compiler=None, **opts) -> Compiled:  # noqa: A001

@@ -29,7 +29,9 @@ from ..defn import shard_jit
 from ..defn import sharding as SH
 from ..defn import trace
 from ..defn import tree as tree_mod
+from ..defn.placement import with_sharding_constraint
 from ..defn.shard_map import shard_map
+from ..layout import NamedSharding
 
 __all__ = ["program_mesh", "is_sharded", "shard_jit_program", "debug_expr_sharded",
            "axes_for_groups", "axes_for_pairs"]
@@ -307,7 +309,17 @@ def _replica_id(scope, op):
 
 @register_op("sdy.sharding_constraint", "sdy.reshard")
 def _sharding_constraint(scope, op, x):
-    return x  # a layout hint: the global values do not change
+    """nxpy's ``with_sharding_constraint`` (the global values do not change; the layout
+    does), or the value itself inside a manual computation, where it means nothing."""
+    ctx = C.current_mesh()
+    if ctx is not None and ctx.view == "local":
+        return x
+    sh = op.attributes["sharding"]
+    mesh = _mesh_of(scope.program, sh)
+    if ctx is not None and (ctx.mesh.shape, ctx.mesh.axis_names) == (mesh.shape, mesh.axis_names):
+        mesh = ctx.mesh  # the mesh the program runs over (its devices)
+    norm = SH.normalize(sh.spec, x.shape, mesh, what=op.name)
+    return with_sharding_constraint(x, NamedSharding(mesh, SH.to_p(norm, mesh)))
 
 
 @register_op("sdy.manual_computation")
