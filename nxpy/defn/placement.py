@@ -21,7 +21,7 @@ from ..backend import get_backend
 from ..cache import PROCESS_FACTOR, program_cache_size, put_bounded
 from ..layout import NamedSharding
 from ..ops import to_tensor
-from ..ops.core import primitive, register_sharded_dispatch
+from ..ops.core import primitive, register_sharded_dispatch, replace_tensors, tensor_leaves
 from ..tensor import Tensor
 from . import sharding as SH
 from . import tree as tree_mod
@@ -188,30 +188,11 @@ def _key(a):
     return (type(a), a)  # 1, 1.0 and True build different programs
 
 
-def _params(a, out):
-    if isinstance(a, Tensor):
-        out.append(a)
-    elif isinstance(a, (list, tuple)):
-        for x in a:
-            _params(x, out)
-    return out
-
-
-def _replace(a, it):
-    if isinstance(a, Tensor):
-        return next(it)
-    if isinstance(a, list):
-        return [_replace(x, it) for x in a]
-    if isinstance(a, tuple):
-        return tuple(_replace(x, it) for x in a)
-    return a
-
-
 def _run_sharded_op(name, out, args, attrs, multi):
     """Runs op ``name`` (``out``: its template, or its templates for a ``multi`` op) on
     arguments of which some are sharded tensors: a jitted one-op program over their mesh,
     with the compiler of their backend (EXLA's: one XLA program on the devices)."""
-    params = _params(args, [])
+    params = tensor_leaves(args)
     sharded = [t for t in params if t.sharding is not None]
     b = max((t.backend for t in sharded), key=lambda x: x.priority)
     outs = tuple((tuple(s), t, n) for s, t, n in out) if multi else \
@@ -221,7 +202,7 @@ def _run_sharded_op(name, out, args, attrs, multi):
     f = _ONE_OP.get(key)
     if f is None:
         def one_op(*ps):
-            a = _replace(list(args), iter(ps))
+            a = replace_tensors(list(args), iter(ps))
             if multi:
                 return list(EXPR.multi(name, list(outs), *a, **attrs))
             return EXPR.node(name, Tensor(None, out.shape, out.type, out.names), *a, **attrs)

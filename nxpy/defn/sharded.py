@@ -25,7 +25,7 @@ from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import mesh_context
 from .compiler import compile_graph_sharded
-from .tracing import check_not_reused, expansions, give_up, trace
+from .tracing import check_not_reused, donating, expansions, give_up, trace
 
 __all__ = ["ShardedExecutable", "trace_sharded", "compile_program", "program_meshes",
            "named", "MeshMixError"]
@@ -117,12 +117,7 @@ def _donating(run, call_global, donated, where):
             give_up(leaves, o, donated, where)
         return outs
 
-    def call_donating(leaves):
-        check_not_reused(leaves, donated, where)
-        outs = call_global(leaves)
-        give_up(leaves, outs, donated, where)
-        return outs
-    return run_donating, call_donating
+    return run_donating, donating(call_global, donated, where)
 
 
 def trace_sharded(fun, args, kwargs, templates, mesh, in_sh, out_specs, compiler, *,

@@ -8,16 +8,8 @@ name; unlisted dims replicated) or a ``P``. The layout arithmetic itself (``norm
 ``local_shape``, ``shard_array``, ...) lives in :mod:`nxpy.layout`, below the tensor, and
 is re-exported here.
 
->>> from nxpy import Mesh
->>> m = Mesh("mesh", (2, 2))
->>> normalize({0: [0], -1: ["axis_1"]}, (8, 2), m)
-((0,), (1,))
->>> local_shape((8, 2), ((0,), (1,)), m), global_shape((4, 1), ((0,), (1,)), m)
-((4, 1), (8, 2))
->>> normalize({0: [0], 1: [0]}, (8, 2), m)
-Traceback (most recent call last):
-...
-ValueError: axis 0 was used twice in the same input sharding (dims 0 and 1)
+>>> leaf_specs({"w": {1: [1]}, "b": None}, tree_mod.flatten({"w": 1, "b": 2})[1], "p", "spec")
+[("p['w']", {1: [1]}), ("p['b']", None)]
 """
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ from ..backend import Backend, default_backend, get_backend, pick
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
-__all__ = ["template", "kind_ok", "dispatch", "dispatch_multi", "register_sharded_dispatch", "to_tensor", "tensor", "from_numpy", "as_type",
+__all__ = ["template", "kind_ok", "dispatch", "dispatch_multi", "register_sharded_dispatch",
+           "tensor_leaves", "replace_tensors", "to_tensor", "tensor", "from_numpy", "as_type",
            "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
            "PORTABLE", "register_portable", "portable",
            "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable",
@@ -79,6 +80,30 @@ def _flat(args):
             yield a
         elif isinstance(a, (list, tuple)):
             yield from _flat(a)
+
+
+def tensor_leaves(a, out=None) -> list:
+    """The tensors in ``a`` (an op's argument: a tensor, or lists/tuples nesting them),
+    in order."""
+    out = [] if out is None else out
+    if isinstance(a, Tensor):
+        out.append(a)
+    elif isinstance(a, (list, tuple)):
+        for x in a:
+            tensor_leaves(x, out)
+    return out
+
+
+def replace_tensors(a, it):
+    """``a`` with each tensor replaced by the next item of iterator ``it`` (the inverse of
+    :func:`tensor_leaves`)."""
+    if isinstance(a, Tensor):
+        return next(it)
+    if isinstance(a, list):
+        return [replace_tensors(x, it) for x in a]
+    if isinstance(a, tuple):
+        return tuple(replace_tensors(x, it) for x in a)
+    return a
 
 
 def _to_backend(a, backend):

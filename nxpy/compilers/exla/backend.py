@@ -7,6 +7,7 @@ import numpy as np
 from ... import layout, pjrt
 from ...cache import PROCESS_FACTOR, program_cache_size, put_bounded
 from ...backend import Backend, register_backend_factory
+from ...ops.core import replace_tensors, tensor_leaves
 from ...defn.expr import EXPR, trace_fn
 from ...format import format_array
 from ...tensor import Tensor
@@ -24,25 +25,6 @@ def _key(a):
     if isinstance(a, (list, tuple)):
         return tuple(_key(x) for x in a)
     return (type(a), a)  # 1, 1.0 and True build different programs
-
-
-def _tensors(a, out):
-    if isinstance(a, Tensor):
-        out.append(a)
-    elif isinstance(a, (list, tuple)):
-        for x in a:
-            _tensors(x, out)
-    return out
-
-
-def _replace(a, it):
-    if isinstance(a, Tensor):
-        return next(it)
-    if isinstance(a, list):
-        return [_replace(x, it) for x in a]
-    if isinstance(a, tuple):
-        return tuple(_replace(x, it) for x in a)
-    return a
 
 
 class ExlaBackend(Backend):
@@ -192,10 +174,10 @@ class ExlaBackend(Backend):
         run = self._programs.get(key)
         if run is None:
             multi = isinstance(out, (list, tuple))
-            templates = [(t.shape, t.type, None) for t in _tensors(args, [])]
+            templates = [(t.shape, t.type, None) for t in tensor_leaves(args)]
 
             def one_op(*params):
-                a = _replace(list(args), iter(params))
+                a = replace_tensors(list(args), iter(params))
                 if multi:  # an op with several results (its templates in ``out``)
                     return EXPR.multi(op, [(o.shape, o.type, None) for o in out], *a, **attrs)
                 return EXPR.node(op, Tensor(None, out.shape, out.type), *a, **attrs)
@@ -205,7 +187,7 @@ class ExlaBackend(Backend):
         return run
 
     def _run(self, op, out, args, attrs):
-        tensors = _tensors(args, [])
+        tensors = tensor_leaves(args)
         dev = tensors[0].device_id if tensors else pjrt.default_device()
         multi = isinstance(out, (list, tuple))
         run = self._program(op, out, args, attrs, dev)
