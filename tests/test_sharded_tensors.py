@@ -536,7 +536,8 @@ def _jax_loss(jm):
     return lambda params, x, y: f(x, y, *params)
 
 
-def test_a_training_loop_stays_on_the_devices():
+@pytest.mark.parametrize("compiler", list(BACKENDS))
+def test_a_training_loop_stays_on_the_devices(compiler):
     m, jm = meshes()
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((16, 4)).astype(np.float32), rng.standard_normal((16, 3)).astype(np.float32)
@@ -549,10 +550,12 @@ def test_a_training_loop_stays_on_the_devices():
         v, grads = value_and_grad(loss)(params, x, y)
         return v, tuple(p - 0.1 * g for p, g in zip(params, grads))
 
-    nstep = jit(step, compiler="exla", donate_argnums=0)
-    params = tuple(nx.device_put(p, nx.NamedSharding(m, s)) for p, s in zip((w1, w2), specs))
-    xs = nx.device_put(x, nx.NamedSharding(m, P("data")))
-    ys = nx.device_put(y, nx.NamedSharding(m, P("data")))
+    nstep = jit(step, compiler=compiler, donate_argnums=0)
+    b = BACKENDS[compiler]
+    params = tuple(nx.device_put(p, nx.NamedSharding(m, s), backend=b)
+                   for p, s in zip((w1, w2), specs))
+    xs = nx.device_put(x, nx.NamedSharding(m, P("data")), backend=b)
+    ys = nx.device_put(y, nx.NamedSharding(m, P("data")), backend=b)
 
     jloss = _jax_loss(jm)
 
@@ -574,6 +577,7 @@ def test_a_training_loop_stays_on_the_devices():
     for k in ("trace", "compile", "transfer_to_host", "transfer_to_device"):
         assert after.get(k, 0) == before.get(k, 0), k
     assert [p.sharding.spec for p in params] == list(specs)
+    assert nstep.trace_count == 1 and all(p.backend.name == b for p in params)
     for _ in range(8):
         jv, jparams = jstep(jparams, jx, jy)
         jlosses.append(jv)
