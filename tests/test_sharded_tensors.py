@@ -349,6 +349,13 @@ def test_with_sharding_constraint_is_honoured(compiler):
         assert "sdy.sharding_constraint" in module(h)
 
 
+def _program_of(f):
+    """The run of the one program jit ``f`` compiled (whatever its arguments)."""
+    from nxpy.defn.core import PROGRAMS
+    ((run, _),) = PROGRAMS.of(f.fun)._values.values()
+    return run
+
+
 def module(f):
     """The module text of the one program ``f`` compiled."""
     (run, _), = f._mixed.values()
@@ -578,6 +585,9 @@ def test_a_training_loop_stays_on_the_devices(compiler):
         assert after.get(k, 0) == before.get(k, 0), k
     assert [p.sharding.spec for p in params] == list(specs)
     assert nstep.trace_count == 1 and all(p.backend.name == b for p in params)
+    if compiler == "exla":  # the weights stay sharded: XLA gathers nothing
+        hlo = nx.pjrt.compile(_program_of(nstep).module, m.devices, spmd=True).get_hlo_text()
+        assert "all-gather" not in hlo and "all-reduce" in hlo
     for _ in range(8):
         jv, jparams = jstep(jparams, jx, jy)
         jlosses.append(jv)
