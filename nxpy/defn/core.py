@@ -165,9 +165,6 @@ def _call_of(run, out_tree):
     return lambda args: tree_mod.unflatten(out_tree, run(args))
 
 
-_SEQUENCES = (tuple, list)
-
-
 def _shallow_key(args):
     """The hot-path key of arguments that are tensors or plain tuples/lists of tensors
     (a training step's parameters): their templates, nested as the arguments are; None

@@ -191,7 +191,8 @@ def give_up(leaves, outs, donated, where: str) -> None:
     ids = {id(leaves[i]) for i in donated}
     for k, o in enumerate(outs):
         if id(o) in ids:
-            outs[k] = Tensor(o.raw_data, o.shape, o.type, o.names, o.backend, o.device_id)
+            outs[k] = Tensor(o.raw_data, o.shape, o.type, o.names, o.backend, o.device_id,
+                             sharding=o.sharding)
     for i in donated:
         x = leaves[i]
         if isinstance(x, Tensor) and not x.donated:

@@ -405,7 +405,8 @@ def renamed(t: Tensor, names) -> Tensor:
     names = tuple(names) if names is not None else (None,) * t.rank
     if names == tuple(t.names):
         return t
-    return Tensor(t.raw_data, t.shape, t.type, names, t.backend, t.device_id)
+    return Tensor(t.raw_data, t.shape, t.type, names, t.backend, t.device_id,
+                  sharding=t.sharding)
 
 
 def from_numpy(array, names=None, backend=None) -> Tensor:
