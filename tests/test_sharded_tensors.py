@@ -430,6 +430,16 @@ def test_donation_of_sharded_arguments(compiler):
         assert "tf.aliasing_output" in module(step)
 
 
+def test_renaming_and_returning_a_donated_argument_keep_the_sharding():
+    m, _ = meshes()
+    s = nx.NamedSharding(m, P("data"))
+    x = nx.device_put(arr((4, 4)), s)
+    assert nx.rename(x, ["r", "c"]).sharding == s
+    f = jit(lambda a, b: (a, b * 2), compiler="exla", donate_argnums=0)
+    same, _ = f(x, x + 1)
+    assert x.donated and same.sharding == s and same.shape == (4, 4)
+
+
 def test_exla_sharded_calls_compile_once_and_never_touch_the_host(compiles):
     m, _ = meshes()
     s = nx.NamedSharding(m, P("data", "model"))
