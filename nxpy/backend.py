@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 
 from . import _context, layout
 from .format import format_array
@@ -155,7 +154,7 @@ class Backend:
         sh = t.sharding.tuple_for(len(t.shape))
         blocks = {tuple(layout.block_index(p, d, sh, mesh) for d in range(len(sh)))
                   for p in mesh.local_partitions}
-        return len(blocks) == math.prod(layout.factor(sh, mesh, d) for d in range(len(sh)))
+        return len(blocks) == layout.block_count(sh, mesh)
 
     def sharded_to_numpy(self, t: Tensor):
         """The global value of sharded tensor ``t`` from this process's shards."""

@@ -31,7 +31,7 @@ import io
 from . import pjrt, shape as S
 from .backend import get_backend
 from .defn import sharding as SH
-from .defn.core import jit
+from .defn.placement import device_put
 from .defn.shard_jit import shard_jit
 from .layout import NamedSharding
 from .mesh import Mesh, as_partition_spec
@@ -183,13 +183,6 @@ def make_array_from_process_local_data(sharding, local_data, *, backend="exla") 
                                             sharding)
 
 
-def _identity(x):
-    return x
-
-
-_REPLICATE: dict = {}
-
-
 def process_allgather(x, tiled=False) -> Tensor:
     """The whole value on the host of every process (every process must call it, as for
     any collective; JAX's ``multihost_utils.process_allgather``). A sharded tensor gives
@@ -208,13 +201,7 @@ def process_allgather(x, tiled=False) -> Tensor:
     if t.sharding is not None:
         if t.backend.covers(t):  # this process holds it all already
             return host_tensor(np.array(t.to_numpy()), t.type, names=_names(t))
-        key = (t.sharding.mesh, t.backend.compiler, t.backend)
-        f = _REPLICATE.get(key)
-        if f is None:
-            opts = {"backend": t.backend} if t.backend.compiler == "evaluator" else {}
-            f = _REPLICATE[key] = jit(_identity, compiler=t.backend.compiler,
-                                      out_shardings=NamedSharding(t.sharding.mesh), **opts)
-        whole = f(t)
+        whole = device_put(t, NamedSharding(t.sharding.mesh))  # replicated, on the devices
         return host_tensor(np.array(whole.addressable_shards[0].data.to_numpy()), t.type,
                            names=_names(t))
     arr = np.asarray(t.to_numpy())
@@ -231,6 +218,10 @@ def _names(t):
 
 
 _GATHER: dict = {}
+
+
+def _identity(x):
+    return x
 
 
 def fetch(per_device, mesh: Mesh, sharding) -> Tensor:

@@ -31,7 +31,7 @@ from . import shape as S
 from .mesh import Mesh, P, as_partition_spec
 
 __all__ = ["NamedSharding", "normalize", "spec_to_dict", "local_shape", "global_shape",
-           "factor", "replicated", "to_dict", "to_p", "partition_spec", "block_index",
+           "factor", "block_count", "replicated", "to_dict", "to_p", "partition_spec", "block_index",
            "shard_index", "shard_array", "unshard_arrays"]
 
 
@@ -135,6 +135,11 @@ def factor(sharding, mesh, d) -> int:
     return math.prod(mesh.shape[a] for a in sharding[d])
 
 
+def block_count(sharding, mesh) -> int:
+    """How many distinct blocks an array laid out by ``sharding`` is split into."""
+    return math.prod(factor(sharding, mesh, d) for d in range(len(sharding)))
+
+
 def local_shape(shape, sharding, mesh) -> tuple:
     return tuple(n // factor(sharding, mesh, d) for d, n in enumerate(shape))
 
@@ -226,7 +231,7 @@ def unshard_arrays(shards: list, sharding, mesh, *, check=True, what="tensor",
             continue
         filled[idx] = (p, s)
         out[tuple(slice(i * n, (i + 1) * n) for i, n in zip(idx, local))] = s
-    blocks = math.prod(factor(sharding, mesh, d) for d in range(len(local)))
+    blocks = block_count(sharding, mesh)
     if len(filled) != blocks:
         raise ValueError(f"the shards of {what} cover {len(filled)} of its {blocks} blocks: "
                          f"the others live on devices of other processes")

@@ -476,11 +476,10 @@ class Layout:
                     leaves[i] = place_leaf(leaves[i], sh, mesh, label, backend)
                 return call_global(leaves)
         else:
-            def run(leaves):
-                return call_global(leaves)
+            run = call_global
         out_tree = graph.tree
         if out_tree is _LEAF:
-            run.call = lambda args: call_global(args)[0] if not todo else run(args)[0]
+            run.call = lambda args: run(args)[0]
         else:
             run.call = lambda args: tree_mod.unflatten(out_tree, run(args))
         run.executable = exe

@@ -39,19 +39,25 @@ def _identity(x):
 
 
 _NUMPY_TYPES = {t.dtype: t for t in T.ALL_TYPES}
-_RESHARD: dict = {}  # (compiler, backend, sharding) -> jit of the identity
+_RESHARD: dict = {}  # (backend, sharding) -> jit of the identity
+
+
+def _jit_on(fun, b, **kw):
+    """``jit(fun)`` with the compiler that runs backend ``b``'s sharded tensors (the
+    Evaluator on ``b`` itself)."""
+    opts = {"backend": b} if b.compiler == "evaluator" else {}
+    return jit(fun, compiler=b.compiler, **opts, **kw)
 
 
 def _reshard(x, s, b):
     """``x`` (sharded, on backend ``b``) laid out as ``s`` over the same mesh: a compiled
     identity whose result has sharding ``s`` (the partitioner moves the data between the
     devices, as JAX's ``device_put`` does)."""
-    key = (b.compiler, b, s)
+    key = (b, s)
     f = _RESHARD.get(key)
     if f is None:
-        opts = {"backend": b} if b.compiler == "evaluator" else {}
-        f = put_bounded(_RESHARD, key, jit(_identity, compiler=b.compiler, out_shardings=s,
-                                           **opts), program_cache_size())
+        f = put_bounded(_RESHARD, key, _jit_on(_identity, b, out_shardings=s),
+                        program_cache_size())
     return f(x)
 
 
@@ -64,14 +70,14 @@ def _put(x, s, backend, what):
     if not isinstance(s, NamedSharding):
         raise TypeError(f"device_put: expected the sharding of {what} to be an "
                         f"nx.NamedSharding(mesh, spec) or a device position, got {s!r}")
-    if type(x) is np.ndarray and x.dtype in _NUMPY_TYPES:  # no host copy first
-        b = get_backend(backend if backend is not None else "exla")
-        sh = s.tuple_for(x.ndim, f"device_put: the sharding of {what}")
-        SH.check_divisible(x.shape, sh, s.mesh, what)
-        return b.place(x, _NUMPY_TYPES[x.dtype], None, s)
-    t = to_tensor(x, what)
-    sh = s.tuple_for(len(t.shape), f"device_put: the sharding of {what}")
-    SH.check_divisible(t.shape, sh, s.mesh, what)
+    array = type(x) is np.ndarray and x.dtype in _NUMPY_TYPES  # placed with no copy first
+    t = None if array else to_tensor(x, what)
+    shape = x.shape if array else t.shape
+    SH.check_divisible(shape, s.tuple_for(len(shape), f"device_put: the sharding of {what}"),
+                       s.mesh, what)
+    if array:
+        return get_backend(backend if backend is not None else "exla").place(
+            x, _NUMPY_TYPES[x.dtype], None, s)
     if t.sharding is not None:
         b = get_backend(backend) if backend is not None else t.backend
         if t.sharding == s and b is t.backend:
@@ -207,9 +213,7 @@ def _run_sharded_op(name, out, args, attrs, multi):
                 return list(EXPR.multi(name, list(outs), *a, **attrs))
             return EXPR.node(name, Tensor(None, out.shape, out.type, out.names), *a, **attrs)
         one_op.__name__ = name
-        opts = {"backend": b} if b.compiler == "evaluator" else {}
-        f = put_bounded(_ONE_OP, key, jit(one_op, compiler=b.compiler, **opts),
-                        PROCESS_FACTOR * program_cache_size())
+        f = put_bounded(_ONE_OP, key, _jit_on(one_op, b), PROCESS_FACTOR * program_cache_size())
     return f(*params)
 
 

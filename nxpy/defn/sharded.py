@@ -20,7 +20,6 @@ unless ``out_shardings`` fix them, so every compiler returns the same shards.
 from __future__ import annotations
 
 from ..layout import NamedSharding
-from ..tensor import Tensor
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import mesh_context
@@ -185,6 +184,3 @@ def one_mesh(meshes, what) -> object:
                 f"nx.NamedSharding(mesh, spec))")
     return None if first is None else first[0]
 
-
-def is_sharded(t) -> bool:
-    return type(t) is Tensor and t.sharding is not None

@@ -49,7 +49,10 @@ class ExlaBackend(Backend):
         return self.from_numpy(t.to_numpy(), t.type, t.names)
 
     def buffer_on(self, t: Tensor, device_id: int):
-        """``t``'s data as a buffer on ``device_id`` (copied through the host if needed)."""
+        """``t``'s data as a buffer on ``device_id``: its own buffer when it is an unsharded
+        tensor of ours there, else a copy through the host."""
+        if t.backend is self and t.device_id == device_id and t.sharding is None:
+            return t.data
         return pjrt.to_device(convert(np.asarray(t.to_numpy()), t.type), device_id)
 
     def to_numpy(self, t: Tensor) -> np.ndarray:
@@ -68,11 +71,7 @@ class ExlaBackend(Backend):
 
     def from_shards(self, shards, shape, type, names, sharding) -> Tensor:
         mesh = sharding.mesh
-        bufs = []
-        for s, p in zip(shards, mesh.local_partitions):
-            d = mesh.devices[p]
-            bufs.append(s.data if s.backend is self and s.device_id == d and s.sharding is None
-                        else self.buffer_on(s, d))
+        bufs = [self.buffer_on(s, mesh.devices[p]) for s, p in zip(shards, mesh.local_partitions)]
         array = pjrt.global_array(shape, type.dtype, mesh.devices, mesh.shape, mesh.axis_names,
                                   self._spec(sharding, len(shape)), bufs)
         return Tensor(array, tuple(shape), type, names, self, None, sharding=sharding)
@@ -119,11 +118,8 @@ class ExlaBackend(Backend):
     def sharded_to_numpy(self, t: Tensor) -> np.ndarray:
         if not t.is_fully_addressable:  # this process's shards, if they hold it all
             return super().sharded_to_numpy(t)
-        sh = t.sharding.tuple_for(len(t.shape))
-        blocks = 1
-        for d in range(len(sh)):
-            blocks *= layout.factor(sh, t.sharding.mesh, d)
-        return pjrt.to_host(t.data, blocks)
+        return pjrt.to_host(t.data, layout.block_count(t.sharding.tuple_for(len(t.shape)),
+                                                       t.sharding.mesh))
 
     def block_until_ready(self, tensors) -> None:
         bufs = {}

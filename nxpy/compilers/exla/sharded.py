@@ -14,7 +14,7 @@ from ... import types as T
 from ...backend import get_backend
 from ...defn import sharding as SH
 from ...defn.kernel import identity_key
-from ...layout import NamedSharding
+from ...defn.sharded import named
 from ...tensor import Tensor, template
 from .buffers import GlobalResult, Piece
 from .lowering import Ctx, lower_module, reducer_region, register_lowering
@@ -431,16 +431,14 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
     # the global form: sharded tensors in (their data is the global array the program
     # takes), sharded tensors out (each holds the global array the program returned)
     out_g = [(o.shape, o.type, o.names, template(o.shape, o.type, o.names, ns))
-             for o, ns in zip(graph.outputs, [_named(s, mesh) for s in out_shardings])]
+             for o, ns in zip(graph.outputs, [named(s, mesh) for s in out_shardings])]
     array = pjrt.array_type()
     spec_of = [SH.partition_spec(s, mesh) for s in in_shardings]
 
     def replicate(x, i):
         """An argument that is not sharded, as the global array of its sharding (its
         copies put on every device of this process)."""
-        bufs = [x.data if x.backend is backend and x.device_id == d and x.sharding is None
-                else move(x, d) for d in devices]
-        return arg_specs[i][1](bufs)
+        return arg_specs[i][1]([move(x, d) for d in devices])
 
     raw, handlers = execute.raw, execute.handlers
     single = out_g[0] if len(out_g) == 1 else None
@@ -490,7 +488,3 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
 
     run.call_global = call_global
     return run, text
-
-
-def _named(sharding, mesh):
-    return NamedSharding(mesh, SH.to_p(sharding, mesh))
