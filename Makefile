@@ -1,7 +1,13 @@
 # `make test` and `make demo` are the whole set-up on a fresh machine: they create
-# (or reuse) .venv, install nxpy with its pinned jax/jaxlib, and run.
+# (or reuse) a virtualenv, install nxpy and a supported jax/jaxlib into it, and run.
+#
+# One leg per Python and jax: `make test PYTHON=python3.12 JAX=0.12.0.1` builds
+# .venv-python3.12-jax0.12.0.1 (JAX empty: the newest release pip finds within
+# pyproject.toml's range for that Python). The defaults use .venv.
 PYTHON ?= python3
-VENV := .venv
+JAX ?=
+LEG := $(notdir $(PYTHON))$(if $(JAX),-jax$(JAX))
+VENV ?= $(if $(filter python3,$(LEG)),.venv,.venv-$(LEG))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
@@ -12,7 +18,9 @@ LIMIT := timeout -k 30 1800
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(if $(JAX),$(PY) -m pip install -q 'jax==$(JAX)' 'jaxlib==$(JAX)')
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -c "import jax, jaxlib, sys; print('$(VENV): Python', sys.version.split()[0], 'jax', jax.__version__, 'jaxlib', jaxlib.__version__)"
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -5,8 +5,10 @@ cache, watchdog), so any layer can ask it about devices (``nx.Mesh`` does) and t
 compiler builds on it.
 
 jaxlib's PJRT client methods (``compile_and_load``, ``execute_sharded``,
-``batched_device_put``) are undocumented, so nxpy pins jax/jaxlib 0.10.2 and an
-upgrade touches only this module.
+``batched_device_put``) are undocumented, so nxpy supports a tested range of jax/jaxlib
+releases (:data:`SUPPORTED`, checked at start-up) and every call that differs between
+them is chosen by the running version in one place (:data:`DIFFERENCES`,
+:func:`differences`).
 
 Host CPU devices: nxpy asks XLA for ``NXPY_CPU_DEVICES`` host devices (default 8)
 before the client starts, so a 2x2 or 2x4 mesh works with no flags.
@@ -45,7 +47,8 @@ import numpy as np
 from . import telemetry, watchdog
 from .cache import PROCESS_FACTOR, LockedCache, positive_env, program_cache_size, put_bounded
 
-SUPPORTED_VERSION = "0.10.2"
+#: the jax/jaxlib releases nxpy runs with: [lowest, first unsupported)
+SUPPORTED = ((0, 10, 2), (0, 13))
 DEFAULT_CPU_DEVICES = 8
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 #: what each platform's collectives run on (for messages and docs; chosen by jaxlib)
@@ -55,14 +58,41 @@ _lock = threading.Lock()
 _state: dict = {}
 
 
+def _version(text: str) -> tuple:
+    """``"0.12.0.1"`` → ``(0, 12, 0, 1)`` (a local or pre-release suffix is dropped)."""
+    return tuple(int(p) for p in re.match(r"\d+(?:\.\d+)*", text).group(0).split("."))
+
+
+def check_versions(jax_version: str, jaxlib_version: str) -> None:
+    """Raises ImportError unless jax and jaxlib are the same release within
+    :data:`SUPPORTED`.
+
+    >>> check_versions("0.12.0.1", "0.12.0.1")
+    >>> check_versions("0.9.2", "0.9.2")
+    Traceback (most recent call last):
+    ...
+    ImportError: nxpy's EXLA compiler needs jax and jaxlib >=0.10.2,<0.13, found jax 0.9.2 and jaxlib 0.9.2: pip install 'jax>=0.10.2,<0.13' 'jaxlib>=0.10.2,<0.13' (the same release of both)
+    """
+    lo, hi = SUPPORTED
+    ok = all(lo <= _version(v) < hi for v in (jax_version, jaxlib_version)) and \
+        _version(jax_version)[:3] == _version(jaxlib_version)[:3]
+    if not ok:
+        spec = f">={'.'.join(map(str, lo))},<{'.'.join(map(str, hi))}"
+        raise ImportError(f"nxpy's EXLA compiler needs jax and jaxlib {spec}, found jax "
+                          f"{jax_version} and jaxlib {jaxlib_version}: pip install "
+                          f"'jax{spec}' 'jaxlib{spec}' (the same release of both)")
+
+
+def jaxlib_version() -> str:
+    """The running jaxlib's version (part of the persistent cache's key)."""
+    import jaxlib
+    return jaxlib.__version__
+
+
 def _import():
     import jax
     import jaxlib
-    if jax.__version__ != SUPPORTED_VERSION or jaxlib.__version__ != SUPPORTED_VERSION:
-        raise ImportError(f"nxpy's EXLA compiler needs jax=={SUPPORTED_VERSION} and "
-                          f"jaxlib=={SUPPORTED_VERSION}, found jax {jax.__version__} and "
-                          f"jaxlib {jaxlib.__version__}: pip install "
-                          f"'jax=={SUPPORTED_VERSION}' 'jaxlib=={SUPPORTED_VERSION}'")
+    check_versions(jax.__version__, jaxlib.__version__)
     return jax
 
 
@@ -127,8 +157,8 @@ def _client():
         except RuntimeError as e:
             raise RuntimeError(
                 f"nxpy cannot start the {name!r} platform: {e}. Install jaxlib's plugin for "
-                f"it (cuda: pip install 'jax[cuda12]=={SUPPORTED_VERSION}'; rocm: the "
-                f"jax-rocm plugin; tpu: 'jax[tpu]=={SUPPORTED_VERSION}'), or unset "
+                f"it (cuda: pip install 'jax[cuda13]=={jax.__version__}'; rocm: the "
+                f"jax-rocm plugin; tpu: 'jax[tpu]=={jax.__version__}'), or unset "
                 f"NXPY_PLATFORM to use the CPU") from None
         me = client.process_index()
         # global devices in process order (ids 2048*process + i on CPU); positions index this
@@ -137,9 +167,33 @@ def _client():
                   SingleDeviceSharding=SingleDeviceSharding,
                   devices=devs, single={}, avals={},
                   local=frozenset(i for i, d in enumerate(devs) if d.process_index == me),
-                  copy_in=_jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL)
+                  copy_in=_jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
+                  **differences(_jax, _version(jaxlib_version())))
         st["client"] = client
         return client
+
+
+# --------------------------------------------------------------------------------------
+# What differs between the supported jaxlib releases: chosen once, by version, here
+# --------------------------------------------------------------------------------------
+#: (first jaxlib release with the new behaviour, what changed): one row per difference,
+#: each chosen in :func:`differences` and tested in tests/test_versions.py
+DIFFERENCES = {
+    "result_handler": ((0, 11), "array_result_handler lost its 4th argument, _skip_checks"),
+}
+
+
+def differences(J, version: tuple) -> dict:
+    """The version-dependent jaxlib calls nxpy makes, for jaxlib ``version``:
+    ``result_handler(aval, sharding)``, the handler that wraps an executable's output
+    buffers in committed ``jax.Array``s."""
+    if version >= DIFFERENCES["result_handler"][0]:
+        def result_handler(aval, sharding):
+            return J.array_result_handler(aval, sharding, True)
+    else:
+        def result_handler(aval, sharding):  # skip the checks: nxpy made the sharding
+            return J.array_result_handler(aval, sharding, True, True)
+    return {"result_handler": result_handler}
 
 
 def how_to_get_devices(needed: int) -> str:
@@ -989,7 +1043,7 @@ def _digest(module_text, opts, devs) -> str:
     h = hashlib.sha256()
     for part in (module_text.encode(), opts.SerializeAsString(),
                  f"{platform()}|{devs[0].device_kind}|{len(devs)}|{device_count()}|"
-                 f"{SUPPORTED_VERSION}".encode()):
+                 f"{jaxlib_version()}".encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
     return h.hexdigest()
@@ -1151,8 +1205,8 @@ def result_handlers(outputs, device_index: int) -> list:
     ``[(shape, dtype), ...]`` on device ``device_index``, for ``consume_with_handlers``
     (JAX's path; ~1.5 µs a call cheaper than disassembling)."""
     st = _state
-    return [st["J"].array_result_handler(st["core"].ShapedArray(tuple(shape), np.dtype(dt)),
-                                         _single(device_index), True, True)
+    make = st["result_handler"]
+    return [make(st["core"].ShapedArray(tuple(shape), np.dtype(dt)), _single(device_index))
             for shape, dt in outputs]
 
 
@@ -1292,8 +1346,8 @@ def sharded_executor(exe, outputs, mesh_devices, mesh_shape, axis_names):
     st = _state
     shardings = [_named_sharding(mesh_devices, mesh_shape, axis_names, spec)
                  for _, _, spec in outputs]
-    handlers = [st["J"].array_result_handler(st["core"].ShapedArray(tuple(shape), np.dtype(dt)),
-                                             sh, True, True)
+    make = st["result_handler"]
+    handlers = [make(st["core"].ShapedArray(tuple(shape), np.dtype(dt)), sh)
                 for (shape, dt, _), sh in zip(outputs, shardings)]
 
     def run(arrays):
