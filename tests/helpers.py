@@ -9,6 +9,7 @@ import numpy as np
 
 import nxpy as nx
 from nxpy.stablehlo import parse
+from nxpy.stablehlo.sharding import replica_groups
 
 import jax  # after nxpy (importing JAX starts no client; nxpy's conftest starts XLA)
 
@@ -28,10 +29,13 @@ GROUP_ATTRS = ("replica_groups", "source_target_pairs")
 
 def groups(text_or_module) -> list:
     """``(op name, attribute, value)`` for every op carrying replica groups or
-    source/target pairs, in module order; values as nested lists."""
+    source/target pairs, in module order; values as nested lists. Replica groups are
+    resolved to device groups through the importer (:func:`replica_groups`), so the dense
+    form (jax 0.10, nxpy) and the mesh-axes form (jax 0.12) of the same groups compare
+    equal."""
     m = parse(text_or_module) if isinstance(text_or_module, str) else text_or_module
-    return [(op.name, k, op.attrs[k]) for op in m.walk() for k in GROUP_ATTRS
-            if k in op.attributes]
+    return [(op.name, k, replica_groups(m, op.attributes[k]) if k == "replica_groups"
+             else op.attrs[k]) for op in m.walk() for k in GROUP_ATTRS if k in op.attributes]
 
 
 def fragment(frag: str) -> tuple:

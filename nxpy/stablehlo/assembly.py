@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .syntax import (UNIT, Block, BlockArg, DenseArray, DenseElements, DialectAttr,
-                     DimSharding, EnumAttr, Float, Integer, Mesh, Op, Region, ScalarType,
-                     Sharding, SymbolRef, TensorType, Type, Use, Word, nx_type)
+from .syntax import (UNIT, AxisRef, Block, BlockArg, DenseArray, DenseElements, DialectAttr,
+                     DimSharding, EnumAttr, Float, Integer, Mesh, Op, Region,
+                     ReplicaGroupMeshAxes, ScalarType, Sharding, SymbolRef, TensorType, Type,
+                     Use, Word, nx_type)
 
 __all__ = ["EQ", "COLON", "Entry", "Group", "Brace", "DenseLiteral", "Form", "FormError",
            "CUSTOM_OPS", "DIALECT_ATTRS", "custom_form", "default_form", "decode_dialect",
@@ -334,10 +335,96 @@ def _sharding_per_value(name, entries):
     return [sharding_of(x[0].entries) for x in e[0].entries]
 
 
+def _keyed(name, entries, keys) -> dict:
+    """The ``key = atoms`` parts of a dialect attribute's body, each key one of ``keys``."""
+    out = {}
+    for e in entries:
+        segs = e.segments(EQ)
+        if len(segs) < 2 or len(segs[0]) != 1 or str(segs[0][0]) not in keys or \
+                str(segs[0][0]) in out:
+            raise FormError(f"#{name}: expected {' and '.join(keys)} (each once, as key = value), "
+                            f"got {render(e)}")
+        out[str(segs[0][0])] = list(e[e.index(EQ) + 1:])
+    return out
+
+
+def _int(a) -> bool:
+    return isinstance(a, int) and not isinstance(a, bool)
+
+
+def _axis_ref(name, entries) -> AxisRef:
+    """``name = "x"`` and optionally ``sub_axis_info = (pre_size)size`` (the body of
+    ``#stablehlo.axis_ref<...>``) → :class:`AxisRef`."""
+    kv = _keyed(name, entries, ("name", "sub_axis_info"))
+    axis = kv.get("name")
+    if axis is None or len(axis) != 1 or not isinstance(axis[0], str) or isinstance(axis[0], Word):
+        raise FormError(f"#{name}: expected name = \"axis\", got {render(axis or [])}")
+    sub = kv.get("sub_axis_info")
+    if sub is not None:
+        if len(sub) != 2 or not isinstance(sub[0], Group) or sub[0].kind != "(" or \
+                len(sub[0].entries) != 1 or len(sub[0].entries[0]) != 1 or \
+                not _int(sub[0].entries[0][0]) or not _int(sub[1]):
+            raise FormError(f"#{name}: expected sub_axis_info = (pre_size)size, got {render(sub)}")
+        sub = (int(sub[0].entries[0][0]), int(sub[1]))
+    return AxisRef(str(axis[0]), sub)
+
+
+def _stablehlo_mesh(name, entries) -> Mesh:
+    """``axes = [<name = "x", size = 2>, ...]`` and optionally ``device_ids = dense<...>``
+    (the body of ``#stablehlo.mesh<...>``) → an unnamed :class:`Mesh`."""
+    kv = _keyed(name, entries, ("axes", "device_ids"))
+    group = kv.get("axes")
+    if group is None or len(group) != 1 or not isinstance(group[0], Group) or group[0].kind != "[":
+        raise FormError(f"#{name}: expected axes = [<name = \"x\", size = 2>, ...], got "
+                        f"{render(group or [])}")
+    axes = []
+    for e in group[0].entries:
+        bad = FormError(f"#{name}: expected a mesh axis <name = \"x\", size = 2>, got {render(e)}")
+        if len(e) != 1 or not isinstance(e[0], Group) or e[0].kind != "<":
+            raise bad
+        ax = _keyed(name, e[0].entries, ("name", "size"))
+        n, size = ax.get("name", []), ax.get("size", [])
+        if len(n) != 1 or not isinstance(n[0], str) or isinstance(n[0], Word) or \
+                len(size) != 1 or not _int(size[0]):
+            raise bad
+        axes.append((str(n[0]), int(size[0])))
+    devices = None
+    if "device_ids" in kv:
+        d = kv["device_ids"]
+        if d and isinstance(d[0], DenseLiteral) and isinstance(d[0].body, list) and \
+                all(_int(v) for v in d[0].body):
+            devices = [int(v) for v in d[0].body]
+        elif len(d) == 1 and isinstance(d[0], Group):
+            devices = ints(d, "device ids")
+        else:
+            raise FormError(f"#{name}: expected device_ids = dense<[...]>, got {render(d)}")
+    return Mesh(None, axes, devices)
+
+
+def _replica_group_mesh_axes(name, entries) -> ReplicaGroupMeshAxes:
+    """``mesh = @m`` (or an inline ``#stablehlo.mesh<...>``) and ``axes = [axis refs]``
+    (the body of ``#stablehlo.replica_group_mesh_axes<...>``) →
+    :class:`ReplicaGroupMeshAxes`."""
+    kv = _keyed(name, entries, ("mesh", "axes"))
+    mesh, axes = kv.get("mesh"), kv.get("axes")
+    if mesh is None or len(mesh) != 1 or not isinstance(mesh[0], (SymbolRef, Mesh)):
+        raise FormError(f"#{name}: expected mesh = @name or mesh = #stablehlo.mesh<...>, got "
+                        f"{render(mesh or [])}")
+    if axes is None or len(axes) != 1 or not isinstance(axes[0], Group) or axes[0].kind != "[" \
+            or not all(len(e) == 1 and isinstance(e[0], AxisRef) for e in axes[0].entries):
+        raise FormError(f"#{name}: expected axes = [#stablehlo.axis_ref<...>, ...], got "
+                        f"{render(axes or [])}")
+    return ReplicaGroupMeshAxes(str(mesh[0]) if isinstance(mesh[0], SymbolRef) else mesh[0],
+                                [e[0] for e in axes[0].entries])
+
+
 DIALECT_ATTRS = {
     "sdy.sharding": lambda name, entries: sharding_of(entries),
     "sdy.mesh": lambda name, entries: mesh_of(entries),
     "sdy.sharding_per_value": _sharding_per_value,
+    "stablehlo.replica_group_mesh_axes": _replica_group_mesh_axes,
+    "stablehlo.axis_ref": _axis_ref,
+    "stablehlo.mesh": _stablehlo_mesh,
 }
 
 

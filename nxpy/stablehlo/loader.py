@@ -49,7 +49,8 @@ from . import rules_conv, rules_windows  # noqa: F401 - the window family's and 
 # others to the rule registered before it
 from . import rules_sorting  # noqa: F401 - the sorting family's importer rules
 from . import rules_linalg  # noqa: F401 - custom_call: the LAPACK targets (linear algebra)
-from .sharding import debug_expr_sharded, is_sharded, program_mesh, shard_jit_program
+from .sharding import (debug_expr_sharded, identical_meshes, is_sharded, program_mesh,
+                       shard_jit_program)
 from .syntax import Module, TensorType, TupleType
 
 __all__ = ["load", "Program", "LoadError", "UnsupportedOpError", "OPS", "register_op"]
@@ -206,8 +207,14 @@ class Program:
         return program_mesh(self, name)
 
     def with_meshes(self, meshes) -> "Program":
-        """The same program with ``meshes`` (sdy.mesh name → ``nx.Mesh``) added."""
-        return Program(self.module, self.func.name, {**self._meshes, **meshes})
+        """The same program with ``meshes`` (sdy.mesh name → ``nx.Mesh``) added; a mesh
+        given for one name is used for every identical ``sdy.mesh`` definition."""
+        kept = dict(self._meshes)
+        names = {m.name for m in self.module.meshes}
+        for name in meshes:
+            for same in identical_meshes(self.module, name) if name in names else [name]:
+                kept.pop(same, None)
+        return Program(self.module, self.func.name, {**kept, **meshes})
 
     def __repr__(self):
         return (f"<Program @{self.func.name}: {len(self.func.args)} argument(s), "

@@ -15,15 +15,24 @@ collectives, loaded as nxpy's ``shard_jit`` / ``shard_map`` and collectives.
   collectives over the mesh axes whose groups are the op's replica groups (and
   ``axis_index_groups`` when the groups split those further); ``partition_id`` becomes
   ``axis_index`` over all axes.
+* Replica groups are read in both forms JAX prints: dense lists of device ids
+  (``dense<[[0, 2], [1, 3]]>``, jax 0.10) and mesh axes
+  (``#stablehlo.replica_group_mesh_axes<mesh = @mesh_0, axes = [...]>``, jax 0.12), which
+  :func:`replica_groups` resolves to the same device groups.
+* Identical ``sdy.mesh`` definitions under several names (jax 0.12 prints ``@mesh`` and
+  ``@mesh_0``) are one ``nx.Mesh``.
 """
 from __future__ import annotations
 
 import itertools
+import math
+
+import numpy as np
 
 from .. import ops as nx
 from ..defn import collectives as C
 from .rules import LoadError, _fail, binary_body, constant, register_op, rtype
-from .syntax import Mesh as MeshSyntax, Sharding
+from .syntax import DenseElements, Mesh as MeshSyntax, ReplicaGroupMeshAxes, Sharding
 from ..mesh import Mesh
 from ..defn import shard_jit
 from ..defn import sharding as SH
@@ -34,7 +43,8 @@ from ..defn.shard_map import shard_map
 from ..layout import NamedSharding
 
 __all__ = ["program_mesh", "is_sharded", "shard_jit_program", "debug_expr_sharded",
-           "axes_for_groups", "axes_for_pairs"]
+           "replica_groups", "same_mesh", "identical_meshes", "axes_for_groups",
+           "axes_for_pairs"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -45,19 +55,54 @@ def _nx_mesh(m: MeshSyntax, name=None):
                 devices=m.device_ids or None)
 
 
+def same_mesh(a: MeshSyntax, b: MeshSyntax) -> bool:
+    """Whether two mesh definitions are the same mesh: the same axes (names and sizes, in
+    order) and the same devices (no ``device_ids`` is ``0, 1, ...``); names and the
+    ``{stablehlo.mesh = ...}`` attributes do not count."""
+    def ids(m):
+        return list(m.device_ids) if m.device_ids else list(range(math.prod(m.shape)))
+    return list(a.axes) == list(b.axes) and ids(a) == ids(b)
+
+
+def identical_meshes(module, name) -> list:
+    """The names of the module's ``sdy.mesh`` definitions identical to ``@name``
+    (:func:`same_mesh`; ``name`` itself included), in module order."""
+    m = module.mesh(name)
+    return [o.name for o in module.meshes if same_mesh(o, m)]
+
+
+def _distinct_meshes(module) -> list:
+    """The module's mesh definitions, one per distinct mesh (the first name of each)."""
+    out = []
+    for m in module.meshes:
+        if not any(same_mesh(m, o) for o in out):
+            out.append(m)
+    return out
+
+
 def program_mesh(program, name=None):
-    """The ``nx.Mesh`` of the module's mesh ``name`` (default: the only one)."""
-    meshes = program.module.meshes
+    """The ``nx.Mesh`` of the module's mesh ``name`` (default: the only one). Identical
+    ``sdy.mesh`` definitions under different names (jax 0.12 prints ``@mesh`` and an
+    identical ``@mesh_0``) are one mesh: the same ``nx.Mesh``, named after the first."""
+    module = program.module
     if name is None:
-        if len(meshes) != 1:
-            raise LoadError(f"the module has {len(meshes)} sdy.mesh definitions: name one")
-        name = meshes[0].name
+        distinct = _distinct_meshes(module)
+        if len(distinct) != 1:
+            listed = ", ".join(f"@{m.name} = {m}" for m in module.meshes)
+            raise LoadError(f"expected one sdy.mesh (or identical ones) to run the module over; "
+                            f"it has {len(distinct)} different ones ({listed or 'none'}): "
+                            f"name one")
+        name = distinct[0].name
     if name not in program._meshes:
         try:
-            m = program.module.mesh(name)
+            m = module.mesh(name)
         except KeyError as e:
             raise LoadError(str(e.args[0])) from None
-        program._meshes[name] = _nx_mesh(m)
+        same = identical_meshes(module, m.name)
+        given = [program._meshes[n] for n in same if n in program._meshes]
+        mesh = given[0] if given else _nx_mesh(module.mesh(same[0]))
+        for n in same:
+            program._meshes.setdefault(n, mesh)
     return program._meshes[name]
 
 
@@ -117,6 +162,95 @@ def debug_expr_sharded(program):
 # ----------------------------------------------------------------------------------------
 # Replica groups → mesh axes
 # ----------------------------------------------------------------------------------------
+def _mesh_axes_groups(mesh: MeshSyntax, axes) -> list:
+    """The device groups of a collective over ``axes`` (:class:`AxisRef` objects) of ``mesh``:
+    the mesh's device ids laid out in its shape, each axis split at its sub-axes' bounds,
+    the named (sub-)axes moved to the front in the order named, one group per position of
+    the other axes (JAX's rule for the dense form)."""
+    sizes = dict(mesh.axes)
+    cuts = {n: {1, k} for n, k in mesh.axes}
+    spans = []
+    for ref in axes:
+        if ref.name not in sizes:
+            raise ValueError(f"axis {ref.name!r} is not an axis of mesh {mesh} (axes "
+                             f"{', '.join(repr(n) for n, _ in mesh.axes) or 'none'})")
+        lo, hi = 1, sizes[ref.name]
+        if ref.sub_axis is not None:
+            pre, size = ref.sub_axis
+            lo, hi = pre, pre * size
+            if pre < 1 or size < 1 or sizes[ref.name] % hi:
+                raise ValueError(f"sub-axis {ref} of axis {ref.name!r} (size "
+                                 f"{sizes[ref.name]}): expected pre_size * size to divide the "
+                                 f"axis size")
+        cuts[ref.name] |= {lo, hi}
+        spans.append((ref, lo, hi))
+    dims, parts = [], {}
+    for n, _ in mesh.axes:
+        bounds = sorted(cuts[n])
+        for lo, hi in zip(bounds, bounds[1:]):
+            if hi % lo:
+                raise ValueError(f"the sub-axes of axis {n!r} named in {', '.join(map(str, axes))} "
+                                 f"do not nest (sizes {bounds})")
+            parts[(n, lo)] = (len(dims), hi)
+            dims.append(hi // lo)
+    picked = []
+    for ref, lo, hi in spans:
+        picked += [d for (n, a), (d, b) in sorted(parts.items(), key=lambda kv: kv[1][0])
+                   if n == ref.name and lo <= a and b <= hi]
+    if len(set(picked)) != len(picked):
+        raise ValueError(f"axes {', '.join(map(str, axes))} overlap")
+    ids = np.asarray(mesh.device_ids if mesh.device_ids else range(math.prod(mesh.shape)),
+                     dtype=np.int64)
+    if ids.size != math.prod(mesh.shape):
+        raise ValueError(f"mesh {mesh}: expected {math.prod(mesh.shape)} device ids, got "
+                         f"{ids.size}")
+    n = math.prod(dims[d] for d in picked)
+    cols = np.moveaxis(ids.reshape(dims), picked, list(range(len(picked)))).reshape(n, -1).T
+    return [[int(v) for v in g] for g in cols]
+
+
+def replica_groups(module, value) -> list:
+    """The device groups (lists of device ids) of a ``replica_groups`` attribute, in either
+    form JAX prints: a dense list (``dense<[[0, 2], [1, 3]]>``, jax 0.10; JAX's ``-1``
+    padding of uneven groups dropped) or mesh axes
+    (``#stablehlo.replica_group_mesh_axes<mesh = @mesh_0, axes = [...]>``, jax 0.12) over
+    an ``sdy.mesh`` of ``module`` or an inline mesh. Both resolve to the same groups: for
+    mesh axes, the mesh's device ids (``0, 1, ...`` without ``device_ids``) in its shape,
+    grouped along the named axes as JAX groups them for the dense form. Raises
+    ``ValueError`` naming what was expected and given.
+
+    >>> from nxpy.stablehlo.syntax import AxisRef, Mesh, Module, ReplicaGroupMeshAxes as R
+    >>> m = Module(meshes=[Mesh("m", [("x", 2), ("y", 2)])])
+    >>> replica_groups(m, R("m", [AxisRef("x")]))
+    [[0, 2], [1, 3]]
+    >>> replica_groups(m, R("m", [AxisRef("y"), AxisRef("x")]))
+    [[0, 2, 1, 3]]
+    >>> replica_groups(m, R(Mesh(None, [("x", 4)]), [AxisRef("x", (2, 2))]))
+    [[0, 1], [2, 3]]
+    >>> replica_groups(m, [[0, 1], [2, -1]])
+    [[0, 1], [2]]
+    """
+    if isinstance(value, DenseElements):
+        value = value.tolist()
+    if isinstance(value, ReplicaGroupMeshAxes):
+        mesh = value.mesh
+        if isinstance(mesh, str):
+            try:
+                mesh = module.mesh(mesh)
+            except KeyError:
+                have = ", ".join("@" + m.name for m in module.meshes) or "none"
+                raise ValueError(f"{value}: expected @{mesh} to name an sdy.mesh of the module "
+                                 f"(it has {have})") from None
+        try:
+            return _mesh_axes_groups(mesh, value.axes)
+        except ValueError as e:
+            raise ValueError(f"{value}: {e}") from None
+    if isinstance(value, list) and all(isinstance(g, list) for g in value):
+        return [[int(p) for p in g if int(p) >= 0] for g in value]
+    raise ValueError(f"expected replica groups as dense<[[...]]> or "
+                     f"#stablehlo.replica_group_mesh_axes<...>, got {value!r}")
+
+
 def _candidates(mesh):
     n = len(mesh.shape)
     for k in range(1, n + 1):
@@ -190,11 +324,21 @@ def _local_mesh(scope, op):
     return ctx.mesh
 
 
-def _groups_axes(scope, op, mesh, key="replica_groups"):
-    groups = op.attributes[key].tolist()
+def _op_groups(scope, op) -> list:
+    """The op's replica groups as device groups (:func:`replica_groups`)."""
+    try:
+        return replica_groups(scope.program.module, op.attributes["replica_groups"])
+    except ValueError as e:
+        _fail(op, scope, str(e))
+
+
+def _groups_axes(scope, op, mesh):
+    groups = _op_groups(scope, op)
     found = axes_for_groups(mesh, groups)
     if found is None:
-        _fail(op, scope, f"replica groups {groups} are not the groups of any mesh axes of "
+        given = op.attributes["replica_groups"]
+        how = "" if isinstance(given, DenseElements) else f" (from {given})"
+        _fail(op, scope, f"replica groups {groups}{how} are not the groups of any mesh axes of "
                          f"{mesh!r}", unsupported=True)
     return found
 
@@ -364,7 +508,7 @@ def _global_all_gather(scope, op, operands, mesh, ins, outs):
     if [str(u) for u in ag.operands] != [region.args[0].name] or \
             [str(u) for u in ret.operands] != ag.results:
         return None
-    found = axes_for_groups(mesh, ag.attributes["replica_groups"].tolist())
+    found = axes_for_groups(mesh, _op_groups(scope, ag))
     if found is None or found[1] is not None or not found[0]:
         return None
     names = tuple(mesh.axis_names[i] for i in found[0])

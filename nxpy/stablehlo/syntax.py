@@ -11,8 +11,10 @@ integers are :class:`Integer` (an ``int``), floats :class:`Float`, ``dense<...>`
 :class:`DenseElements` (a NumPy array inside), ``array<i64: ...>`` is :class:`DenseArray`
 (a ``list``), ``#stablehlo<comparison_direction LT>`` is :class:`EnumAttr` (a ``str``),
 other dialect attributes are :class:`DialectAttr` (their parameters as a ``dict``),
-``#sdy.sharding<...>`` is :class:`Sharding`. :func:`to_python` turns any of them into
-plain lists, dicts and numbers.
+``#sdy.sharding<...>`` is :class:`Sharding`, the replica groups JAX 0.12 prints
+(``#stablehlo.replica_group_mesh_axes<mesh = @m, axes = [...]>``) are
+:class:`ReplicaGroupMeshAxes` of :class:`AxisRef` objects. :func:`to_python` turns the others
+into plain lists, dicts and numbers.
 
 >>> from nxpy.stablehlo import parse
 >>> m = parse('''
@@ -36,7 +38,7 @@ __all__ = ["Location", "UnknownLoc", "FileLoc", "NameLoc", "CallSiteLoc", "Fused
            "OpaqueType", "FunctionType", "Use", "Op", "Block", "BlockArg", "Region", "Func",
            "FuncArg", "FuncResult", "Mesh", "Module", "Integer", "Float", "Unit", "UNIT",
            "SymbolRef", "Word", "DenseArray", "DenseElements", "EnumAttr", "DialectAttr",
-           "Sharding", "DimSharding", "to_python"]
+           "Sharding", "DimSharding", "AxisRef", "ReplicaGroupMeshAxes", "to_python"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -419,9 +421,60 @@ class Sharding:
         return f"#sdy.sharding<{mesh}, [{', '.join(dim(d) for d in self.dims)}]{extra}>"
 
 
+@dataclass(frozen=True, repr=False)
+class AxisRef:
+    """``#stablehlo.axis_ref<name = "x">``: mesh axis ``name``; with
+    ``sub_axis_info = (pre_size)size`` (``sub_axis == (pre_size, size)``) only the sub-axis
+    of that size that follows the axis's first (major) ``pre_size`` positions.
+
+    >>> print(AxisRef("x", (2, 2)))
+    #stablehlo.axis_ref<name = "x", sub_axis_info = (2)2>
+    """
+    name: str
+    sub_axis: tuple | None = None
+
+    def __str__(self):
+        sub = "" if self.sub_axis is None else \
+            f", sub_axis_info = ({self.sub_axis[0]}){self.sub_axis[1]}"
+        return f'#stablehlo.axis_ref<name = "{self.name}"{sub}>'
+
+    __repr__ = __str__
+
+
+@dataclass(repr=False)
+class ReplicaGroupMeshAxes:
+    """``#stablehlo.replica_group_mesh_axes<mesh = @mesh_0, axes = [...]>``: the replica
+    groups of a collective over mesh ``axes`` (:class:`AxisRef` objects, major to minor) of
+    ``mesh`` — a mesh name (an ``sdy.mesh`` of the module) or an inline :class:`Mesh`
+    (``#stablehlo.mesh<axes = [...], device_ids = ...>``). JAX 0.12 prints replica groups
+    this way; ``nxpy.stablehlo.sharding.replica_groups`` resolves them to device groups.
+
+    >>> print(ReplicaGroupMeshAxes("mesh_0", [AxisRef("y")]))
+    #stablehlo.replica_group_mesh_axes<mesh = @mesh_0, axes = [#stablehlo.axis_ref<name = "y">]>
+    >>> print(ReplicaGroupMeshAxes(Mesh(None, [("x", 2)], [1, 0]), []))
+    #stablehlo.replica_group_mesh_axes<mesh = #stablehlo.mesh<axes = [<name = "x", size = 2>], device_ids = dense<[1, 0]> : tensor<2xi64>>, axes = []>
+    """
+    mesh: object
+    axes: list
+
+    def __str__(self):
+        if isinstance(self.mesh, str):
+            mesh = f"@{self.mesh}"
+        else:
+            axes = ", ".join(f'<name = "{n}", size = {k}>' for n, k in self.mesh.axes)
+            ids = self.mesh.device_ids
+            dev = "" if not ids else \
+                f", device_ids = dense<[{', '.join(map(str, ids))}]> : tensor<{len(ids)}xi64>"
+            mesh = f"#stablehlo.mesh<axes = [{axes}]{dev}>"
+        return (f"#stablehlo.replica_group_mesh_axes<mesh = {mesh}, "
+                f"axes = [{', '.join(str(a) for a in self.axes)}]>")
+
+    __repr__ = __str__
+
+
 def to_python(value):
     """An attribute as plain Python: numbers, strings, lists, dicts (a :class:`Sharding`
-    stays itself).
+    and a :class:`ReplicaGroupMeshAxes` stay themselves).
 
     >>> to_python({"groups": DenseElements(np.array([[0, 1], [2, 3]])), "d": Integer(1)})
     {'groups': [[0, 1], [2, 3]], 'd': 1}
