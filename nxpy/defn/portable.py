@@ -27,7 +27,7 @@ Each works on batches (every leading dim) and keeps the input type.
 """
 from __future__ import annotations
 
-import numpy as np
+import ml_dtypes
 
 from .. import ops, types as T
 from ..ops.core import register_portable
@@ -227,7 +227,7 @@ def portable_eigh(outs, x, *, max_iter=1000, eps=1e-4):
         return ops.as_type(ops.multiply(ops.abs(v), ops.abs(v)), rt)
 
     # as accurate as LAPACK whatever ``eps`` says (the native paths ignore it too)
-    eps = min(float(eps), float(np.finfo(rt.dtype).eps))
+    eps = min(float(eps), float(ml_dtypes.finfo(rt.dtype).eps))
     tol = ops.multiply(ops.sum(sq(a)), eps * eps)
     off_mask = ops.as_type(ops.subtract(1, ops.real(eye) if cplx else eye), rt)
 

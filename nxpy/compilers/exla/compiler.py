@@ -8,7 +8,7 @@ from ...backend import get_backend
 from ...defn import tree as tree_mod
 from ...defn.compiler import Compiler, register_compiler_factory
 from ...tensor import Tensor, template
-from .lowering import LOWERINGS, lower_module
+from .lowering import default_platform, lower_module, lowers
 from .sharded import compile_replicated, compile_sharded, uses_shard_map
 
 __all__ = ["ExlaCompiler"]
@@ -36,9 +36,10 @@ class ExlaCompiler(Compiler):
     options = frozenset({"device_id"})
 
     def supports(self, op: str) -> bool:
-        """Whether ``op`` has a lowering (ops with a portable implementation and none
-        are traced as their composition: :func:`nxpy.defn.core.expansions`)."""
-        return op in LOWERINGS
+        """Whether ``op`` has a lowering on the platform nxpy's client runs on (ops with a
+        portable implementation and none there are traced as their composition:
+        :func:`nxpy.defn.core.expansions`; e.g. the linear-algebra solvers on ``tpu``)."""
+        return lowers(op, default_platform())
 
     def executable(self, text: str, dev: int):
         """The executable of ``text`` on device ``dev``: compiled once per process, whichever
@@ -49,11 +50,14 @@ class ExlaCompiler(Compiler):
         return get_backend("exla")
 
     def lower(self, graph, opts) -> str:
-        """The module text of ``graph`` (lowered once per graph)."""
-        text = graph.cache.get("exla_module")
+        """The module text of ``graph`` for nxpy's client's platform (lowered once per
+        graph and platform)."""
+        platform = default_platform()
+        key = ("exla_module", platform)
+        text = graph.cache.get(key)
         if text is None:
             with telemetry.timed("lower", key=id(graph)):
-                text = graph.cache["exla_module"] = lower_module(graph)
+                text = graph.cache[key] = lower_module(graph, platform=platform)
         return text
 
     def compile(self, graph, opts):

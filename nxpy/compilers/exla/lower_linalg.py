@@ -1,46 +1,130 @@
-"""EXLA lowerings of the linear-algebra primitives: the LAPACK routines jaxlib ships for
-CPU, called as ``stablehlo.custom_call`` exactly as JAX emits them (see
-``docs/linalg.md``):
+"""EXLA lowerings of the linear-algebra primitives: the solver routines jaxlib ships for
+each platform, called as ``stablehlo.custom_call`` exactly as JAX emits them (see
+``docs/linalg.md`` for CPU and ``docs/gpu.md`` for CUDA/ROCm). :data:`TARGETS` is the one
+table of which target each op calls on which platform:
+
+* ``cpu``: LAPACK (``lapack_?potrf_ffi``, ... with ``?`` = ``s``/``d``/``c``/``z``);
+  triangular solves with ``lapack_?trsm_ffi``; getrf's pivots become the permutation with
+  a loop traced from nxpy ops (as JAX's ``lu_pivots_to_permutation`` on CPU).
+* ``cuda`` (``rocm``: the same with ``hip`` for ``cu``): cuSOLVER (``cusolver_potrf_ffi``,
+  ``cusolver_getrf_ffi`` + ``cu_lu_pivots_to_permutation``, ``cusolver_geqrf_ffi`` +
+  ``cusolver_orgqr_ffi``, ``cusolver_syevd_ffi``, ``cusolver_gesvdj_ffi`` for matrices of
+  at most 1024 rows and columns, else ``cusolver_gesvd_ffi``), one target per routine
+  for every type; triangular solves are XLA's own ``stablehlo.triangular_solve``
+  (cuBLAS ``trsm``).
+* any other platform (``tpu``): the portable composition of ``nxpy/defn/portable.py``,
+  lowered in place (and traced in place by the compiler: ``ExlaCompiler.supports``).
 
 =================  =========================================================================
-op                 targets (``?`` = ``s``/``d``/``c``/``z``)
+op                 what follows the calls (every platform)
 =================  =========================================================================
-cholesky           ``lapack_?potrf_ffi`` (``uplo = 'L'``), then the lower triangle, NaN
-                   where ``info != 0`` (not positive definite), as JAX
-triangular_solve   ``lapack_?trsm_ffi`` (``side``, ``uplo``, ``trans_x``, ``diag``)
-lu                 ``lapack_?getrf_ffi``; LAPACK's 1-based row swaps become the permutation
-                   matrix with a loop (as JAX's ``lu_pivots_to_permutation`` on CPU)
-solve              ``getrf``, ``b``'s rows permuted, ``trsm`` (unit lower) and ``trsm``
-                   (upper), as ``jnp.linalg.solve``; NaN where ``info > 0`` (singular)
-qr                 ``lapack_?geqrf_ffi`` + ``lapack_?orgqr_ffi``/``?ungqr`` (padded or
-                   sliced to the mode's ``q`` shape first, as JAX)
-eigh               ``lapack_?syevd_ffi``/``?heevd`` (``mode = 'V'``, ``uplo = 'L'``), NaN
-                   where ``info != 0``
-svd                ``lapack_?gesdd_ffi`` (``mode = 'A'`` or ``'S'``), NaN where
-                   ``info != 0``
+cholesky           the lower triangle, NaN where ``info != 0`` (not positive definite)
+triangular_solve   a vector ``b`` is a column (left side) or a row (right side)
+lu                 the permutation matrix from the permutation; ``l`` (unit lower) and ``u``
+solve              ``b``'s rows permuted, two triangular solves (unit lower, then upper), as
+                   ``jnp.linalg.solve``; NaN where ``info != 0`` (a zero pivot)
+qr                 the packed matrix padded or sliced to the mode's ``q`` shape before
+                   ``orgqr``, as JAX; ``r`` the upper triangle
+eigh               NaN where ``info != 0``
+svd                NaN where ``info != 0``; on GPUs, gesvdj's ``v`` transposed (and sliced
+                   to the reduced shapes), gesvd on the transpose of a wide matrix, as JAX
 =================  =========================================================================
 
 Every call passes its matrices column-major (``operand_layouts``/``result_layouts``
 ``[r-2, r-1, r-3, ..., 0]``: XLA transposes around the call) with the leading dimensions
-as a batch (``mhlo.frontend_attributes = {num_batch_dims = ...}``). The types LAPACK has
-no routine for (f16, bf16) compute in f32. Matrices with an empty dimension never reach
-LAPACK: their results are constants. The targets run only after
-``nxpy.pjrt.lapack_ready()`` (``pjrt.compile`` calls it for modules that name one).
+as a batch (``mhlo.frontend_attributes = {num_batch_dims = ...}``); on GPUs the first
+result aliases the first operand (``output_operand_aliases``), as JAX emits it. The types
+the solvers have no routine for (f16, bf16) compute in f32. Matrices with an empty
+dimension never reach a solver: their results are constants. The LAPACK targets run only
+after ``nxpy.pjrt.lapack_ready()`` (``pjrt.compile`` calls it for modules that name one).
 """
 from __future__ import annotations
+
+import functools
 
 from ... import ops, types as T
 from ...defn.expr import Expr, trace_fn
 from ...defn.portable import pivots_to_permutation
 from ...defn import sharding as SH
-from .lowering import Ctx, register_lowering
+from ...ops.core import portable
+from ...tensor import Tensor
+from .lowering import Ctx, register_lowering, register_platforms
 from .mlir import Val, i64_array
 from .sharded import manual_region
 
-__all__ = ["lapack_call", "lower_traced", "LAPACK_PREFIX"]
+__all__ = ["TARGETS", "TRIANGULAR_SOLVE", "PIVOTS_LOOP", "GPU_PREFIX", "LAPACK_PREFIX",
+           "solver_call", "target_name", "lower_traced", "lower_portable"]
 
+#: not a custom call: XLA's own ``stablehlo.triangular_solve`` (cuBLAS ``trsm`` on GPUs)
+TRIANGULAR_SOLVE = "stablehlo.triangular_solve"
+#: not a custom call: LAPACK's pivots made the permutation by a loop of nxpy ops
+PIVOTS_LOOP = "nxpy.defn.portable.pivots_to_permutation"
+
+#: op → platform → routine → custom-call target: the one table of what each
+#: linear-algebra op calls on each platform (what ``jax.export`` prints for
+#: ``jnp.linalg`` with ``platforms=[...]``, jax 0.10.2 through 0.12). ``?`` is LAPACK's
+#: type letter; a pair is (real, complex) targets. A platform not listed for an op lowers
+#: (and traces) its portable composition.
+TARGETS = {
+    "cholesky": {
+        "cpu": {"potrf": "lapack_?potrf_ffi"},
+        "cuda": {"potrf": "cusolver_potrf_ffi"},
+        "rocm": {"potrf": "hipsolver_potrf_ffi"},
+    },
+    "triangular_solve": {
+        "cpu": {"trsm": "lapack_?trsm_ffi"},
+        "cuda": {"trsm": TRIANGULAR_SOLVE},
+        "rocm": {"trsm": TRIANGULAR_SOLVE},
+    },
+    "lu": {
+        "cpu": {"getrf": "lapack_?getrf_ffi", "permutation": PIVOTS_LOOP},
+        "cuda": {"getrf": "cusolver_getrf_ffi", "permutation": "cu_lu_pivots_to_permutation"},
+        "rocm": {"getrf": "hipsolver_getrf_ffi",
+                 "permutation": "hip_lu_pivots_to_permutation"},
+    },
+    "solve": {
+        "cpu": {"getrf": "lapack_?getrf_ffi", "permutation": PIVOTS_LOOP,
+                "trsm": "lapack_?trsm_ffi"},
+        "cuda": {"getrf": "cusolver_getrf_ffi", "permutation": "cu_lu_pivots_to_permutation",
+                 "trsm": TRIANGULAR_SOLVE},
+        "rocm": {"getrf": "hipsolver_getrf_ffi",
+                 "permutation": "hip_lu_pivots_to_permutation", "trsm": TRIANGULAR_SOLVE},
+    },
+    "qr": {
+        "cpu": {"geqrf": "lapack_?geqrf_ffi", "orgqr": ("lapack_?orgqr_ffi", "lapack_?ungqr_ffi")},
+        "cuda": {"geqrf": "cusolver_geqrf_ffi", "orgqr": "cusolver_orgqr_ffi"},
+        "rocm": {"geqrf": "hipsolver_geqrf_ffi", "orgqr": "hipsolver_orgqr_ffi"},
+    },
+    "eigh": {
+        "cpu": {"syevd": ("lapack_?syevd_ffi", "lapack_?heevd_ffi")},
+        "cuda": {"syevd": "cusolver_syevd_ffi"},
+        "rocm": {"syevd": "hipsolver_syevd_ffi"},
+    },
+    "svd": {
+        "cpu": {"gesdd": "lapack_?gesdd_ffi"},
+        "cuda": {"gesvdj": "cusolver_gesvdj_ffi", "gesvd": "cusolver_gesvd_ffi"},
+        "rocm": {"gesvdj": "hipsolver_gesvdj_ffi", "gesvd": "hipsolver_gesvd_ffi"},
+    },
+}
+
+#: the GPU platforms and their jaxlib target prefixes (``cu``/``hip``): their calls follow
+#: the GPU solvers' conventions (boolean options, the first result aliasing the input)
+GPU_PREFIX = {"cuda": "cu", "rocm": "hip"}
 LAPACK_PREFIX = {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}
-_ORD = {c: ord(c) for c in "LRUNTCVAS"}
+#: svd on GPUs: Jacobi (gesvdj) while both dims are at most this, else QR (gesvd) (JAX's
+#: choice, after NVIDIA's advice)
+GESVDJ_MAX = 1024
+#: gesvdj has an "economy" mode only when both dims exceed this (JAX: its batched kernel)
+GESVDJ_ECON_MIN = 32
+
+
+def target_name(c: Ctx, op: str, routine: str, t: T.Type) -> str:
+    """The target ``op``'s ``routine`` calls on ``c``'s platform for type ``t`` (from
+    :data:`TARGETS`)."""
+    target = TARGETS[op][c.platform][routine]
+    if isinstance(target, tuple):
+        target = target[1] if t.is_complex else target[0]
+    return target.replace("?", LAPACK_PREFIX[str(t)]) if "?" in target else target
 
 
 def _layout(rank: int, matrix: bool) -> str:
@@ -51,25 +135,51 @@ def _layout(rank: int, matrix: bool) -> str:
     return f"dense<[{', '.join(map(str, dims))}]> : tensor<{rank}xindex>"
 
 
-def lapack_call(c: Ctx, routine: str, operands, results, *, matrix_in, matrix_out,
-                config=None, batch_dims: int = 0):
-    """``stablehlo.custom_call @lapack_<prefix><routine>_ffi`` (the prefix from the first
-    operand's type) as JAX emits it: ``matrix_in``/``matrix_out`` say which operands and
-    results are (batches of) matrices, passed column-major."""
-    prefix = LAPACK_PREFIX[str(operands[0].type)]
-    cfg = ", ".join(f"{k} = {_ORD[v]} : ui8" for k, v in (config or {}).items())
+def _option(v) -> str:
+    """An option of a solver's ``backend_config``: booleans as they are (GPU), one
+    character as LAPACK's ``ui8`` code, integers as ``ui8``."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f"{ord(v)} : ui8"
+    return f"{int(v)} : ui8"
+
+
+def solver_call(c: Ctx, op: str, routine: str, operands, results, *, matrix_in, matrix_out,
+                config=None, batch_dims: int = 0, alias: bool = True):
+    """``stablehlo.custom_call`` of ``op``'s ``routine`` on ``c``'s platform (the target
+    from :data:`TARGETS`, typed by the first operand) as JAX emits it: typed FFI
+    (``api_version = 4``) with ``config`` as its attribute dictionary; ``matrix_in``/
+    ``matrix_out`` say which operands and results are (batches of) matrices, passed
+    column-major; on GPUs the first result aliases the first operand unless ``alias`` is
+    False."""
+    cfg = ", ".join(f"{k} = {_option(v)}" for k, v in (config or {}).items())
+    gpu = c.platform in GPU_PREFIX
+    batch = {"mhlo.frontend_attributes": f'{{num_batch_dims = "{batch_dims}"}}'}
     attrs = {
-        "call_target_name": f'"lapack_{prefix}{routine}_ffi"',
+        "call_target_name": f'"{target_name(c, op, routine, operands[0].type)}"',
         "api_version": "4 : i32",
         "backend_config": "{" + cfg + "}",
-        "mhlo.frontend_attributes": f'{{num_batch_dims = "{batch_dims}"}}',
+        **({} if gpu else batch),
         "operand_layouts": "[" + ", ".join(_layout(len(v.shape), m)
                                            for v, m in zip(operands, matrix_in)) + "]",
-        "result_layouts": "[" + ", ".join(_layout(len(s), m)
-                                          for (s, _), m in zip(results, matrix_out)) + "]",
     }
-    outs = c.op("stablehlo.custom_call", list(operands), list(results), attrs)
+    if alias and gpu:
+        index = "[0]" if len(results) > 1 else "[]"
+        attrs["output_operand_aliases"] = (
+            f"[#stablehlo.output_operand_alias<output_tuple_indices = {index}, "
+            f"operand_index = 0, operand_tuple_indices = []>]")
+    attrs["result_layouts"] = "[" + ", ".join(_layout(len(s), m)
+                                              for (s, _), m in zip(results, matrix_out)) + "]"
+    # the batch dims go where XLA's translation keeps them (as JAX's); the CPU modules
+    # keep the form they always had, among the properties (XLA drops it there: unused)
+    outs = c.op("stablehlo.custom_call", list(operands), list(results), attrs,
+                discardable=batch if gpu else None)
     return outs[0] if len(results) == 1 else outs
+
+
+def _on_gpu(c: Ctx) -> bool:
+    return c.platform in GPU_PREFIX
 
 
 def _compute_type(t: T.Type) -> T.Type:
@@ -133,6 +243,20 @@ def _mask_eq(c: Ctx, shape) -> Val:
     return c.compare(*_rows_cols(c, shape), "EQ")
 
 
+def _swap_last(c: Ctx, x: Val) -> Val:
+    """The transpose of each matrix of a batch (conjugated when complex)."""
+    r = len(x.shape)
+    shape = x.shape[:-2] + (x.shape[-1], x.shape[-2])
+    y = c.op("stablehlo.transpose", [x], (shape, x.type),
+             {"permutation": i64_array(list(range(r - 2)) + [r - 1, r - 2])})
+    if not x.type.is_complex:
+        return y
+    part = (shape, T.to_real(x.type))
+    re = c.op("stablehlo.real", [y], part)
+    im = c.op("stablehlo.negate", [c.op("stablehlo.imag", [y], part)], part)
+    return c.op("stablehlo.complex", [re, im], (shape, x.type))
+
+
 def _empty(shape) -> bool:
     return any(d == 0 for d in shape)
 
@@ -142,11 +266,59 @@ def _results(e: Expr):
 
 
 # ----------------------------------------------------------------------------------------
+# Lowering nxpy ops inline: the pivot loop, gathers, and the portable fallback
+# ----------------------------------------------------------------------------------------
+def _unsupported(platform: str) -> frozenset:
+    """The linear-algebra ops with no target on ``platform`` (traced as compositions)."""
+    return frozenset(op for op, by_platform in TARGETS.items() if platform not in by_platform)
+
+
+def lower_traced(c: Ctx, fun, args: list[Val]) -> list[Val]:
+    """Traces ``fun`` (nxpy ops on tensors shaped like ``args``) and lowers it here (the
+    linear-algebra ops it uses that have no target on this platform as their
+    compositions)."""
+    fn = trace_fn(lambda *xs: fun(*xs), [(v.shape, v.type, None) for v in args],
+                  expand=_unsupported(c.platform))
+    sub = Ctx(c.b, {}, c)
+    return sub.lower_body(fn, list(args))
+
+
+def lower_portable(c: Ctx, e: Expr, args: list[Val]):
+    """Node ``e`` lowered as its op's portable composition (``nxpy.ops.core.PORTABLE``):
+    what a platform without a solver target for the op gets."""
+    impl = portable(e.op)
+    if e.outs is not None:
+        outs = [Tensor(None, s, t, n) for s, t, n in e.outs]
+    else:
+        outs = Tensor(None, e.shape, e.type, e.names)
+    vals = lower_traced(c, lambda *xs: impl(outs, *xs, **e.attrs), list(args))
+    return vals if e.outs is not None else vals[0]
+
+
+def _solver_lowering(op: str):
+    """Registers ``rule`` as the lowering of linear-algebra op ``op`` on the platforms of
+    :data:`TARGETS` (elsewhere the node lowers as its portable composition, but for
+    empty matrices: ``rule`` gives their constant results without a solver)."""
+    platforms = frozenset(TARGETS[op])
+
+    def register(rule):
+        @functools.wraps(rule)
+        def lower(c: Ctx, e: Expr, *args):
+            if c.platform not in platforms and not any(_empty(v.shape) for v in args):
+                return lower_portable(c, e, list(args))
+            return rule(c, e, *args)
+        register_lowering(op)(lower)
+        register_platforms(op, platforms)
+        return rule
+    return register
+
+
+# ----------------------------------------------------------------------------------------
 def _batch_sharded(c: Ctx, e: Expr, operands, body) -> Val:
     """``body(ctx, operands, out_shape)``, run on each device's block of the batch when
     the module is sharded (global view) and ``e``'s batch dims are sharded: a
     ``sdy.manual_computation`` whose operands are sharded along the batch dims only and
-    replicated along the matrix dims (XLA's partitioner cannot split a LAPACK call by
+    replicated along the matrix dims (XLA's partitioner cannot split a solver call by
     itself, so it would otherwise gather the whole batch on every device)."""
     prop = c.info.get("propagator")
     if prop is None or c.info.get("manual"):
@@ -165,7 +337,43 @@ def _batch_sharded(c: Ctx, e: Expr, operands, body) -> Val:
     return manual_region(c, list(operands), in_sh, [(e.shape, e.type, sh)], run)[0]
 
 
-@register_lowering("cholesky")
+def _trsm(c: Ctx, op: str, a: Val, b: Val, *, left: bool, lower: bool, transpose: bool,
+          unit: bool, batch_dims: int) -> Val:
+    """``op(a) x = b`` (left) or ``x op(a) = b``, ``a`` triangular, ``b`` a batch of
+    matrices: LAPACK's ``trsm`` or ``stablehlo.triangular_solve``, per :data:`TARGETS`."""
+    if TARGETS[op][c.platform]["trsm"] == TRIANGULAR_SOLVE:
+        return c.op(TRIANGULAR_SOLVE, [a, b], (b.shape, b.type), {
+            "left_side": "true" if left else "false", "lower": "true" if lower else "false",
+            "transpose_a": f"#stablehlo<transpose {'TRANSPOSE' if transpose else 'NO_TRANSPOSE'}>",
+            "unit_diagonal": "true" if unit else "false"})
+    return solver_call(c, op, "trsm", [a, b], [(b.shape, b.type)], matrix_in=[True, True],
+                       matrix_out=[True], batch_dims=batch_dims,
+                       config={"side": "L" if left else "R", "uplo": "L" if lower else "U",
+                               "trans_x": "T" if transpose else "N", "diag": "U" if unit else "N"})
+
+
+def _getrf(c: Ctx, op: str, a: Val, ct: T.Type):
+    """LU with partial pivoting: the packed factors, the 1-based pivots (s32, ``min(m,
+    n)`` per matrix) and ``info``."""
+    return solver_call(c, op, "getrf", [a], [(a.shape, ct), (a.shape[:-1], T.S32),
+                                             (a.shape[:-2], T.S32)],
+                       matrix_in=[True], matrix_out=[True, False, False],
+                       batch_dims=len(a.shape) - 2)
+
+
+def _permutation(c: Ctx, op: str, ipiv: Val, m: int) -> Val:
+    """The row permutation (s32, ``m`` per matrix) of getrf's 1-based pivots ``ipiv``:
+    the GPU target on the 0-based pivots (as JAX), or the loop of nxpy ops."""
+    if TARGETS[op][c.platform]["permutation"] == PIVOTS_LOOP:
+        (perm,) = lower_traced(c, lambda p: pivots_to_permutation(p, m), [ipiv])
+        return perm
+    zero_based = c.binop("stablehlo.subtract", ipiv, c.const(1, T.S32, ipiv.shape))
+    return solver_call(c, op, "permutation", [zero_based], [(ipiv.shape[:-1] + (m,), T.S32)],
+                       matrix_in=[False], matrix_out=[False],
+                       batch_dims=len(ipiv.shape) - 1, alias=False)
+
+
+@_solver_lowering("cholesky")
 def _cholesky(c: Ctx, e: Expr, x: Val):
     return _batch_sharded(c, e, [x], lambda s, v, shape: _cholesky_local(s, e, v[0], shape))
 
@@ -176,13 +384,14 @@ def _cholesky_local(c: Ctx, e: Expr, x: Val, shape):
     ct = _compute_type(e.type)
     a = c.convert(x, ct)
     nb = len(a.shape) - 2
-    f, info = lapack_call(c, "potrf", [a], [(a.shape, ct), (a.shape[:-2], T.S32)],
-                          matrix_in=[True], matrix_out=[True, False], config={"uplo": "L"},
+    config = {"lower": True} if _on_gpu(c) else {"uplo": "L"}
+    f, info = solver_call(c, "cholesky", "potrf", [a], [(a.shape, ct), (a.shape[:-2], T.S32)],
+                          matrix_in=[True], matrix_out=[True, False], config=config,
                           batch_dims=nb)
     return c.convert(_tri(c, _nan_unless_ok(c, info, f), True), e.type)
 
 
-@register_lowering("triangular_solve")
+@_solver_lowering("triangular_solve")
 def _triangular_solve(c: Ctx, e: Expr, a: Val, b: Val):
     return _batch_sharded(c, e, [a, b], lambda s, v, shape: _trsm_local(s, e, *v, shape))
 
@@ -196,22 +405,12 @@ def _trsm_local(c: Ctx, e: Expr, a: Val, b: Val, shape):
     vec = len(b.shape) == len(a.shape) - 1
     if vec:  # a column on the left side, a row on the right
         b = c.reshape(b, b.shape + (1,) if left else b.shape[:-1] + (1, b.shape[-1]))
-    nb = len(a.shape) - 2
-    x = lapack_call(c, "trsm", [a, b], [(b.shape, ct)], matrix_in=[True, True],
-                    matrix_out=[True], batch_dims=nb,
-                    config={"side": "L" if left else "R", "uplo": "L" if lower else "U",
-                            "trans_x": "T" if tr == "transpose" else "N", "diag": "N"})
+    x = _trsm(c, "triangular_solve", a, b, left=left, lower=lower,
+              transpose=tr == "transpose", unit=False, batch_dims=len(a.shape) - 2)
     return c.convert(c.reshape(x, shape), e.type)
 
 
-def lower_traced(c: Ctx, fun, args: list[Val]) -> list[Val]:
-    """Traces ``fun`` (nxpy ops on tensors shaped like ``args``) and lowers it here."""
-    fn = trace_fn(lambda *xs: fun(*xs), [(v.shape, v.type, None) for v in args])
-    sub = Ctx(c.b, {}, c)
-    return sub.lower_body(fn, list(args))
-
-
-@register_lowering("lu")
+@_solver_lowering("lu")
 def _lu(c: Ctx, e: Expr, x: Val):
     (ps, pt), (ls, lt), (us, ut) = _results(e)
     n = x.shape[-1]
@@ -220,11 +419,8 @@ def _lu(c: Ctx, e: Expr, x: Val):
     ct = _compute_type(lt)
     a = c.convert(x, ct)
     nb = len(a.shape) - 2
-    f, ipiv, _info = lapack_call(c, "getrf", [a], [(a.shape, ct), (a.shape[:-1], T.S32),
-                                                    (a.shape[:-2], T.S32)],
-                                 matrix_in=[True], matrix_out=[True, False, False],
-                                 batch_dims=nb)
-    (perm,) = lower_traced(c, lambda p: pivots_to_permutation(p, n), [ipiv])
+    f, ipiv, _info = _getrf(c, "lu", a, ct)
+    perm = _permutation(c, "lu", ipiv, n)
     # a = p l u with p[perm[i], i] = 1: p[r, c] = (perm[c] == r)
     rows = c.op("stablehlo.iota", [], (ps, T.S32), {"iota_dimension": f"{len(ps) - 2} : i64"})
     pb = c.bcast(perm, ps, dims=tuple(range(nb)) + (len(ps) - 1,))
@@ -240,14 +436,14 @@ def _permute_rows(b, perm):
     return ops.take_along_axis(b, idx, axis=b.rank - 2)
 
 
-@register_lowering("solve")
+@_solver_lowering("solve")
 def _solve(c: Ctx, e: Expr, a: Val, b: Val):
     return _batch_sharded(c, e, [a, b], lambda s, v, shape: _solve_local(s, e, *v, shape))
 
 
 def _solve_local(c: Ctx, e: Expr, a: Val, b: Val, shape):
-    # as jnp.linalg.solve: getrf, the rows of b permuted, trsm (unit lower), trsm (upper);
-    # NaN where a pivot is exactly zero (getrf's info > 0)
+    # as jnp.linalg.solve: getrf, the rows of b permuted, a unit lower and an upper
+    # triangular solve; NaN where a pivot is exactly zero (getrf's info > 0)
     if _empty(a.shape) or _empty(b.shape):
         return c.const(0, e.type, shape)
     ct = _compute_type(e.type)
@@ -257,18 +453,21 @@ def _solve_local(c: Ctx, e: Expr, a: Val, b: Val, shape):
     vec = len(b.shape) == len(a.shape) - 1
     if vec:
         b = c.reshape(b, b.shape + (1,))
-    f, ipiv, info = lapack_call(c, "getrf", [a], [(a.shape, ct), (a.shape[:-1], T.S32),
-                                                  (a.shape[:-2], T.S32)],
-                                matrix_in=[True], matrix_out=[True, False, False], batch_dims=nb)
-    (pb,) = lower_traced(c, lambda p, y: _permute_rows(y, pivots_to_permutation(p, n)), [ipiv, b])
-    y = lapack_call(c, "trsm", [f, pb], [(b.shape, ct)], matrix_in=[True, True], matrix_out=[True],
-                    batch_dims=nb, config={"side": "L", "uplo": "L", "trans_x": "N", "diag": "U"})
-    x = lapack_call(c, "trsm", [f, y], [(b.shape, ct)], matrix_in=[True, True], matrix_out=[True],
-                    batch_dims=nb, config={"side": "L", "uplo": "U", "trans_x": "N", "diag": "N"})
+    f, ipiv, info = _getrf(c, "solve", a, ct)
+    if TARGETS["solve"][c.platform]["permutation"] == PIVOTS_LOOP:  # one traced program
+        (pb,) = lower_traced(c, lambda p, y: _permute_rows(y, pivots_to_permutation(p, n)),
+                             [ipiv, b])
+    else:
+        perm = _permutation(c, "solve", ipiv, n)
+        (pb,) = lower_traced(c, lambda p, y: _permute_rows(y, p), [perm, b])
+    y = _trsm(c, "solve", f, pb, left=True, lower=True, transpose=False, unit=True,
+              batch_dims=nb)
+    x = _trsm(c, "solve", f, y, left=True, lower=False, transpose=False, unit=False,
+              batch_dims=nb)
     return c.convert(c.reshape(_nan_unless_ok(c, info, x), shape), e.type)
 
 
-@register_lowering("qr")
+@_solver_lowering("qr")
 def _qr(c: Ctx, e: Expr, x: Val):
     (qs, qt), (rs, rt) = _results(e)
     *batch, m, n = x.shape
@@ -280,17 +479,17 @@ def _qr(c: Ctx, e: Expr, x: Val):
     a = c.convert(x, ct)
     nb = len(batch)
     k = min(m, n)
-    f, tau = lapack_call(c, "geqrf", [a], [(a.shape, ct), (batch + (k,), ct)],
+    f, tau = solver_call(c, "qr", "geqrf", [a], [(a.shape, ct), (batch + (k,), ct)],
                          matrix_in=[True], matrix_out=[True, False], batch_dims=nb)
     qcols = qs[-1]
     qin = _pad_to(c, _slice(c, f, batch + (m, min(n, qcols))), batch + (m, qcols))
-    q = lapack_call(c, "ungqr" if ct.is_complex else "orgqr", [qin, tau], [(qin.shape, ct)],
+    q = solver_call(c, "qr", "orgqr", [qin, tau], [(qin.shape, ct)],
                     matrix_in=[True, False], matrix_out=[True], batch_dims=nb)
     r = _tri(c, _pad_to(c, _slice(c, f, batch + (min(m, rs[-2]), n)), rs), False)
     return [c.convert(q, qt), c.convert(r, rt)]
 
 
-@register_lowering("eigh")
+@_solver_lowering("eigh")
 def _eigh(c: Ctx, e: Expr, x: Val):
     (ws, wt), (vs, vt) = _results(e)
     if _empty(x.shape):
@@ -299,14 +498,16 @@ def _eigh(c: Ctx, e: Expr, x: Val):
     a = c.convert(x, ct)
     nb = len(a.shape) - 2
     real = T.to_real(ct) if ct.is_complex else ct
-    v, w, info = lapack_call(c, "heevd" if ct.is_complex else "syevd", [a],
+    # the lower triangle is read; GPUs: algorithm 0 = cuSOLVER's default (as JAX)
+    config = {"algorithm": 0, "lower": True} if _on_gpu(c) else {"mode": "V", "uplo": "L"}
+    v, w, info = solver_call(c, "eigh", "syevd", [a],
                              [(a.shape, ct), (ws, real), (ws[:-1], T.S32)],
                              matrix_in=[True], matrix_out=[True, False, False],
-                             config={"mode": "V", "uplo": "L"}, batch_dims=nb)
+                             config=config, batch_dims=nb)
     return [c.convert(_nan_unless_ok(c, info, w), wt), c.convert(_nan_unless_ok(c, info, v), vt)]
 
 
-@register_lowering("svd")
+@_solver_lowering("svd")
 def _svd(c: Ctx, e: Expr, x: Val):
     (us, ut), (ss, st), (vs, vt) = _results(e)
     if _empty(x.shape):
@@ -315,11 +516,50 @@ def _svd(c: Ctx, e: Expr, x: Val):
         return [eye_or_zeros(us, ut), c.const(0, st, ss), eye_or_zeros(vs, vt)]
     ct = _compute_type(ut)
     a = c.convert(x, ct)
-    nb = len(a.shape) - 2
-    real = T.to_real(ct) if ct.is_complex else ct
-    _, s, u, v, info = lapack_call(
-        c, "gesdd", [a], [(a.shape, ct), (ss, real), (us, ct), (vs, ct), (ss[:-1], T.S32)],
-        matrix_in=[True], matrix_out=[True, False, True, True, False],
-        config={"mode": "A" if e.attrs["full_matrices"] else "S"}, batch_dims=nb)
+    full = e.attrs["full_matrices"]
+    if _on_gpu(c):
+        s, u, v, info = _svd_gpu(c, a, ct, full, us, vs)
+    else:
+        real = T.to_real(ct) if ct.is_complex else ct
+        _, s, u, v, info = solver_call(
+            c, "svd", "gesdd", [a],
+            [(a.shape, ct), (ss, real), (us, ct), (vs, ct), (ss[:-1], T.S32)],
+            matrix_in=[True], matrix_out=[True, False, True, True, False],
+            config={"mode": "A" if full else "S"}, batch_dims=len(a.shape) - 2)
     return [c.convert(_nan_unless_ok(c, info, u), ut), c.convert(_nan_unless_ok(c, info, s), st),
             c.convert(_nan_unless_ok(c, info, v), vt)]
+
+
+def _svd_gpu(c: Ctx, a: Val, ct: T.Type, full: bool, us, vts):
+    """The GPU solvers' SVD as JAX calls them: ``gesvdj`` (Jacobi; it returns ``v``, which
+    is transposed, and has no reduced mode below 33x33: the full ``u``/``v`` are sliced)
+    while both dims are at most 1024, else ``gesvd`` (on the transpose of a wide matrix,
+    passed row-major, its ``u`` and ``vt`` swapped). Returns ``s, u, vt, info``."""
+    *batch, m, n = a.shape
+    batch, nb, k = tuple(batch), len(batch), min(m, n)
+    real = T.to_real(ct) if ct.is_complex else ct
+    info_r = (batch, T.S32)
+    if m <= GESVDJ_MAX and n <= GESVDJ_MAX:
+        econ = not full and m > GESVDJ_ECON_MIN and n > GESVDJ_ECON_MIN
+        uc, vc = (k, k) if econ else (m, n)
+        _, s, u, v, info = solver_call(
+            c, "svd", "gesvdj", [a],
+            [(a.shape, ct), (batch + (k,), real), (batch + (m, uc), ct), (batch + (n, vc), ct),
+             info_r],
+            matrix_in=[True], matrix_out=[True, False, True, True, False],
+            config={"compute_uv": True, "full_matrices": not econ}, batch_dims=nb)
+        vt = _swap_last(c, v)
+        if not full and not econ:
+            u, vt = _slice(c, u, batch + (m, k)), _slice(c, vt, batch + (k, n))
+        return s, u, vt, info
+    wide = m < n  # gesvd wants m >= n: a wide matrix goes as its transpose (row-major)
+    cm = not wide
+    _, s, r3, r4, info = solver_call(
+        c, "svd", "gesvd", [a],
+        [(a.shape, ct), (batch + (k,), real), (vts if wide else us, ct),
+         (us if wide else vts, ct), info_r],
+        matrix_in=[cm], matrix_out=[cm, False, cm, cm, False],
+        config={"compute_uv": True, "full_matrices": full, "transposed": wide},
+        batch_dims=nb)
+    u, vt = (r4, r3) if wide else (r3, r4)
+    return s, u, vt, info

@@ -4,6 +4,14 @@
 A rule is ``rule(ctx, expr, *args) -> Val | list[Val]``: ``args`` are the node's args
 with tensors replaced by their lowered :class:`~.mlir.Val`; static options are in
 ``expr.attrs``; the output template is ``expr.shape`` / ``expr.type``.
+
+**The platform.** A module is lowered for one PJRT platform (``cpu``, ``cuda``, ``rocm``,
+``tpu``): :func:`lower_module`'s ``platform`` (default :func:`default_platform`, the one
+nxpy's client runs on), carried in the context (``ctx.platform``), so a rule whose form
+depends on it (the linear-algebra custom calls, the host-callback target) asks there.
+Almost every rule emits plain StableHLO that XLA compiles on every platform; an op whose
+rule exists only on some platforms says so with :func:`register_platforms`
+(:func:`lowers` answers for an op and a platform; see ``docs/gpu.md``).
 """
 from __future__ import annotations
 
@@ -19,9 +27,15 @@ from ... import pjrt
 from ...defn.expr import Expr, Fn, has_effects
 from .mlir import TOKEN, Builder, Val, dense, dense_i64, i64_array, is_splat, tensor_type
 
-__all__ = ["LOWERINGS", "register_lowering", "Ctx", "lower_module", "LoweringError"]
+__all__ = ["LOWERINGS", "register_lowering", "Ctx", "lower_module", "LoweringError",
+           "default_platform", "check_platform", "register_platforms", "lowers"]
 
 LOWERINGS: dict = {}
+
+#: op → the platforms its lowering rule has a native form for (ops not listed: every
+#: platform). Filled with :func:`register_platforms`; a compiler traces an op that has no
+#: form on its platform as its portable composition (``ExlaCompiler.supports``).
+PLATFORM_LOWERINGS: dict = {}
 
 
 class LoweringError(NotImplementedError):
@@ -31,6 +45,42 @@ class LoweringError(NotImplementedError):
 register_lowering = rule_registrar(
     LOWERINGS, "register_lowering", "a lowering",
     """Decorator: ``@register_lowering("add", "subtract")`` registers ``rule`` for ops.""")
+
+
+def default_platform() -> str:
+    """The platform modules are lowered for unless told otherwise: the one nxpy's XLA
+    client is (or will be) created for, :func:`nxpy.pjrt.requested_platform` (asking
+    does not start the client; a started client was created for exactly this name,
+    whereas its own ``platform`` may spell a GPU ``gpu``)."""
+    return pjrt.requested_platform()
+
+
+def check_platform(platform) -> str:
+    """``platform`` (None: :func:`default_platform`) as one of ``nxpy.pjrt.PLATFORMS``,
+    or a ValueError naming them."""
+    if platform is None:
+        return default_platform()
+    name = str(platform).strip().lower()
+    if name not in pjrt.PLATFORMS:
+        raise ValueError(f"platform must be one of {', '.join(pjrt.PLATFORMS)} (the platform "
+                         f"to lower for), got {platform!r}")
+    return name
+
+
+def register_platforms(op: str, platforms) -> None:
+    """Declares that ``op``'s lowering rule has a native form only on ``platforms``
+    (elsewhere the rule lowers the op's portable composition, and a compiler traces that
+    composition in its place: :func:`lowers`)."""
+    PLATFORM_LOWERINGS[op] = frozenset(platforms)
+
+
+def lowers(op: str, platform: str) -> bool:
+    """Whether ``op`` has a native lowering on ``platform`` (a rule, not limited to other
+    platforms by :func:`register_platforms`)."""
+    if op not in LOWERINGS:
+        return False
+    only = PLATFORM_LOWERINGS.get(op)
+    return only is None or platform in only
 
 
 I1 = T.PRED
@@ -49,6 +99,12 @@ class Ctx:
         #: the last side effect of this region (a TokenVal): the next one waits for it
         self.token = None
 
+    @property
+    def platform(self) -> str:
+        """The platform this module is lowered for (``lower_module``'s ``platform``)."""
+        p = self.info.get("platform")
+        return p if p is not None else default_platform()
+
     # --- values ------------------------------------------------------------------------
     def lookup(self, e: Expr):
         c = self
@@ -59,8 +115,8 @@ class Ctx:
             c = c.parent
         raise LoweringError(f"internal error: node {e!r} used before it was lowered")
 
-    def op(self, name, operands, results, attrs=None, regions=None):
-        return self.b.op(name, operands, results, attrs, regions)
+    def op(self, name, operands, results, attrs=None, regions=None, discardable=None):
+        return self.b.op(name, operands, results, attrs, regions, discardable)
 
     def const(self, value, t: T.Type, shape=()) -> Val:
         shape = tuple(shape)
@@ -149,7 +205,8 @@ class Ctx:
         tok = self.effect_token()
         k = self.const(callback.key, T.parse("u64"))
         part = self.op("stablehlo.partition_id", [], ((), T.U32))
-        outs = self.custom_call(pjrt.host_callback_target(), [tok, k, part] + list(operands),
+        target = pjrt.host_callback_target(self.platform)  # jaxlib's, for this platform
+        outs = self.custom_call(target, [tok, k, part] + list(operands),
                                 [TOKEN] + list(results), backend_config="index = 0 : ui64",
                                 has_side_effect=True)
         self.token, *vals = outs
@@ -651,11 +708,14 @@ def donation_aliases(graph: Fn, in_shardings=None, out_shardings=None) -> dict:
 
 def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
                  arg_attrs=None, result_attrs=None, preamble: str = "", info=None,
-                 in_shardings=None, out_shardings=None) -> str:
-    """The whole module for ``graph`` as ``main``; ``arg_attrs``/``result_attrs`` are
-    optional per-position attribute dicts (shardings). Donated parameters are aliased to
-    results (``tf.aliasing_output``, as JAX emits it). A module calling host callbacks is
-    a :class:`nxpy.pjrt.CallbackModule`: the text holds its callbacks."""
+                 in_shardings=None, out_shardings=None, platform=None) -> str:
+    """The whole module for ``graph`` as ``main``, lowered for ``platform`` (``cpu``,
+    ``cuda``, ``rocm``, ``tpu``; default :func:`default_platform`); ``arg_attrs``/
+    ``result_attrs`` are optional per-position attribute dicts (shardings). Donated
+    parameters are aliased to results (``tf.aliasing_output``, as JAX emits it). A module
+    calling host callbacks is a :class:`nxpy.pjrt.CallbackModule`: the text holds its
+    callbacks."""
+    platform = check_platform(platform)
     if graph.donated:
         arg_attrs = [dict(a) for a in arg_attrs] if arg_attrs else \
             [{} for _ in graph.params]
@@ -663,7 +723,7 @@ def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
             arg_attrs[i]["tf.aliasing_output"] = f"{j} : i32"
     b = Builder()
     # one list for the whole module (sub-contexts share it, copies of ``info`` too)
-    info = {**(info or {}), "host_callbacks": []}
+    info = {**(info or {}), "host_callbacks": [], "platform": platform}
     ctx = Ctx(b, {}, info=info)
     params = [Val(f"%arg{i}", p.shape, p.type) for i, p in enumerate(graph.params)]
     outs = ctx.lower_body(graph, params)

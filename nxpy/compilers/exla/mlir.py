@@ -128,9 +128,11 @@ class Builder:
     def child(self) -> "Builder":
         return Builder(self.counter, self.indent + "  ")
 
-    def op(self, name, operands, results, attrs=None, regions=None):
+    def op(self, name, operands, results, attrs=None, regions=None, discardable=None):
         """Emits ``name`` and returns one :class:`Val` per ``(shape, type)`` in ``results``
-        (a single Val when ``results`` is one pair)."""
+        (a single Val when ``results`` is one pair). ``attrs`` are the op's properties
+        (``<{...}>``); ``discardable`` its other attributes (``{...}`` after the regions:
+        ``mhlo.frontend_attributes`` reaches XLA's HLO only from there)."""
         single = results == TOKEN or (isinstance(results, tuple) and len(results) == 2
                                       and isinstance(results[1], T.Type))
         res = [results] if single else list(results)
@@ -150,6 +152,8 @@ class Builder:
         reg = ""
         if regions:
             reg = " (" + ", ".join(regions) + ")"
+        if discardable:
+            reg += " {" + ", ".join(f"{k} = {v}" for k, v in discardable.items()) + "}"
         in_t = ", ".join(v.ty for v in operands)
         out_t = ", ".join(_ty(r) for r in res)
         if len(res) != 1:

@@ -17,10 +17,11 @@ from ...defn.kernel import identity_key
 from ...defn.sharded import named
 from ...tensor import Tensor, template
 from .buffers import GlobalResult, Piece
-from .lowering import Ctx, lower_module, reducer_region, register_lowering
+from .lowering import Ctx, check_platform, lower_module, reducer_region, register_lowering
 from .mlir import Val, dense_i64, i64_array
 
-__all__ = ["mesh_symbol", "sdy_sharding", "lower_sharded", "compile_sharded", "manual_region"]
+__all__ = ["mesh_symbol", "sdy_sharding", "lower_sharded", "lower_replicated", "lowered",
+           "compile_sharded", "manual_region"]
 
 
 def mesh_symbol(mesh) -> str:
@@ -328,9 +329,10 @@ def _replicated(graph, mesh):
     return in_sh, out_sh, SH.Propagator(mesh, in_sh)
 
 
-def lower_replicated(graph, mesh) -> str:
-    """The module of a plain-jit graph that contains shard_map (see compile_replicated)."""
-    return lower_sharded(graph, mesh, *_replicated(graph, mesh))
+def lower_replicated(graph, mesh, platform=None) -> str:
+    """The module of a plain-jit graph that contains shard_map (see compile_replicated),
+    lowered for ``platform`` (default: nxpy's client's)."""
+    return lower_sharded(graph, mesh, *_replicated(graph, mesh), platform=platform)
 
 
 def compile_replicated(graph, mesh, opts):
@@ -345,7 +347,11 @@ def compile_replicated(graph, mesh, opts):
     return run_one
 
 
-def lower_sharded(graph, mesh, in_shardings, out_shardings, propagator, name="nxpy") -> str:
+def lower_sharded(graph, mesh, in_shardings, out_shardings, propagator, name="nxpy",
+                  platform=None) -> str:
+    """The SPMD module of ``graph`` over ``mesh`` (Shardy shardings on the arguments and
+    results, collectives in manual regions), lowered for ``platform`` (default: nxpy's
+    client's, :func:`~.lowering.default_platform`)."""
     axes = ", ".join(f'"{a}"={d}' for a, d in zip(mesh.axis_names, mesh.shape))
     preamble = f"  sdy.mesh {mesh_symbol(mesh)} = <[{axes}]>"
     return lower_module(
@@ -353,19 +359,20 @@ def lower_sharded(graph, mesh, in_shardings, out_shardings, propagator, name="nx
         arg_attrs=[{"sdy.sharding": sdy_sharding(s, mesh)} for s in in_shardings],
         result_attrs=[{"sdy.sharding": sdy_sharding(s, mesh)} for s in out_shardings],
         info={"mesh": mesh, "propagator": propagator}, in_shardings=in_shardings,
-        out_shardings=out_shardings)
+        out_shardings=out_shardings, platform=platform)
 
 
-def lowered(graph, mesh, in_shardings, out_shardings, propagator) -> str:
-    """``lower_sharded``, once per graph and abstract mesh (the module names no devices:
-    a same-shaped mesh of other devices reuses it)."""
+def lowered(graph, mesh, in_shardings, out_shardings, propagator, platform=None) -> str:
+    """``lower_sharded``, once per graph, abstract mesh and platform (the module names no
+    devices: a same-shaped mesh of other devices reuses it)."""
+    platform = check_platform(platform)
     key = ("exla_sharded", mesh.abstract, tuple(map(tuple, in_shardings)),
-           tuple(map(tuple, out_shardings)))
+           tuple(map(tuple, out_shardings)), platform)
     text = graph.cache.get(key)
     if text is None:
         with telemetry.timed("lower", key=key[:2], function="shard_jit"):
             text = graph.cache[key] = lower_sharded(graph, mesh, in_shardings, out_shardings,
-                                                    propagator)
+                                                    propagator, platform=platform)
     return text
 
 
