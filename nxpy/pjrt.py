@@ -903,12 +903,17 @@ _next_callback_key = itertools.count(1)  # never reused: a stale text cannot cal
 _callback_lock = threading.Lock()
 
 
-def host_callback_target() -> str:
-    """The custom-call target of a host callback on this platform: jaxlib's
-    ``xla_ffi_python_{cpu,gpu}_callback`` (what ``jax.debug.callback`` lowers to). Its
-    operands, as nxpy emits them: a token, the callback's key (``ui64``), the partition
-    id (``ui32``) and the values; its results: a token, then the callback's values."""
-    name = requested_platform()
+def host_callback_target(platform: str | None = None) -> str:
+    """The custom-call target of a host callback on ``platform`` (default: this
+    process's): jaxlib's ``xla_ffi_python_{cpu,gpu}_callback`` (what
+    ``jax.debug.callback`` lowers to). Its operands, as nxpy emits them: a token, the
+    callback's key (``ui64``), the partition id (``ui32``) and the values; its results: a
+    token, then the callback's values.
+
+    >>> host_callback_target("cuda")
+    'xla_ffi_python_gpu_callback'
+    """
+    name = platform or requested_platform()
     if name not in _CALLBACK_TARGETS:
         raise NotImplementedError(f"host callbacks (print_value, hook, runtime_call) inside compiled "
                                   f"programs are not supported on the {name!r} platform by "
