@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
 LIMIT := timeout -k 30 1800
 
-.PHONY: test roundtrip distributed soak fuzz demo train bench clean
+.PHONY: test roundtrip distributed soak fuzz demo train bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,20 +30,32 @@ test: $(STAMP)
 distributed: $(STAMP)
 	$(LIMIT) $(PY) -m pytest -q -n 2 -m multiprocess tests/test_distributed.py
 
-# the whole suite again, every EXLA program also emitted -> parsed -> loaded -> rerun
+# the suite's program-building tests again (every op family, grad, vmap, linalg, random,
+# collectives, sharding), every EXLA program also emitted -> parsed -> loaded -> rerun;
+# the rest of the suite (validation, caches, lifetimes, plugins, ...) builds no program
+# these do not, and the fuzzer round-trips its own. `make roundtrip ROUNDTRIP=tests`: all
+ROUNDTRIP ?= $(wildcard tests/test_ops*.py) tests/test_grad.py tests/test_grad_sharded.py \
+	tests/test_vmap.py tests/test_jacobian.py tests/test_random.py tests/test_collectives.py \
+	tests/test_sharding.py tests/test_sharded_tensors.py tests/test_stablehlo.py \
+	tests/test_cond_clauses.py tests/test_defn.py
 roundtrip: $(STAMP)
-	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" -p nxpy.stablehlo.roundtrip
+	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" -p nxpy.stablehlo.roundtrip $(ROUNDTRIP)
 
 # threads, memory, cache bounds and interrupts under load (tests/test_soak.py); every
 # benchmark of bench/ set up and run once, untimed (tests/test_bench.py)
 soak: $(STAMP)
-	timeout -k 30 600 $(PY) -m pytest -q -p no:xdist -m soak tests/test_soak.py tests/test_bench.py
+	timeout -k 30 600 $(PY) -m pytest -q -p no:xdist -m soak tests/test_soak.py tests/test_bench.py tests/test_gpu_check.py
 
 # the differential fuzzer beyond make test's slice: make fuzz N=5000 SEED=3
 N ?= 1000
 SEED ?= 0
 fuzz: $(STAMP)
 	$(LIMIT) $(PY) -m nxpy.testing.fuzz --seed $(SEED) --count $(N)
+
+# nxpy on a CUDA GPU (bench/gpu_check.py): lowering for CUDA anywhere; on a machine with a
+# GPU and jax's CUDA plugin, a slice of the suite, the demo and a benchmark against JAX
+gpu-check: $(STAMP)
+	timeout -k 30 900 $(PY) -m bench.gpu_check
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
@@ -55,4 +67,4 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf .venv .venv-*/ .pytest_cache
