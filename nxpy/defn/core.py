@@ -30,6 +30,7 @@ from . import tree as tree_mod
 from .compiler import check_options, compile_graph, get_compiler
 from .sharded import (MeshMixError, compile_program, named, one_mesh, program_meshes,
                       result_shardings, trace_sharded)
+from .static_args import check_static_options
 from .tracing import (_arg_names, _leaf, _leaf_names, _leaves_of, _static_key, _template_str,
                       check_donate_argnums, donated_leaves, donating, expansions, trace)
 
@@ -212,7 +213,8 @@ class Jit:
     the same function reuses it). Calling it inside another defn inlines it."""
 
     def __init__(self, fun, compiler=None, donate_argnums=None, *, in_shardings=None,
-                 out_shardings=None, mesh=None, **opts):
+                 out_shardings=None, mesh=None, static_argnums=None, static_argnames=None,
+                 **opts):
         if not callable(fun):
             raise TypeError(f"jit: expected fun to be a callable, got {fun!r}")
         functools.update_wrapper(self, fun)
@@ -236,6 +238,11 @@ class Jit:
             self._sig = inspect.signature(fun)
         except (TypeError, ValueError):
             self._sig = None
+        # static arguments (see nxpy.defn.static_args): one inner Jit per static values
+        self.static_argnums, self.static_argnames = static_argnums, static_argnames
+        self._statics = check_static_options(fun, static_argnums, static_argnames,
+                                             f"jit({self.__name__})")
+        self._by_static: dict = {}
         if compiler is not None or opts:
             _resolve(compiler, opts)  # reject unknown compilers and options early
 
@@ -267,6 +274,8 @@ class Jit:
     def _call(self, args, kwargs):
         if _LOCAL.stack:  # a defn calling a defn inlines it
             return self.fun(*args, **kwargs)
+        if self._statics is not None:
+            return self._call_static(args, kwargs)
         if not kwargs:  # tensors and arrays mixed, tensors whose templates are not made yet
             hit = self._mixed.get(tuple([
                 (a._tk or a.template) if type(a) is Tensor
@@ -319,6 +328,27 @@ class Jit:
         run, out_tree = exe
         return tree_mod.unflatten(out_tree, run(leaves))
 
+    def _call_static(self, args, kwargs):
+        """A call with static arguments: the Jit of ``fun`` with these static values
+        bound (made, and traced and compiled, once per distinct values) on the dynamic
+        arguments; ``donate_argnums`` count every argument, as in JAX."""
+        st = self._statics
+        dyn, dyn_kw, key, static_pos, static_kw = st.split(args, kwargs)
+        inner = self._by_static.get(key)
+        if inner is None:
+            self._check_arity(args, kwargs)
+            inner = Jit(st.bind(self.fun, static_pos, static_kw), self.compiler,
+                        st.donate(self.donate_argnums, static_pos),
+                        in_shardings=self.layout.in_shardings,
+                        out_shardings=self.layout.out_shardings, mesh=self.layout.mesh,
+                        **self.opts)
+            put_bounded(self._by_static, key, inner, program_cache_size())
+        before = inner.trace_count
+        try:
+            return inner(*dyn, **dyn_kw)
+        finally:
+            self.trace_count += inner.trace_count - before
+
     def _remember(self, args, leaves, exe) -> None:
         """Puts program ``exe`` on the hot path of calls like this one: positional tensors
         (``_fast``), positional NumPy arrays (``_fast_arrays``), any mix of both
@@ -346,6 +376,8 @@ class Jit:
 
     def forget_programs(self) -> None:
         """Empties the hot paths (the programs stay in the process-wide cache)."""
+        for inner in list(self._by_static.values()):
+            inner.forget_programs()
         self._fast.clear()
         self._fast_nested.clear()
         self._fast_arrays.clear()
@@ -520,7 +552,7 @@ class Transform:
 
 
 def jit(fun, compiler=None, *, donate_argnums=None, in_shardings=None, out_shardings=None,
-        mesh=None, **opts) -> Jit:
+        mesh=None, static_argnums=None, static_argnames=None, **opts) -> Jit:
     """Compiles ``fun`` with ``compiler`` (``"evaluator"`` by default, or ``"exla"``).
 
     >>> import nxpy as nx
@@ -542,9 +574,19 @@ def jit(fun, compiler=None, *, donate_argnums=None, in_shardings=None, out_shard
     Traceback (most recent call last):
     ...
     nxpy.tensor.DonatedError: this tensor was donated to <lambda> (donate_argnums=(0,)) (argument leaf 0) and cannot be used after that call (its memory may hold the result now); pass a copy (nx.backend_copy(t, 'exla') for example) if you need it afterwards, or do not donate it
+
+    ``static_argnums`` (positions) and ``static_argnames`` (names) make arguments static,
+    as in JAX: the function gets the values themselves (a shape, an axis, a count), each
+    distinct value traces and compiles once, and they must be hashable (see
+    :mod:`nxpy.defn.static_args`):
+
+    >>> rows = jit(lambda x, n: nx.reshape(x, (n, -1)), static_argnums=1)
+    >>> rows(nx.iota((6,)), 2).tolist(), rows(nx.iota((6,)), n=3).shape, rows.trace_count
+    ([[0, 1, 2], [3, 4, 5]], (3, 2), 2)
     """
     return Jit(fun, compiler, donate_argnums, in_shardings=in_shardings,
-               out_shardings=out_shardings, mesh=mesh, **opts)
+               out_shardings=out_shardings, mesh=mesh, static_argnums=static_argnums,
+               static_argnames=static_argnames, **opts)
 
 
 def defn(fun=None, **opts):
@@ -562,8 +604,19 @@ class Compiled:
     def __init__(self, fun, templates, compiler, opts):
         if not callable(fun):
             raise TypeError(f"compile: expected fun to be a callable, got {fun!r}")
-        self.fun = fun
         self.__name__ = getattr(fun, "__name__", "function")
+        opts = dict(opts)
+        argnums = check_donate_argnums(opts.pop("donate_argnums", None),
+                                       f"compile({self.__name__})")
+        self._statics = check_static_options(fun, opts.pop("static_argnums", None),
+                                             opts.pop("static_argnames", None),
+                                             f"compile({self.__name__})")
+        self._n_all = len(templates)
+        if self._statics is not None:  # the static values are given among the templates
+            templates, _, self._static_key, static_pos, _ = self._statics.split(templates, {})
+            argnums = self._statics.donate(argnums, static_pos)
+            fun = self._statics.bind(fun, static_pos, {})
+        self.fun = fun
         leaves, tree = tree_mod.flatten((tuple(templates), {}))
         self.tree = tree
         self._n = len(templates)
@@ -580,9 +633,6 @@ class Compiled:
             except TypeError as e:
                 raise TypeError(f"compile: {self.__name__} cannot be called with the "
                                 f"{len(templates)} templates given: {e}") from None
-        opts = dict(opts)
-        argnums = check_donate_argnums(opts.pop("donate_argnums", None),
-                                       f"compile({self.__name__})")
         layout = Layout(opts.pop("in_shardings", None), opts.pop("out_shardings", None),
                         opts.pop("mesh", None), f"compile({self.__name__})")
         comp, opts = _resolve(compiler, opts)
@@ -611,6 +661,13 @@ class Compiled:
         self._run = donating(compile_graph(comp, graph, opts), donated, where)
 
     def __call__(self, *args):
+        if self._statics is not None and len(args) == self._n_all != self._n:
+            dyn, _, key, _, _ = self._statics.split(args, {})
+            if key != self._static_key:  # called with every argument: the same static ones
+                raise ValueError(f"{self.__name__}: compiled for other static arguments "
+                                 f"(static_argnums={self._statics.argnums}); compile it for "
+                                 f"these, or pass only the dynamic arguments")
+            args = dyn
         if len(args) != self._n:
             raise TypeError(f"{self.__name__}: expected {self._n} argument"
                             f"{'' if self._n == 1 else 's'} (as compiled), got {len(args)}")
@@ -650,10 +707,21 @@ def compile(fun, *templates, compiler=None, **opts) -> Compiled:  # noqa: A001
     Traceback (most recent call last):
     ...
     ValueError: argument 0 (x): expected s32[2], got f32[2] (compiled ahead of time for fixed shapes and types)
+
+    Static arguments (``static_argnums``/``static_argnames``) are given as their values
+    among the templates; the result is called with the dynamic arguments only (or with
+    all of them, the static ones equal to those compiled for):
+
+    >>> g = compile(lambda x, n: nx.reshape(x, (n, -1)), nx.template((6,), "s32"), 3,
+    ...             static_argnums=1)
+    >>> g(nx.iota((6,))).shape, g(nx.iota((6,)), 3).shape
+    ((3, 2), (3, 2))
     """
     if isinstance(fun, Jit):
         compiler = compiler if compiler is not None else fun.compiler
-        opts = {**fun.opts, "donate_argnums": fun.donate_argnums, **opts}
+        opts = {**fun.opts, "donate_argnums": fun.donate_argnums,
+                "static_argnums": fun.static_argnums, "static_argnames": fun.static_argnames,
+                **opts}
         fun = fun.fun
     return Compiled(fun, templates, compiler, opts)
 

@@ -29,6 +29,7 @@ from . import sharding as SH
 from . import tree as tree_mod
 from .core import Jit, _resolve, place_leaf
 from .sharded import ShardedExecutable, compile_program, trace_sharded
+from .static_args import check_static_options
 from .tracing import _arg_names, check_donate_argnums, donated_leaves
 
 __all__ = ["shard_jit", "ShardJit", "ShardedExecutable"]
@@ -55,9 +56,15 @@ class ShardJit:
     """The callable ``shard_jit`` returns: ``f(per_device_args) -> per_device_results``."""
 
     def __init__(self, fun, mesh, input_shardings=None, output_shardings=None, compiler=None,
-                 check_replicas=None, donate_argnums=None, **opts):
+                 check_replicas=None, donate_argnums=None, *, static_argnums=None,
+                 static_argnames=None, **opts):
         if not callable(fun):
             raise TypeError(f"shard_jit: expected fun to be a callable, got {fun!r}")
+        self._statics = check_static_options(fun.fun if isinstance(fun, Jit) else fun,
+                                             static_argnums, static_argnames, "shard_jit")
+        self._by_static: dict = {}
+        self._init = (mesh, input_shardings, output_shardings, compiler, check_replicas,
+                      donate_argnums, opts)
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_jit: expected mesh to be an nx.Mesh, got {mesh!r}")
         one = as_partition_spec(input_shardings)  # one P for every argument
@@ -262,6 +269,8 @@ class ShardJit:
         """``f(per_device_args)`` (Nx's form: one argument list per device, see
         :func:`shard_jit`), or ``f(*global_tensors)`` (JAX's form: whole tensors, sharded
         ones or any others, laid out by ``input_shardings``; returns sharded tensors)."""
+        if self._statics is not None:
+            return self._call_static(args, False)
         if len(args) != 1 or _is_global(args[0]):
             return self._call_global_tensors(args)
         per_device_args = args[0]
@@ -271,6 +280,40 @@ class ShardJit:
         if exe.single_output:
             return [o[0] for o in outs]
         return [tree_mod.unflatten(exe.graph.tree, o) for o in outs]
+
+    def _inner(self, args):
+        """The ShardJit of ``fun`` with the static values of ``args`` bound (one per
+        distinct values, see :mod:`nxpy.defn.static_args`) and the dynamic arguments;
+        ``input_shardings`` gives the dynamic arguments' shardings, ``donate_argnums``
+        counts every argument, as in JAX."""
+        st = self._statics
+        dyn, _, key, static_pos, _ = st.split(args, {})
+        inner = self._by_static.get(key)
+        if inner is None:
+            mesh, ins, outs, compiler, check, donate, opts = self._init
+            inner = put_bounded(self._by_static, key, ShardJit(
+                st.bind(self.fun, static_pos, {}), mesh, ins, outs, compiler, check,
+                st.donate(self.donate_argnums, static_pos), **opts), program_cache_size())
+        return inner, dyn, key
+
+    def _call_static(self, args, whole):
+        if not whole and len(args) == 1 and not _is_global(args[0]):  # per-device lists
+            per_device = args[0]
+            inner, _, key = self._inner(tuple(per_device[0]))
+            dyn = []
+            for p, a in enumerate(per_device):
+                inner_p, d, k = self._inner(tuple(a))
+                if k != key:
+                    raise ValueError(f"shard_jit: device {p} gets other static arguments than "
+                                     f"device 0; static arguments must be the same on every "
+                                     f"device")
+                dyn.append(list(d))
+            out = inner(dyn)
+        else:
+            inner, dyn, _ = self._inner(args)
+            out = inner.call_global(*dyn) if whole else inner(*dyn)
+        self.last = inner.last
+        return out
 
     def _call_global_tensors(self, args):
         """The global form: each argument tensor laid out as ``input_shardings`` says (a
@@ -301,6 +344,8 @@ class ShardJit:
         """Calls the program with whole (global) tensors, one per argument, given alike
         on every process: each process slices out its own partitions' shards (per
         ``input_shardings``) and gets its own partitions' results."""
+        if self._statics is not None:
+            return self._call_static(args, True)
         leaves, tree = tree_mod.flatten(tuple(args))
         loc = self._local()
         cols = [SH.shard(to_tensor(x, label), self.mesh, spec, partitions=loc)
@@ -358,5 +403,8 @@ def shard_jit(fun, mesh, *, input_shardings=None, output_shardings=None, compile
 
     Called with whole tensors instead (``f(x, y)``: sharded tensors, or any tensors,
     which are placed), it is ``jit(fun, in_shardings=input_shardings,
-    out_shardings=output_shardings)`` over ``mesh`` and returns sharded tensors."""
+    out_shardings=output_shardings)`` over ``mesh`` and returns sharded tensors.
+    ``static_argnums``/``static_argnames`` pass those arguments (the same on every
+    device) to ``fun`` as the values themselves, one program per distinct values, as for
+    :func:`~nxpy.defn.jit`; ``input_shardings`` then gives the other arguments'."""
     return ShardJit(fun, mesh, input_shardings, output_shardings, compiler, **opts)

@@ -23,6 +23,7 @@ nxpy.defn.sharding.AmbiguousSpecError: shard_map: in_specs for the 1 argument(s)
 from __future__ import annotations
 
 from .. import _context
+from ..cache import program_cache_size, put_bounded
 from ..mesh import Mesh
 from ..ops import primitive, to_tensor
 from ..tensor import Tensor, shape_str
@@ -30,7 +31,8 @@ from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import current_mesh, mesh_context
 from .core import jit
-from .tracing import _arg_names
+from .static_args import check_static_options
+from .tracing import _arg_names, check_donate_argnums
 from .expr import EXPR, Expr, trace_fn
 from .varying import analyze
 
@@ -60,7 +62,8 @@ class ShardMap:
     """The callable ``shard_map`` returns. Inside a defn it records a ``shard_map`` node;
     called directly it jits itself (with ``compiler=`` if given)."""
 
-    def __init__(self, fun, mesh, in_specs, out_specs, check_vma=True, **jit_opts):
+    def __init__(self, fun, mesh, in_specs, out_specs, check_vma=True, *, static_argnums=None,
+                 static_argnames=None, **jit_opts):
         if not callable(fun):
             raise TypeError(f"shard_map: expected fun to be a callable, got {fun!r}")
         if not isinstance(mesh, Mesh):
@@ -70,13 +73,39 @@ class ShardMap:
         self.check_vma = check_vma
         self._jit = None
         self._jit_opts = jit_opts
+        self._statics = check_static_options(fun, static_argnums, static_argnames,
+                                             "shard_map")
+        self._by_static: dict = {}
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if self._statics is not None:
+            return self._call_static(args, kwargs)
+        if kwargs:
+            raise TypeError(f"shard_map: arguments are passed by position (in_specs gives "
+                            f"one spec per positional argument), got keyword arguments "
+                            f"{sorted(kwargs)}")
         if not _context.tracing():
             if self._jit is None:
                 self._jit = jit(lambda *a: self(*a), **self._jit_opts)
             return self._jit(*args)
         return self._trace(args)
+
+    def _call_static(self, args, kwargs):
+        """The ShardMap of ``fun`` with these static values bound (one per distinct
+        values, see :mod:`nxpy.defn.static_args`) on the dynamic arguments: ``in_specs``
+        gives their specs; ``donate_argnums`` counts every argument, as in JAX."""
+        st = self._statics
+        dyn, dyn_kw, key, static_pos, static_kw = st.split(args, kwargs)
+        inner = self._by_static.get(key)
+        if inner is None:
+            opts = dict(self._jit_opts)
+            if opts.get("donate_argnums") is not None:
+                opts["donate_argnums"] = st.donate(
+                    check_donate_argnums(opts["donate_argnums"], "shard_map"), static_pos)
+            inner = put_bounded(self._by_static, key, ShardMap(
+                st.bind(self.fun, static_pos, static_kw), self.mesh, self.in_specs,
+                self.out_specs, self.check_vma, **opts), program_cache_size())
+        return inner(*dyn, **dyn_kw)
 
     def _trace(self, args):
         mesh = self.mesh
@@ -133,13 +162,17 @@ class ShardMap:
         return tree_mod.unflatten(body.tree, outs)
 
 
-def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, **jit_opts) -> ShardMap:
+def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, static_argnums=None,
+              static_argnames=None, **jit_opts) -> ShardMap:
     """Runs ``fun`` on each device's shard. ``in_specs``: one spec per argument (or one
     spec for all); ``out_specs``: one per output (or one for all); which a tuple is
     follows :func:`nxpy.defn.sharding.is_one_spec`. With ``check_vma`` (the
     default) an output declared replicated over an axis along which its value provably
-    varies is an error."""
-    return ShardMap(fun, mesh, in_specs, out_specs, check_vma, **jit_opts)
+    varies is an error. ``static_argnums``/``static_argnames`` pass those arguments to
+    ``fun`` as the values themselves, one program per distinct values (as for
+    :func:`~nxpy.defn.jit`); ``in_specs`` then gives the specs of the other arguments."""
+    return ShardMap(fun, mesh, in_specs, out_specs, check_vma, static_argnums=static_argnums,
+                    static_argnames=static_argnames, **jit_opts)
 
 
 def varying_axes(fn, param_axes, mesh) -> list[frozenset]:
