@@ -15,6 +15,7 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``grad_rules``  the gradient rule of each op
 ``vmap``        vmap: automatic batching, a transform of Expr graphs (and batch_paths)
 ``jacobian``    jacobian, hessian: reverse-mode Jacobians, vmap of grad
+``scan``        scan, map, associative_scan (``jax.lax``'s), over while_loop and slices
 ``batch_rules`` the batching rule of each op
 ``collectives`` all_gather, psum and the other collectives, axis_index, the mesh context
 ``sharding``    sharding specs, splitting/assembling shards, propagation over graphs
@@ -60,6 +61,7 @@ from .shard_map import ShardMap, shard_map
 from .tree import register_container
 from .vmap import batch_paths, vmap
 from .jacobian import hessian, jacobian
+from .scan import associative_scan, map, scan  # noqa: A004 (jax.lax.map's name)
 from . import portable  # noqa: F401 - registers the linear-algebra primitives' portable implementations
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler", "Jit",
@@ -71,4 +73,4 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler"
            "all_reduce", "psum", "pmax", "pmin",
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
            "ppermute", "shift", "collective_broadcast", "axis_index", "all_slice",
-           "device_put", "with_sharding_constraint"]
+           "device_put", "with_sharding_constraint", "scan", "associative_scan"]
