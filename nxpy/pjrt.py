@@ -785,6 +785,24 @@ def compile(module_text: str, device_ids, *, spmd: bool = False):
     return _EXECUTABLES.get(key, lambda: _compile_or_load(module_text, key[1], spmd))
 
 
+def memory_stats(executable) -> dict:
+    """The device memory a compiled executable reserves, from XLA's buffer assignment
+    (``LoadedExecutable.get_compiled_memory_stats``), in bytes: ``argument``, ``output``,
+    ``alias`` (outputs written in place of donated arguments), ``temp`` (everything the
+    program allocates while it runs, loop carries included) and ``generated_code``.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import compile
+    >>> f = compile(lambda x: x * 2, nx.template((1000,), "f32"), compiler="exla")
+    >>> memory_stats(f._run.executable)["argument"]
+    4000
+    """
+    m = executable.get_compiled_memory_stats()
+    return {"argument": int(m.argument_size_in_bytes), "output": int(m.output_size_in_bytes),
+            "alias": int(m.alias_size_in_bytes), "temp": int(m.temp_size_in_bytes),
+            "generated_code": int(m.generated_code_size_in_bytes)}
+
+
 #: executables of programs with host callbacks, held by the texts that lowered them
 #: (CallbackModule.executables) and found here by equal texts (equal print_values)
 _CALLBACK_EXECUTABLES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()

@@ -25,10 +25,13 @@ Control flow: ``cond`` differentiates through the branch taken; ``while_loop`` i
 mode needs a bound on its trip count known while tracing: a counting loop
 (``fori_loop``, or ``while_loop`` whose state holds a counter that starts at a constant,
 steps by a constant and is compared with a constant), or ``max_iterations=N``; the
-carries of each iteration are kept in a buffer of that many entries and the loop is run
-backwards. Collectives inside ``shard_map`` are transposed as JAX transposes them, with
-the varying/invariant axes of every value (:mod:`nxpy.defn.varying`) deciding where a
-cotangent is summed across devices.
+carries of each iteration are kept (a counting loop's in a buffer of its trip count; a
+``max_iterations`` loop's, when ``N`` of them would exceed ``RESIDUAL_BYTES``, as
+checkpoints in a fixed buffer thinned as the loop runs, so memory does not grow with
+``N``: see ``Backprop._replay_while``) and the loop is run backwards. Collectives
+inside ``shard_map`` are transposed as JAX transposes them, with the varying/invariant
+axes of every value (:mod:`nxpy.defn.varying`) deciding where a cotangent is summed
+across devices.
 """
 from __future__ import annotations
 
@@ -248,26 +251,92 @@ class Backprop:
         return [self.value(o) for o in fn.outputs]
 
     def _replay_while(self, e: Expr, n: int):
-        """The loop, also recording the carries each iteration starts from (in buffers of
-        ``n`` entries, ``n`` bounding its iterations) and counting its iterations."""
+        """The loop, also recording the carries each iteration starts from and counting its
+        iterations. ``n`` bounds its iterations. A loop that counts to a constant (``n`` is
+        its trip count) or whose ``n`` carries fit in :data:`RESIDUAL_BYTES` keeps every
+        carry, in a buffer of ``n`` entries.
+
+        Otherwise (``max_iterations=N`` with a large state: the loop may exit long before
+        ``N``) XLA's static shapes rule out a buffer that grows with the iterations, and
+        any buffer of ``N`` entries would be reserved whole, so the carries are kept as
+        checkpoints in a fixed buffer of ``K`` entries (``K`` carries fit in
+        :data:`RESIDUAL_BYTES`, at least 2) that is thinned as the loop runs: the carry
+        of iteration ``i`` is kept when ``i`` is a multiple of a stride ``s`` (1 at first),
+        in entry ``i // s``; when the buffer is full, every other entry is dropped and the
+        stride doubles. Memory is ``K + 1`` carries whatever ``N`` and the trip count; a
+        loop that runs at most ``K`` iterations keeps every carry (no recomputation); a
+        longer one keeps every ``s``-th, and the backward pass recomputes each carry from
+        its checkpoint (at most ``s - 1`` body runs, ``s < 2 * trips / K``).
+        """
         c_fn, b_fn = e.fns
         init = self.value(e.args[0])
         k = len(init)
-        bufs = [zeros((max(n, 1),) + tuple(t.shape), t.type) for t in init]
+        state_bytes = sum(int(np.prod(t.shape)) * t.type.dtype.itemsize for t in init)
+        if _exact_trips(e) or n * state_bytes <= RESIDUAL_BYTES:
+            bufs = [zeros((max(n, 1),) + tuple(t.shape), t.type) for t in init]
+
+            def cond_fun(state):
+                (p,) = self.inline(c_fn, list(state[:k]))
+                return p
+
+            def body_fun(state):
+                carry, i = list(state[:k]), state[k]
+                kept = [O.put_slice(b, [i] + [0] * c.rank, O.new_axis(c, 0))
+                        for b, c in zip(state[k + 1:], carry)]
+                return tuple(self.inline(b_fn, carry)) + (i + 1,) + tuple(kept)
+
+            outs = while_loop(cond_fun, body_fun, tuple(init) + (O.tensor(0),) + tuple(bufs))
+            self.aug[e.id] = (n, outs[k], list(outs[k + 1:]), None, 1)
+            return outs[0].data.args[0]
+        cap = max(2, min(n, RESIDUAL_BYTES // max(state_bytes, 1)) // 2 * 2)
+        strides = 1
+        while -(-n // strides) > cap:  # the largest stride the loop can reach
+            strides *= 2
+        bufs = [zeros((cap + 1,) + tuple(t.shape), t.type) for t in init]  # entry cap: scratch
+
+        def thin(b, t):
+            evens = O.slice(b, [0] * (t.rank + 1), (cap // 2,) + tuple(t.shape),
+                            strides=[2] + [1] * t.rank)
+            return O.concatenate([evens, zeros((cap // 2 + 1,) + tuple(t.shape), t.type)])
 
         def cond_fun(state):
             (p,) = self.inline(c_fn, list(state[:k]))
             return p
 
         def body_fun(state):
-            carry, i = list(state[:k]), state[k]
-            kept = [O.put_slice(b, [i] + [0] * c.rank, O.new_axis(c, 0))
-                    for b, c in zip(state[k + 1:], carry)]
-            return tuple(self.inline(b_fn, carry)) + (i + 1,) + tuple(kept)
+            carry, i, s, kept = list(state[:k]), state[k], state[k + 1], list(state[k + 2:])
+            full = O.logical_and(O.equal(O.remainder(i, s), 0), O.equal(O.quotient(i, s), cap))
+            kept_s = cond(full, lambda: tuple(thin(b, t) for b, t in zip(kept, init)) + (s * 2,),
+                          lambda: tuple(kept) + (s,))
+            kept, s = list(kept_s[:-1]), kept_s[-1]
+            slot = O.select(O.equal(O.remainder(i, s), 0), O.quotient(i, s), cap)
+            kept = [O.put_slice(b, [slot] + [0] * c.rank, O.new_axis(c, 0))
+                    for b, c in zip(kept, carry)]
+            return tuple(self.inline(b_fn, carry)) + (i + 1, s) + tuple(kept)
 
-        outs = while_loop(cond_fun, body_fun, tuple(init) + (O.tensor(0),) + tuple(bufs))
-        self.aug[e.id] = (n, outs[k], list(outs[k + 1:]))
+        outs = while_loop(cond_fun, body_fun,
+                          tuple(init) + (O.tensor(0), O.tensor(1)) + tuple(bufs))
+        self.aug[e.id] = (n, outs[k], list(outs[k + 2:]), outs[k + 1], strides)
         return outs[0].data.args[0]
+
+    def _carry_at(self, e, t, bufs, stride, strides, outs_t):
+        """The carry iteration ``t`` started from: read from the buffer, or recomputed
+        from its checkpoint (see :meth:`_replay_while`)."""
+        if stride is None:
+            return [O.reshape(O.slice(b, [t] + [0] * o.rank, (1,) + tuple(o.shape)), o.shape)
+                    for b, o in zip(bufs, outs_t)]
+        c = O.quotient(t, stride)
+        r = t - c * stride
+        carry = [O.reshape(O.slice(b, [c] + [0] * o.rank, (1,) + tuple(o.shape)), o.shape)
+                 for b, o in zip(bufs, outs_t)]
+        b_fn = e.fns[1]
+
+        def again(state):  # a counting loop (bounded by a constant): differentiable again
+            return (state[0] + 1,) + tuple(self.inline(b_fn, list(state[1:])))
+        out = while_loop(lambda state: O.logical_and(O.less(state[0], strides),
+                                                     O.less(state[0], r)),
+                         again, (O.tensor(0),) + tuple(carry))
+        return list(out[1:])
 
     # --- the backward pass ---------------------------------------------------------------
     def depends(self, wanted) -> set:
@@ -424,7 +493,7 @@ class Backprop:
                 f"bound on its number of iterations known while tracing. Use fori_loop (or "
                 f"a while_loop whose state holds a counter that starts at a constant, steps "
                 f"by a constant and is compared with a constant), or pass max_iterations=N")
-        bound, count, bufs = self.aug[e.id]
+        bound, count, bufs, stride, strides = self.aug[e.id]
         outs_t = [Tensor(None, *e.outs[i]) for i in range(k)]
         state0 = ([O.tensor(0)] + [gs[i] if gs[i] is not None else _zeros_like(outs_t[i])
                                    for i in diff] + [_zeros_like(c) for c in caps])
@@ -435,9 +504,7 @@ class Backprop:
             return O.logical_and(O.less(state[0], bound), O.less(state[0], count))
 
         def body_fun(state):
-            j = count - 1 - state[0]
-            carry = [O.reshape(O.slice(b, [j] + [0] * t.rank, (1,) + tuple(t.shape)), t.shape)
-                     for b, t in zip(bufs, outs_t)]
+            carry = self._carry_at(e, count - 1 - state[0], bufs, stride, strides, outs_t)
             sub = Backprop(b_fn, {p.data.id: v for p, v in zip(b_fn.params, carry)},
                            parent=self)
             wanted = [b_fn.params[i].data.id for i in diff] + [c.id for c in caps]
@@ -543,6 +610,16 @@ _COMPARE = {"less": lambda a, b: a < b, "less_equal": lambda a, b: a <= b,
 _FLIP = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
          "greater_equal": "less_equal", "not_equal": "not_equal"}
 _MAX_TRIPS = 10_000_000
+
+#: the bytes of loop carries the reverse mode of a ``while_loop`` whose trip count is not
+#: known while tracing keeps for its backward pass (see ``Backprop._replay_while``)
+RESIDUAL_BYTES = 64 << 20
+
+
+def _exact_trips(e: Expr) -> bool:
+    """Whether the loop's bound is its trip count: its condition is the counter's
+    comparison alone (a ``fori_loop``), not and-ed with another (``max_iterations``)."""
+    return e.fns[0].outputs[0].data.op in _COMPARE
 
 
 def trip_bound(e: Expr):
