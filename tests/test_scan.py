@@ -7,7 +7,7 @@ import pytest
 
 import nxpy as nx
 from helpers import close_to_jax, normal
-from nxpy.defn import associative_scan, grad, jit, scan, shard_map, vmap
+from nxpy.defn import associative_scan, debug_expr, grad, hessian, jit, scan, shard_map, vmap
 from nxpy.defn import map as nx_map
 from nxpy.compilers.exla import to_mlir
 from nxpy.stablehlo import load, parse
@@ -263,11 +263,60 @@ def test_errors(compiler):
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
-def test_importer_reads_jax_scan(compiler):
+@pytest.mark.parametrize("reverse", [False, True])
+def test_importer_reads_jax_scan(compiler, reverse):
     def f(c, xs):
-        return jax.lax.scan(lambda c, x: (jnp.sin(c) * x + c, c * x), c, xs)
+        return jax.lax.scan(lambda c, x: (jnp.sin(c) * x + c, c * x), c, xs, reverse=reverse)
     c, xs = normal(3), normal(5, 3, seed=2)
-    text = jax.jit(f).lower(c, xs).as_text()
-    prog = load(text)
-    got = prog.jit(compiler)(t(c), t(xs))
-    close_to_jax(got, f(c, xs), 1e-5)
+    prog = load(jax.jit(f).lower(c, xs).as_text())
+    close_to_jax(prog.jit(compiler)(t(c), t(xs)), f(c, xs), 1e-5)
+    # read back as scan: its gradient keeps the carries, and matches jax.grad
+    g = grad(lambda c, xs: nx.sum(prog(c, xs)[1]) + nx.sum(prog(c, xs)[0]), argnums=(0, 1))
+    want = jax.grad(lambda c, xs: jnp.sum(f(c, xs)[1]) + jnp.sum(f(c, xs)[0]),
+                    argnums=(0, 1))(c, xs)
+    close_to_jax(jit(g, compiler=compiler)(t(c), t(xs)), want, 1e-4)
+
+
+def test_importer_keeps_other_loops_as_while_loops():
+    def f(x):  # a fori_loop: no buffer written row by row, so not a scan
+        return jax.lax.fori_loop(0, 4, lambda i, v: v * 2.0 + i, x)
+    prog = load(jax.jit(f).lower(jnp.float32(1.0)).as_text())
+    assert prog.jit("evaluator")(nx.tensor(1.0)).tolist() == float(f(1.0))
+    text = str(debug_expr(prog)(*prog.templates))
+    assert "while" in text and "iota" not in text
+    prog = load(jax.jit(lambda c, xs: jax.lax.scan(lambda c, x: (c + x, c), c, xs)).lower(
+        jnp.float32(0), jnp.zeros(3, jnp.float32)).as_text())
+    assert "iota" in str(debug_expr(prog)(*prog.templates))
+
+
+def _w_loss(nxm, sc):
+    def f(w, xs):
+        c, ys = sc(lambda c, x: (nxm.tanh(c * w + x), c * c), xs[0] * 0.0, xs)
+        return nxm.sum(ys) + nxm.sum(c)
+    return f
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_grad_of_scan_in_shard_map(compiler):
+    if len(jax.devices()) < 4:
+        pytest.skip("needs 4 devices")
+    mesh = nx.Mesh("mesh", (2, 2), axis_names=("x", "y"))
+    devs = np.empty(4, dtype=object)
+    devs[:] = jax.devices()[:4]
+    jmesh = JMesh(devs.reshape(2, 2), ("x", "y"))
+    xs = normal(8, 4)
+    want = jax.jit(jax.shard_map(lambda w, x: jax.grad(_w_loss(jnp, jax.lax.scan))(w, x),
+                                 mesh=jmesh, in_specs=(P(), P("x", "y")),
+                                 out_specs=P()))(jnp.float32(0.4), xs)
+    got = jit(shard_map(lambda w, x: grad(_w_loss(nx, scan))(w, x), mesh,
+                        in_specs=(nx.P(), nx.P("x", "y")), out_specs=nx.P()),
+              compiler=compiler)(nx.tensor(0.4), t(xs))
+    np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-4)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_second_derivative_through_scan(compiler):
+    xs = normal(5, 3)
+    want = jax.hessian(_w_loss(jnp, jax.lax.scan))(jnp.float32(0.4), xs)
+    got = jit(hessian(_w_loss(nx, scan)), compiler=compiler)(nx.tensor(0.4), t(xs))
+    np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-4)

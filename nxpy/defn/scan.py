@@ -267,15 +267,17 @@ def _traced_scan(body, c_leaves, x_leaves, n, reverse, unroll):
     stop = blocks * u
     if n == 0:  # no steps: the carry as it came in, empty ys
         return tree_mod.unflatten(body.c_tree, c_leaves), tree_mod.unflatten(y_tree, ys0)
-    if diff:
+    if diff and _context.grad_depth() == 1:
         # the bound rides in the state, so that grad does not record every iteration's
-        # state (ys buffers included) for the loop: the residuals are the carries above
+        # state (ys buffers included) for the loop: the residuals are the carries above.
+        # (A second derivative differentiates this loop itself: it keeps a bound it sees.)
         state = while_loop(lambda s: O.less(s[0], s[-1]), loop_body,
                            (O.tensor(0),) + tuple(c_leaves) + tuple(ys0) + tuple(res0)
                            + (O.tensor(stop),))
     else:
         state = while_loop(lambda s: O.less(s[0], stop), loop_body,
-                           (O.tensor(0),) + tuple(c_leaves) + tuple(ys0))
+                           (O.tensor(0),) + tuple(c_leaves) + tuple(ys0) + tuple(res0 or ())
+                           + ((O.tensor(stop),) if diff else ()))
     carry = list(state[1:1 + nc])
     ys = list(state[1 + nc:1 + nc + ny])
     res = list(state[1 + nc + ny:1 + nc + ny + k_res]) if diff else None

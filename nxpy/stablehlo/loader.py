@@ -49,6 +49,8 @@ from . import rules_conv, rules_windows  # noqa: F401 - the window family's and 
 # others to the rule registered before it
 from . import rules_sorting  # noqa: F401 - the sorting family's importer rules
 from . import rules_linalg  # noqa: F401 - custom_call: the LAPACK targets (linear algebra)
+# after rules: its while rule reads JAX's scan loops as scan and hands the others back
+from . import rules_scan  # noqa: F401 - stablehlo.while in JAX's scan pattern → nxpy.defn.scan
 from .sharding import (debug_expr_sharded, identical_meshes, is_sharded, program_mesh,
                        shard_jit_program)
 from .syntax import Module, TensorType, TupleType
