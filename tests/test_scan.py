@@ -320,3 +320,33 @@ def test_second_derivative_through_scan(compiler):
     want = jax.hessian(_w_loss(jnp, jax.lax.scan))(jnp.float32(0.4), xs)
     got = jit(hessian(_w_loss(nx, scan)), compiler=compiler)(nx.tensor(0.4), t(xs))
     np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-4)
+
+
+def test_eager_on_exla_backend():
+    xs = normal(5, 3)
+    old = nx.default_backend("exla")
+    try:
+        got = scan(lambda c, x: (c + x, c * x), nx.tensor(np.ones(3, np.float32)), t(xs),
+                   reverse=True)
+        acc = associative_scan(nx.add, t(xs))
+    finally:
+        nx.default_backend(old)
+    close_to_jax(got, jax.lax.scan(lambda c, x: (c + x, c * x), jnp.ones(3), xs,
+                                   reverse=True), 1e-5)
+    close_to_jax(acc, jax.lax.associative_scan(jnp.add, xs), 1e-5)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_gradient_through_scan_inside_cond_and_fori_loop(compiler):
+    xs = normal(5, 3)
+
+    def f(nxm, sc, cond, fori):
+        def loss(w, xs):
+            def inner(c):
+                return sc(lambda c, x: (nxm.tanh(c * w + x), c), c, xs)[0]
+            c = cond(w > 0, lambda: inner(xs[0] * 0.0), lambda: xs[0])
+            return nxm.sum(fori(0, 2, lambda i, c: inner(c), c))
+        return loss
+    want = jax.grad(f(jnp, jax.lax.scan, jax.lax.cond, jax.lax.fori_loop))(jnp.float32(0.3), xs)
+    got = jit(grad(f(nx, scan, nx.cond, nx.fori_loop)), compiler=compiler)(nx.tensor(0.3), t(xs))
+    np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-4)
