@@ -13,6 +13,7 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``varying``     which mesh axes each value of a shard_map body varies along
 ``grad``        grad, value_and_grad, stop_grad, custom_grad: the reverse-mode transform
 ``grad_rules``  the gradient rule of each op
+``custom_vjp``  custom_vjp: JAX's fwd/bwd rules, over custom_grad
 ``vmap``        vmap: automatic batching, a transform of Expr graphs (and batch_paths)
 ``jacobian``    jacobian, hessian: reverse-mode Jacobians, vmap of grad
 ``scan``        scan, map, associative_scan (``jax.lax``'s), over while_loop and slices
@@ -54,6 +55,7 @@ from .core import (Compiled, Jit, compatible, compile, debug_expr, default_optio
                    trace)
 from .expr import EXPR, Expr, Fn
 from .grad import custom_grad, grad, stop_grad, value_and_grad
+from .custom_vjp import custom_vjp
 from .kernel import cond, fori_loop, hook, print_expr, print_value, runtime_call, while_loop
 from .shard_jit import ShardJit, shard_jit
 from .placement import device_put, with_sharding_constraint
@@ -67,8 +69,8 @@ from . import portable  # noqa: F401 - registers the linear-algebra primitives' 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler", "Jit",
            "Compiled", "register_compiler", "register_compiler_factory", "trace", "cond",
            "while_loop", "hook", "print_value", "print_expr", "runtime_call", "fori_loop", "grad",
-           "value_and_grad", "stop_grad", "custom_grad", "vmap", "batch_paths", "jacobian",
-           "hessian", "Fn", "Expr", "EXPR", "shard_jit",
+           "value_and_grad", "stop_grad", "custom_grad", "custom_vjp", "vmap", "batch_paths",
+           "jacobian", "hessian", "Fn", "Expr", "EXPR", "shard_jit",
            "ShardJit", "shard_map", "ShardMap", "sharding", "register_container", "all_gather",
            "all_reduce", "psum", "pmax", "pmin",
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
