@@ -139,6 +139,8 @@ def test_gradient_keeps_stacked_carries_not_a_buffer_per_state():
     text = to_mlir(grad(loss), p, nx.template((4,), "f32"), nx.template((n, 3), "f32"))
     assert f"tensor<{n}x{n}" not in text
     assert f"tensor<{n}x4xf32>" in text
+    # the loss reads the carry and the ys: one forward loop and one backward loop
+    assert len(parse(text).find("stablehlo.while")) == 2
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)

@@ -12,8 +12,7 @@ Reverse mode keeps JAX's stacked residuals: while a ``grad`` is tracing, the for
 also stacks the carry each step starts from (``length`` copies of the carry, never a
 worst-case buffer), and the gradient is a reverse scan that differentiates one step at a
 time from those carries (the cotangents of the values ``f`` closes over are summed across
-the steps). Each differentiable result gets its own backward scan (the results a loss does
-not use cost nothing).
+the steps). The differentiable results of one type share one backward scan.
 
 >>> import nxpy as nx
 >>> from nxpy.defn import jit, scan
@@ -289,8 +288,10 @@ def _traced_scan(body, c_leaves, x_leaves, n, reverse, unroll):
 
 
 def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
-    """The results, each given a gradient that is a reverse scan over the stacked carries
-    ``res`` (one step differentiated per iteration)."""
+    """The results, given a gradient that is a reverse scan over the stacked carries
+    ``res`` (one step differentiated per iteration). The differentiable results of one
+    type share one backward scan (they are flattened into one vector that carries the
+    gradient), so a loss of the carry and of the ys runs the backward scan once."""
     nc = len(c_leaves)
     caps = [Tensor(c, c.shape, c.type, c.names, EXPR) for c in step.captures
             if isinstance(c, Expr) and c.type.is_inexact and c.op not in ("constant", "tensor")]
@@ -302,7 +303,8 @@ def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
     wanted = ([step.params[i].data.id for i in dc] + [step.params[nc + i].data.id for i in dx]
               + [c.data.id for c in caps])
 
-    def backward(out_index, g):
+    def backward(gs):
+        """Cotangents of ``inputs`` given ``gs``: result index → its cotangent."""
         def body(k, state):
             t = n - 1 - k
             p = n - 1 - t if reverse else t
@@ -316,10 +318,11 @@ def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
             seeds = {}
             for j, i in enumerate(dc):
                 seeds[step.outputs[i].data.id] = g_c[j]
-            if out_index >= nc and step.outputs[out_index].type.is_inexact:
-                o = step.outputs[out_index].data.id
-                g_row = _row(g, p)
-                seeds[o] = g_row if seeds.get(o) is None else seeds[o] + g_row
+            for i, g in gs.items():
+                if i >= nc:
+                    o = step.outputs[i].data.id
+                    g_row = _row(g, p)
+                    seeds[o] = g_row if seeds.get(o) is None else seeds[o] + g_row
             cts = sub.backward(seeds, wanted, dep)
             new_c = [cts.get(w, zeros(c_leaves[i].shape, c_leaves[i].type))
                      for w, i in zip(wanted[:len(dc)], dc)]
@@ -329,24 +332,38 @@ def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
                       for b, w in zip(g_xs, wanted[len(dc):len(dc) + len(dx)])]
             return tuple(new_c) + tuple(new_acc) + tuple(new_xs)
 
-        g_c0 = [g if out_index == i else zeros(c_leaves[i].shape, c_leaves[i].type)
+        g_c0 = [gs[i] if i in gs else zeros(c_leaves[i].shape, c_leaves[i].type)
                 for i in dc]
         state = (tuple(g_c0) + tuple(zeros(c.shape, c.type) for c in caps)
                  + tuple(zeros(x_leaves[i].shape, x_leaves[i].type) for i in dx))
-        out = fori_loop(0, n, body, state) if state else ()
+        out = fori_loop(0, n, body, state)
         g_c = list(out[:len(dc)])
         acc = list(out[len(dc):len(dc) + len(caps)])
         g_xs = list(out[len(dc) + len(caps):])
         return g_c + g_xs + acc
 
-    def wrap(v, i):
-        if not v.type.is_inexact:
-            return v
-        return custom_grad(v, inputs, lambda g: backward(i, g))
+    outs = list(carry) + list(ys)
+    by_type: dict = {}
+    for i, v in enumerate(outs):
+        if v.type.is_inexact:
+            by_type.setdefault(v.type, []).append(i)
+    for members in by_type.values():
+        sizes = [outs[i].size for i in members]
+        flat = [O.reshape(outs[i], (outs[i].size,)) for i in members]
+        whole = flat[0] if len(flat) == 1 else O.concatenate(flat)
 
-    carry = [wrap(v, i) for i, v in enumerate(carry)]
-    ys = [wrap(v, nc + j) for j, v in enumerate(ys)]
-    return carry, ys
+        def grad_fun(g, members=members, sizes=sizes):
+            gs, off = {}, 0
+            for i, size in zip(members, sizes):
+                gs[i] = O.reshape(O.slice(g, [off], [size]), outs[i].shape)
+                off += size
+            return backward(gs)
+        whole = custom_grad(whole, inputs, grad_fun)
+        off = 0
+        for i, size in zip(members, sizes):
+            outs[i] = O.reshape(O.slice(whole, [off], [size]), outs[i].shape)
+            off += size
+    return outs[:nc], outs[nc:]
 
 
 # ----------------------------------------------------------------------------------------
