@@ -352,3 +352,23 @@ def test_gradient_through_scan_inside_cond_and_fori_loop(compiler):
     want = jax.grad(f(jnp, jax.lax.scan, jax.lax.cond, jax.lax.fori_loop))(jnp.float32(0.3), xs)
     got = jit(grad(f(nx, scan, nx.cond, nx.fori_loop)), compiler=compiler)(nx.tensor(0.3), t(xs))
     np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-4)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_grad_and_vmap_of_map_and_associative_scan(compiler):
+    xs = normal(4, 5, 2)
+
+    def loss(nxm, m, asc, mx):
+        def f(w, xs):
+            ys = m(lambda r: nxm.sin(r * w), xs)
+            return nxm.sum(asc(lambda a, b: a + b, ys, axis=1) * asc(mx, ys, reverse=True))
+        return f
+    want = jax.grad(loss(jnp, jax.lax.map, jax.lax.associative_scan, jnp.maximum))(
+        jnp.float32(0.7), xs)
+    got = jit(grad(loss(nx, nx_map, associative_scan, nx.max)), compiler=compiler)(
+        nx.tensor(0.7), t(xs))
+    np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-4)
+    want = jax.vmap(lambda x: jax.lax.associative_scan(jnp.add, jax.lax.map(jnp.cos, x)))(xs)
+    got = jit(vmap(lambda x: associative_scan(nx.add, nx_map(nx.cos, x))),
+              compiler=compiler)(t(xs))
+    close_to_jax(got, want, 1e-5)
