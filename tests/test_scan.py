@@ -7,7 +7,8 @@ import pytest
 
 import nxpy as nx
 from helpers import close_to_jax, normal
-from nxpy.defn import associative_scan, debug_expr, grad, hessian, jit, scan, shard_map, vmap
+from nxpy.defn import (associative_scan, debug_expr, grad, hessian, jacobian, jit, scan,
+                       shard_map, vmap)
 from nxpy.defn import map as nx_map
 from nxpy.compilers.exla import to_mlir
 from nxpy.stablehlo import load, parse
@@ -372,3 +373,23 @@ def test_grad_and_vmap_of_map_and_associative_scan(compiler):
     got = jit(vmap(lambda x: associative_scan(nx.add, nx_map(nx.cos, x))),
               compiler=compiler)(t(xs))
     close_to_jax(got, want, 1e-5)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_grad_of_vmap_of_scan_and_jacobian(compiler):
+    xs = normal(3, 5, 2)
+
+    def f(nxm, sc, vm):
+        def loss(w, xs):
+            per = vm(lambda x: sc(lambda c, r: (nxm.tanh(c * w + r), c * c), x[0] * 0.0, x)[1])
+            return nxm.sum(per(xs))
+        return loss
+    want = jax.grad(f(jnp, jax.lax.scan, jax.vmap))(jnp.float32(0.3), xs)
+    got = jit(grad(f(nx, scan, vmap)), compiler=compiler)(nx.tensor(0.3), t(xs))
+    np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-4)
+
+    def g(nxm, sc):
+        return lambda w, xs: sc(lambda c, r: (nxm.tanh(c * w + r), c), xs[0] * 0.0, xs)[0]
+    want = jax.jacrev(g(jnp, jax.lax.scan))(jnp.float32([0.3, 0.5]), xs[0])
+    got = jit(jacobian(g(nx, scan)), compiler=compiler)(t(np.float32([0.3, 0.5])), t(xs[0]))
+    np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-4, atol=1e-6)
