@@ -14,6 +14,7 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``grad``        grad, value_and_grad, stop_grad, custom_grad: the reverse-mode transform
 ``grad_rules``  the gradient rule of each op
 ``custom_vjp``  custom_vjp: JAX's fwd/bwd rules, over custom_grad
+``checkpoint``  checkpoint (remat), checkpoint_name, checkpoint_policies: rematerialization
 ``vmap``        vmap: automatic batching, a transform of Expr graphs (and batch_paths)
 ``jacobian``    jacobian, hessian: reverse-mode Jacobians, vmap of grad
 ``scan``        scan, map, associative_scan (``jax.lax``'s), over while_loop and slices
@@ -56,6 +57,7 @@ from .core import (Compiled, Jit, compatible, compile, debug_expr, default_optio
 from .expr import EXPR, Expr, Fn
 from .grad import custom_grad, grad, stop_grad, value_and_grad
 from .custom_vjp import custom_vjp
+from .checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
 from .kernel import cond, fori_loop, hook, print_expr, print_value, runtime_call, while_loop
 from .shard_jit import ShardJit, shard_jit
 from .placement import device_put, with_sharding_constraint
@@ -75,4 +77,5 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler"
            "all_reduce", "psum", "pmax", "pmin",
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
            "ppermute", "shift", "collective_broadcast", "axis_index", "all_slice",
-           "device_put", "with_sharding_constraint", "scan", "associative_scan"]
+           "device_put", "with_sharding_constraint", "scan", "associative_scan", "checkpoint",
+           "remat", "checkpoint_name", "checkpoint_policies"]

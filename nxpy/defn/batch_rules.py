@@ -82,8 +82,8 @@ def _shift(axes):
 # batch axis leading, against unbatched operands of the per-example shape)
 # ----------------------------------------------------------------------------------------
 #: the elementwise ops (besides the unary and binary tables) the broadcasting rule batches
-ELEMENTWISE = ("select", "clip", "as_type", "bitcast", "stop_grad", "real", "imag",
-               "conjugate", "complex", "population_count", "count_leading_zeros")
+ELEMENTWISE = ("select", "clip", "as_type", "bitcast", "optimization_barrier", "stop_grad",
+               "checkpoint_name", "real", "imag", "conjugate", "complex", "population_count", "count_leading_zeros")
 
 
 @register_batch_rule(*O.UNARY, *O.BINARY, *ELEMENTWISE)

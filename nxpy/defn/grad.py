@@ -58,9 +58,15 @@ __all__ = ["grad", "value_and_grad", "stop_grad", "custom_grad", "Backprop"]
 
 #: nodes that exist only while a function is being differentiated: compilers never see
 #: them (replaying the function for its gradient turns them back into their argument)
-MARKERS = {"stop_grad", "custom_grad"}
+MARKERS = {"stop_grad", "custom_grad", "checkpoint_name"}
 primitive("grad markers", *MARKERS)
 non_differentiable("stop_grad")
+
+#: ops whose forward replay and backward pass the engine delegates, by op name, to
+#: ``(replay(bp, e, augment), backward(bp, e, gs, ct, dep))``: multi-result nodes with a
+#: sub-function that exist only while differentiating (``checkpoint``, registered by
+#: :mod:`nxpy.defn.checkpoint`). ``replay`` returns the list of the node's results.
+ENGINE_RULES: dict = {}
 
 _COLLECTIVES = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                 "collective_permute", "collective_broadcast", "all_slice"}
@@ -216,6 +222,10 @@ class Backprop:
         return self._replay(e)
 
     def _replay(self, e: Expr, augment=False):
+        if e.op in ENGINE_RULES and not self.keep:
+            return ENGINE_RULES[e.op][0](self, e, augment)
+        if e.op == "elem" and isinstance(self.value(e.args[0]), list):
+            return self.value(e.args[0])[e.attrs["index"]]  # of an ENGINE_RULES node
         if e.op in MARKERS and not self.keep:
             return self.value(e.args[0])
         if e.op in EFFECTS and self.parent is not None:
@@ -439,6 +449,8 @@ class Backprop:
             return self._backward_while(e, gs, ct, dep)
         if e.op == "shard_map":
             return self._backward_shard_map(e, gs, ct, dep)
+        if e.op in ENGINE_RULES:
+            return ENGINE_RULES[e.op][1](self, e, gs, ct, dep)
         rule = GRAD_RULES.get(e.op)
         if rule is None:
             raise NotImplementedError(f"grad: the op {e.op!r} has no gradient rule")

@@ -179,6 +179,11 @@ def _as_type(ctx, e, xs, out, g):
     return [O.as_type(g, x.type) if x.type.is_inexact and out.type.is_inexact else None]
 
 
+@register_grad_rule("optimization_barrier")
+def _optimization_barrier(ctx, e, xs, out, g):
+    return [g]
+
+
 @register_grad_rule("hook")
 def _hook(ctx, e, xs, out, g):
     return [g]  # print_value and hook are the identity for gradients

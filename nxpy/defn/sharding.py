@@ -330,7 +330,8 @@ def _elementwise(prop, e, args):
     return _merge(cands)
 
 
-register_sharding_rule(*O.UNARY, "as_type", "bitcast", "reverse", "window_sum",
+register_sharding_rule(*O.UNARY, "as_type", "bitcast", "optimization_barrier", "reverse",
+                       "window_sum",
                        "window_max", "put_slice", "hook")(_same)
 register_sharding_rule(*O.BINARY, "select", "clip")(_elementwise)
 

@@ -42,6 +42,7 @@ from . import batch_rules  # also registers the base op set's rules
 from . import tree as tree_mod
 from .core import Transform
 from .expr import EXPR, Fn, Scope, trace_fn
+from .checkpoint import emit as emit_checkpoint
 from .grad import Backprop, custom_grad, trip_bound
 from .grad_rules import zeros
 from .kernel import cond, while_loop
@@ -278,8 +279,22 @@ def _custom_grad(ctx, e, copier, dims, caps, count):
     return custom_grad(out, inputs, grad_fun), 0
 
 
+def _checkpoint(ctx, e, copier, dims, caps, count):
+    # the batched function, checkpointed as the function was
+    xs = [batch_rules.to_front(ctx, copier.fwd(x), dims.get(x.id)) for x in e.tensor_args()]
+
+    def batched(*vs):
+        return [batch_rules.to_front(ctx, v, d)
+                for v, d in batch_fn(e.fns[0], [(v, 0) for v in vs], ctx.size, caps, count)]
+    body = trace_fn(batched, [(x.shape, x.type, x.names) for x in xs],
+                    parent=_context.current())
+    outs = emit_checkpoint(body, xs, e.attrs["policy"], e.attrs["prevent_cse"])
+    return [(o, 0) for o in outs]
+
+
 #: ops whose sub-functions vmap batches itself (counted as rules)
-_CONTROL = {"cond": _cond, "while": _while, "custom_grad": _custom_grad}
+_CONTROL = {"cond": _cond, "while": _while, "custom_grad": _custom_grad,
+            "checkpoint": _checkpoint}
 
 
 # ----------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ only compute. The families, in the order they build on each other:
 
 =================  =======================================================================
 ``core``           dispatch, the registered-op table, tensor/from_numpy/to_tensor/as_type
-``elementwise``    the UNARY and BINARY tables, select, clip, bitcast, ``//``, ``%``
+``elementwise``    the UNARY and BINARY tables, select, clip, bitcast, optimization_barrier, ``//``, ``%``
 ``shaping``        reshape, squeeze, new_axis, broadcast, transpose, pad, reverse, concatenate
 ``creation``       iota, eye, full
 ``indexing``       slice, put_slice, ``x[...]``, gather, take(_along_axis), indexed_*
@@ -39,7 +39,8 @@ from .core import (OPS, PRIMITIVES, RESERVED, OpSpec, as_type, dispatch, dispatc
 from .creation import eye, full, iota
 from .contraction import dot, matmul
 from .elementwise import *  # noqa: F401,F403 - the UNARY/BINARY ops, one function each
-from .elementwise import BINARY, UNARY, binary_compute_type, bitcast, clip, floor_divide, mod, select
+from .elementwise import (BINARY, UNARY, binary_compute_type, bitcast, clip, floor_divide, mod,
+                          optimization_barrier, select)
 from .indexing import (gather, index, indexed_add, indexed_put, put_slice, slice,  # noqa: A004
                        slice_along_axis, take, take_along_axis)
 from .reductions import *  # noqa: F401,F403
@@ -60,7 +61,8 @@ from . import linalg  # the linear-algebra primitives (public in nxpy.linalg, no
 
 __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "template", "dispatch", "to_tensor", "tensor", "from_numpy", "iota", "eye", "full",
-    "floor_divide", "mod", "select", "clip", "as_type", "bitcast", "reshape", "squeeze",
+    "floor_divide", "mod", "select", "clip", "as_type", "bitcast", "optimization_barrier",
+    "reshape", "squeeze",
     "new_axis", "broadcast", "transpose", "pad", "reverse", "slice", "put_slice", "concatenate",
     "stack", "index", "argmax", "argmin", "mean", "dot", "matmul", "window_sum", "window_max",
     "binary_compute_type", "slice_along_axis", "gather", "take", "take_along_axis", "indexed_add",

@@ -55,7 +55,7 @@ _ARITH_ON_PRED = {"add", "subtract", "multiply", "pow", "remainder", "quotient"}
 
 U8 = T.Type("u", 8)
 
-primitive("elementwise", *UNARY, *BINARY, "select", "clip", "bitcast")
+primitive("elementwise", *UNARY, *BINARY, "select", "clip", "bitcast", "optimization_barrier")
 
 
 def binary_compute_type(op: str, out: Tensor, a: Tensor, b: Tensor) -> T.Type:
@@ -248,5 +248,21 @@ def bitcast(x, type) -> Tensor:
     return dispatch("bitcast", _out(x.shape, t, x.names), x)
 
 
+def optimization_barrier(x) -> Tensor:
+    """``x``, as a value the compiler may not look through
+    (``stablehlo.optimization_barrier``, as ``jax.lax.optimization_barrier`` of one array): computations on the result are not
+    merged with the same computations on ``x`` (``checkpoint`` recomputes its forward pass
+    from such values, so that XLA does not fold the recomputation back into the forward
+    pass). Its gradient is the identity.
+
+    >>> import nxpy as nx
+    >>> nx.optimization_barrier(nx.tensor([1.0, 2.0])).tolist()
+    [1.0, 2.0]
+    """
+    x = to_tensor(x, "x")
+    return dispatch("optimization_barrier", _out(x.shape, x.type, x.names), x)
+
+
 __all__ = sorted(UNARY) + sorted(BINARY) + ["floor_divide", "mod", "select", "clip", "bitcast",
-                                            "binary_compute_type", "UNARY", "BINARY"]
+                                            "optimization_barrier", "binary_compute_type",
+                                            "UNARY", "BINARY"]

@@ -331,8 +331,8 @@ def _clamp(scope, op, lo, x, hi):
 
 
 @register_op("stablehlo.optimization_barrier")
-def _identity(scope, op, *xs):
-    return list(xs)
+def _optimization_barrier(scope, op, *xs):
+    return [nx.optimization_barrier(x) for x in xs]
 
 
 # ----------------------------------------------------------------------------------------

@@ -322,6 +322,9 @@ class BaseKernels(Backend):
     def as_type(self, out, x):
         return self._wrap(out, convert(x.data, out.type))
 
+    def optimization_barrier(self, out, x):
+        return self._wrap(out, x.data)
+
     def bitcast(self, out, x):
         # not np.ascontiguousarray: it turns 0-d arrays into 1-d ones
         data = x.data if x.data.flags.c_contiguous else x.data.copy(order="C")

@@ -429,6 +429,11 @@ def _float_to_int(c: Ctx, e: Expr, x: Val):
     return c.select(c.compare(f, hi, "GE"), c.const(info.max, e.type, e.shape), r)
 
 
+@register_lowering("optimization_barrier")
+def _optimization_barrier(c: Ctx, e: Expr, x: Val):
+    return c.op("stablehlo.optimization_barrier", [x], out_of(e))
+
+
 @register_lowering("bitcast")
 def _bitcast(c: Ctx, e: Expr, x: Val):
     if x.type.is_complex != e.type.is_complex:  # XLA has no complex<->real bitcast

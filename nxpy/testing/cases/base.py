@@ -96,6 +96,7 @@ def _other_cases():
         C("as_type", lambda nx, x: nx.as_type(x, "u8"), (i23,), label="s32->u8"),
         C("bitcast", lambda nx, x: nx.bitcast(x, "s32"), (x23,)),
         C("bitcast", lambda nx, x: nx.bitcast(x, "f32"), (i23,)),
+        C("optimization_barrier", lambda nx, x: nx.optimization_barrier(x), (x23,)),
         C("reshape", lambda nx, x: nx.reshape(x, (3, 2)), (x23,)),
         C("reshape", lambda nx, x: nx.reshape(x, (6, 1, -1)), (i23,)),
         C("reshape", lambda nx, x: nx.squeeze(x), (_f((1, 3, 1)),), label="squeeze"),
@@ -143,6 +144,7 @@ def _other_cases():
 
 CASES = _unary_cases() + _binary_cases() + _reduction_cases() + _other_cases()
 OPS = (sorted(O.UNARY) + sorted(O.BINARY) + sorted(O.REDUCTIONS) + [
-    "argmax", "argmin", "select", "clip", "as_type", "bitcast", "reshape", "broadcast", "transpose",
+    "argmax", "argmin", "select", "clip", "as_type", "bitcast", "optimization_barrier", "reshape",
+    "broadcast", "transpose",
     "pad", "reverse", "slice", "dynamic_slice", "put_slice", "concatenate", "dot", "window_sum",
     "window_max", "iota", "eye", "constant", "cond", "while"])

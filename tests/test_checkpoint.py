@@ -1,0 +1,272 @@
+"""checkpoint (remat) and its policies against jax.checkpoint: the same gradients on the
+Evaluator and EXLA, a module that recomputes, vmap, nested checkpoints, static arguments,
+and the compiled memory of a deep MLP's gradient side by side with JAX's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nxpy as nx
+from nxpy import pjrt
+from nxpy.compilers.exla import to_mlir
+from nxpy.stablehlo import load
+from nxpy.defn import (checkpoint, checkpoint_name, checkpoint_policies, compile, grad, jit,
+                       remat, value_and_grad, vmap)
+
+import jax  # after nxpy started XLA (conftest), so both share one client
+import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name as j_checkpoint_name
+
+COMPILERS = ["evaluator", "exla"]
+CP, JCP = checkpoint_policies, jax.checkpoint_policies
+POLICIES = {
+    "none": (None, None),
+    "nothing_saveable": (CP.nothing_saveable, JCP.nothing_saveable),
+    "everything_saveable": (CP.everything_saveable, JCP.everything_saveable),
+    "dots_saveable": (CP.dots_saveable, JCP.dots_saveable),
+    "dots_with_no_batch_dims_saveable": (CP.dots_with_no_batch_dims_saveable,
+                                         JCP.dots_with_no_batch_dims_saveable),
+    "save_only_these_names": (CP.save_only_these_names("h"), JCP.save_only_these_names("h")),
+}
+
+rng = np.random.default_rng(0)
+WS = [rng.normal(size=(4, 4)).astype(np.float32) * 0.7 for _ in range(3)]
+X = rng.normal(size=(2, 4)).astype(np.float32)
+
+
+def close(got, want, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want), rtol=rtol, atol=atol)
+
+
+def layer(w, x):
+    h = checkpoint_name(nx.dot(x, w), "h")
+    return nx.tanh(nx.sin(h) + h)
+
+
+def j_layer(w, x):
+    h = j_checkpoint_name(x @ w, "h")
+    return jnp.tanh(jnp.sin(h) + h)
+
+
+def loss_fn(policy):
+    f = checkpoint(layer, policy=policy)
+
+    def loss(ws, x):
+        for w in ws:
+            x = f(w, x)
+        return nx.sum(x * x)
+    return loss
+
+
+def j_loss_fn(policy):
+    f = jax.checkpoint(j_layer, policy=policy)
+
+    def loss(ws, x):
+        for w in ws:
+            x = f(w, x)
+        return jnp.sum(x * x)
+    return loss
+
+
+def plain_loss(ws, x):
+    for w in ws:
+        x = layer(w, x)
+    return nx.sum(x * x)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_same_gradients_as_jax_and_as_without(name, compiler):
+    policy, j_policy = POLICIES[name]
+    ws, x = [nx.tensor(w) for w in WS], nx.tensor(X)
+    got_v, got = jit(value_and_grad(loss_fn(policy), argnums=(0, 1)), compiler=compiler)(ws, x)
+    want_v, want = jax.value_and_grad(j_loss_fn(j_policy), argnums=(0, 1))(WS, X)
+    close(got_v, want_v, rtol=1e-5)
+    for g, w in zip(got[0], want[0]):
+        close(g, w, rtol=1e-4, atol=1e-5)
+    close(got[1], want[1], rtol=1e-4, atol=1e-5)
+    plain = jit(grad(plain_loss, argnums=(0, 1)), compiler=compiler)(ws, x)
+    for g, w in zip(got[0], plain[0]):
+        close(g, np.asarray(w.tolist()), rtol=1e-5, atol=1e-6)
+
+
+def _count(f, op, *args):
+    return to_mlir(f, *args).count(f'"stablehlo.{op}"')
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_the_module_recomputes(name):
+    policy, _ = POLICIES[name]
+    ws, x = [nx.tensor(w) for w in WS], nx.tensor(X)
+    plain = value_and_grad(plain_loss)
+    remat_ = value_and_grad(loss_fn(policy))
+    n_plain = _count(plain, "tanh", ws, x)
+    n_remat = _count(remat_, "tanh", ws, x)
+    if name == "everything_saveable":
+        assert n_remat == n_plain
+        assert _count(remat_, "optimization_barrier", ws, x) >= 1
+    else:
+        assert n_remat > n_plain, (n_plain, n_remat)
+    # the dot is recomputed unless the policy saves it
+    dots = _count(remat_, "dot_general", ws, x) - _count(plain, "dot_general", ws, x)
+    saves_dots = name in ("everything_saveable", "dots_saveable",
+                          "dots_with_no_batch_dims_saveable", "save_only_these_names")
+    assert (dots == 0) if saves_dots else (dots > 0), (name, dots)
+
+
+def test_without_grad_it_is_f():
+    f = checkpoint(lambda x: nx.sin(x) * 2)
+    assert remat is checkpoint
+    x = nx.tensor([0.5, 1.0])
+    close(f(x), np.sin([0.5, 1.0]) * 2)
+    text = to_mlir(f, x)
+    assert "optimization_barrier" not in text and text.count('"stablehlo.sine"') == 1
+
+
+def test_prevent_cse_false_has_no_barrier():
+    f = checkpoint(lambda x: nx.tanh(nx.tanh(x)), prevent_cse=False)
+    text = to_mlir(value_and_grad(lambda x: nx.sum(f(x))), nx.tensor([0.5]))
+    assert "optimization_barrier" not in text
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_nested_checkpoints(compiler):
+    inner = checkpoint(lambda x: nx.sin(nx.sin(x)))
+    outer = checkpoint(lambda x: inner(inner(x) * 2.0) + x)
+    j_inner = jax.checkpoint(lambda x: jnp.sin(jnp.sin(x)))
+    j_outer = jax.checkpoint(lambda x: j_inner(j_inner(x) * 2.0) + x)
+    got = jit(grad(lambda x: nx.sum(outer(outer(x)))), compiler=compiler)(nx.tensor(X))
+    close(got, jax.grad(lambda x: jnp.sum(j_outer(j_outer(x))))(X), rtol=1e-5)
+    # a second derivative through a checkpoint
+    g2 = jit(grad(lambda x: nx.sum(grad(lambda y: nx.sum(outer(y)))(x))), compiler=compiler)
+    j2 = jax.grad(lambda x: jnp.sum(jax.grad(lambda y: jnp.sum(j_outer(y)))(x)))
+    close(g2(nx.tensor(X)), j2(X), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_vmap(compiler):
+    f = checkpoint(layer, policy=CP.dots_saveable)
+    jf = jax.checkpoint(j_layer, policy=JCP.dots_saveable)
+    w, xs = nx.tensor(WS[0]), nx.tensor(np.stack([X, X * 2, -X]))
+    jw, jxs = WS[0], np.stack([X, X * 2, -X])
+    # the gradient of a vmapped checkpoint: the checkpoint is batched and kept
+    g = jit(grad(lambda w, xs: nx.sum(vmap(f, in_axes=(None, 0))(w, xs))), compiler=compiler)
+    jg = jax.grad(lambda w, xs: jnp.sum(jax.vmap(jf, in_axes=(None, 0))(w, xs)))
+    close(g(w, xs), jg(jw, jxs), rtol=1e-4, atol=1e-5)
+    text = to_mlir(value_and_grad(lambda w, xs: nx.sum(vmap(f, in_axes=(None, 0))(w, xs))),
+                   w, xs)
+    assert text.count('"stablehlo.tanh"') > 1 and "optimization_barrier" in text
+    # per-example gradients through a checkpoint
+    pg = jit(vmap(grad(lambda w, x: nx.sum(f(w, x))), in_axes=(None, 0)), compiler=compiler)
+    jpg = jax.vmap(jax.grad(lambda w, x: jnp.sum(jf(w, x))), in_axes=(None, 0))
+    close(pg(w, xs), jpg(jw, jxs), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_static_argnums_containers_and_captures(compiler):
+    scale = nx.tensor(3.0)
+
+    def block(p, n, x):
+        for _ in range(n):
+            x = nx.tanh(nx.dot(x, p["w"]) + p["b"])
+        return {"y": x * scale, "z": nx.sum(x)}
+    f = checkpoint(block, static_argnums=(1,))
+
+    def jblock(p, n, x):
+        for _ in range(n):
+            x = jnp.tanh(x @ p["w"] + p["b"])
+        return {"y": x * 3.0, "z": jnp.sum(x)}
+    jf = jax.checkpoint(jblock, static_argnums=(1,))
+    p = {"w": nx.tensor(WS[1]), "b": nx.tensor(np.float32([0.1, -0.2, 0.3, 0.0]))}
+    jp = {"w": WS[1], "b": np.float32([0.1, -0.2, 0.3, 0.0])}
+
+    def loss(p, x):
+        o = f(p, 2, x)
+        return nx.sum(o["y"]) + o["z"]
+
+    def jloss(p, x):
+        o = jf(p, 2, x)
+        return jnp.sum(o["y"]) + o["z"]
+    got = jit(grad(loss, argnums=(0, 1)), compiler=compiler)(p, nx.tensor(X))
+    want = jax.grad(jloss, argnums=(0, 1))(jp, X)
+    close(got[0]["w"], want[0]["w"], rtol=1e-4, atol=1e-5)
+    close(got[0]["b"], want[0]["b"], rtol=1e-4, atol=1e-5)
+    close(got[1], want[1], rtol=1e-4, atol=1e-5)
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="expected a function"):
+        checkpoint(3)
+    with pytest.raises(TypeError, match="policy must be a function"):
+        checkpoint(lambda x: x, policy="dots")
+    with pytest.raises(TypeError, match="static_argnums"):
+        checkpoint(lambda x: x, static_argnums="a")
+    with pytest.raises(ValueError, match="out of range"):
+        grad(lambda x: nx.sum(checkpoint(lambda x: x, static_argnums=(2,))(x)))(nx.tensor(1.0))
+    with pytest.raises(TypeError, match="name must be a string"):
+        checkpoint_name(nx.tensor(1.0), 3)
+
+
+# ----------------------------------------------------------------------------------------
+# Memory: the compiled gradient of a 64-layer tanh MLP (width 512, batch 64)
+# ----------------------------------------------------------------------------------------
+L, WIDTH, BATCH = 64, 512, 64
+
+
+def _nx_stats(seg, ck):
+    def block(ws, x):
+        for w in ws:
+            x = nx.tanh(nx.dot(x, w))
+        return x
+    f = ck(block)
+
+    def loss(ws, x):
+        for i in range(0, L, seg):
+            x = f(ws[i:i + seg], x)
+        return nx.sum(x * x)
+    c = compile(lambda ws, x: grad(loss)(ws, x), [nx.template((WIDTH, WIDTH), "f32")] * L,
+                nx.template((BATCH, WIDTH), "f32"), compiler="exla")
+    return pjrt.memory_stats(c._run.executable)
+
+
+def _jax_stats(seg, ck):
+    def block(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return x
+    f = ck(block)
+
+    def loss(ws, x):
+        for i in range(0, L, seg):
+            x = f(ws[i:i + seg], x)
+        return jnp.sum(x * x)
+    ws = [jax.ShapeDtypeStruct((WIDTH, WIDTH), jnp.float32)] * L
+    m = jax.jit(jax.grad(loss)).lower(ws, jax.ShapeDtypeStruct((BATCH, WIDTH), jnp.float32))
+    m = m.compile().memory_analysis()
+    return {"temp": m.temp_size_in_bytes, "output": m.output_size_in_bytes,
+            "argument": m.argument_size_in_bytes}
+
+
+@pytest.mark.parametrize("seg", [1, 8])
+def test_memory_side_by_side_with_jax(seg):
+    """XLA's buffer assignment for nxpy's gradient, plain and checkpointed (per layer and
+    per block of 8 layers), is JAX's for the same program, byte for byte. (On the CPU
+    client neither reaches the issue's 0.5x: the plain gradient keeps one activation per
+    layer, the set a per-layer checkpoint saves as its inputs, and XLA stores them in the
+    gradients' output buffers, so only 256 KiB of temporaries remain to be saved.)"""
+    for ck, j_ck in [(lambda f: f, lambda f: f), (checkpoint, jax.checkpoint)]:
+        got, want = _nx_stats(seg, ck), _jax_stats(seg, j_ck)
+        for k in ("temp", "output", "argument"):
+            assert got[k] == want[k], (seg, k, got, want)
+
+
+def test_the_importer_reads_jax_remat_modules():
+    """JAX lowers its checkpoint's recomputation through stablehlo.optimization_barrier:
+    the importer reads it as nx.optimization_barrier, and the program runs as JAX's."""
+    jf = jax.checkpoint(j_layer)
+    text = jax.jit(jax.value_and_grad(lambda x: jnp.sum(jf(WS[0], x)))).lower(X).as_text()
+    assert "optimization_barrier" in text
+    got_v, got_g = load(text).jit("exla")(nx.tensor(X))
+    want_v, want_g = jax.value_and_grad(lambda x: jnp.sum(jf(WS[0], x)))(X)
+    close(got_v, want_v, rtol=1e-5)
+    close(got_g, want_g, rtol=1e-5)
