@@ -31,6 +31,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import tree as tree_mod
+from .tracing import signature_arg_names
 
 __all__ = ["StaticArgs", "check_static_options"]
 
@@ -139,7 +140,7 @@ class StaticArgs:
                              if -n_args <= i < n_args}))
 
     def label(self, i, n_args) -> str:
-        names = _arg_names(self.sig, n_args)
+        names = signature_arg_names(self.sig, n_args)
         return f"static argument {i} ({names[i]})"
 
     def key_of(self, v, label):
@@ -205,14 +206,3 @@ class StaticArgs:
                              f"{', '.join(map(str, both))} cannot be both static and donated "
                              f"(static_argnums and donate_argnums overlap)")
         return tuple(j - sum(1 for s in static_pos if s < j) for j in donate_argnums)
-
-
-def _arg_names(sig, n):
-    params = list(sig.parameters.values()) if sig is not None else []
-    out = []
-    for i in range(n):
-        if i < len(params) and params[i].kind == inspect.Parameter.VAR_POSITIONAL:
-            out += [f"{params[i].name}[{j}]" for j in range(n - i)]
-            break
-        out.append(params[i].name if i < len(params) else f"arg{i}")
-    return out

@@ -215,9 +215,16 @@ def donating(run, donated, where: str):
 
 def _arg_names(fun, n):
     try:
-        params = list(inspect.signature(fun).parameters.values())
+        sig = inspect.signature(fun)
     except (TypeError, ValueError):
-        params = []
+        sig = None
+    return signature_arg_names(sig, n)
+
+
+def signature_arg_names(sig, n):
+    """The names of ``n`` positional arguments of a function of signature ``sig`` (None:
+    unknown): parameter names, ``args[j]`` for a ``*args``, ``arg<i>`` past the end."""
+    params = list(sig.parameters.values()) if sig is not None else []
     out = []
     for i in range(n):
         if i < len(params) and params[i].kind == inspect.Parameter.VAR_POSITIONAL:
