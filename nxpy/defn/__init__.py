@@ -16,7 +16,10 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``custom_vjp``  custom_vjp: JAX's fwd/bwd rules, over custom_grad
 ``checkpoint``  checkpoint (remat), checkpoint_name, checkpoint_policies: rematerialization
 ``vmap``        vmap: automatic batching, a transform of Expr graphs (and batch_paths)
-``jacobian``    jacobian, hessian: reverse-mode Jacobians, vmap of grad
+``jvp_rules``   the forward-mode (JVP) rule of each op
+``jvp``         jvp, linearize: the forward-mode transform
+``custom_jvp``  custom_jvp: a custom forward-mode rule, transposed for reverse mode
+``jacobian``    jacobian (jacrev), jacfwd, hessian: Jacobians, vmap of grad or of jvp
 ``scan``        scan, map, associative_scan (``jax.lax``'s), over while_loop and slices
 ``batch_rules`` the batching rule of each op
 ``collectives`` all_gather, psum and the other collectives, axis_index, the mesh context
@@ -64,7 +67,9 @@ from .placement import device_put, with_sharding_constraint
 from .shard_map import ShardMap, shard_map
 from .tree import register_container
 from .vmap import batch_paths, vmap
-from .jacobian import hessian, jacobian
+from .jvp import jvp, linearize
+from .custom_jvp import custom_jvp
+from .jacobian import hessian, jacfwd, jacobian, jacrev
 from .scan import associative_scan, map, scan  # noqa: A004 (jax.lax.map's name)
 from . import portable  # noqa: F401 - registers the linear-algebra primitives' portable implementations
 
@@ -78,4 +83,4 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler"
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
            "ppermute", "shift", "collective_broadcast", "axis_index", "all_slice",
            "device_put", "with_sharding_constraint", "scan", "associative_scan", "checkpoint",
-           "remat", "checkpoint_name", "checkpoint_policies"]
+           "remat", "checkpoint_name", "checkpoint_policies", "jvp", "linearize", "jacfwd", "jacrev", "custom_jvp"]

@@ -148,7 +148,7 @@ class custom_vjp:
                 wrapped.append(o)
                 continue
             wrapped.append(custom_grad(o, [inputs[i] for i in kept],
-                                       functools.partial(grad_fun, j)))
+                                       functools.partial(grad_fun, j), jvp="custom_vjp"))
         return tree_mod.unflatten(out_tree, wrapped)
 
     def _fwd(self, args):

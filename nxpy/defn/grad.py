@@ -91,10 +91,15 @@ def stop_grad(x):
     return tree_mod.unflatten(tree, out)
 
 
-def custom_grad(out, inputs, grad_fun):
+def custom_grad(out, inputs, grad_fun, *, jvp=None):
     """``out``, whose gradient with respect to ``inputs`` (a list of tensors ``out`` was
     computed from) is ``grad_fun(g)``, a list of one cotangent per input, instead of the
     gradient of how ``out`` was computed (as Nx's ``custom_grad``).
+
+    Forward mode (:func:`nxpy.defn.jvp`) follows ``jvp``: ``None`` differentiates how
+    ``out`` was computed; a function ``jvp(*inputs, *tangents)`` gives ``out``'s tangent
+    (what :class:`nxpy.defn.custom_jvp` passes); ``"custom_vjp"`` makes forward mode an
+    error, as JAX's for a ``custom_vjp`` function.
 
     >>> import nxpy as nx
     >>> from nxpy.defn import grad, custom_grad
@@ -126,8 +131,21 @@ def custom_grad(out, inputs, grad_fun):
         return tuple(cts)
 
     g_fn = trace_fn(checked, [(out.shape, out.type, out.names)], parent=_context.current())
+    fns, mode = (g_fn,), jvp
+    if callable(jvp):
+        def tangent(*a):
+            t = O.to_tensor(jvp(*a), "the custom tangent")
+            if t.shape != out.shape:
+                raise ValueError(f"custom_grad: the tangent has shape {t.shape}, the output "
+                                 f"has shape {out.shape}")
+            return O.as_type(t, out.type) if t.type != out.type else t
+        temps = [(x.shape, x.type, x.names) for x in inputs]
+        fns, mode = (g_fn, trace_fn(tangent, temps + temps, parent=_context.current())), "rule"
+    elif jvp not in (None, "custom_vjp"):
+        raise TypeError(f"custom_grad: expected jvp to be None, a function or 'custom_vjp', "
+                        f"got {jvp!r}")
     return EXPR.node("custom_grad", O.template(out.shape, out.type, out.names), out, *inputs,
-                     fns=(g_fn,))
+                     fns=fns, jvp=mode)
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
-"""Jacobians and Hessians: ``jacobian`` (JAX's ``jax.jacrev``) and ``hessian``.
+"""Jacobians and Hessians: ``jacobian`` (JAX's ``jax.jacrev``), ``jacfwd`` and
+``hessian``.
 
 Reverse mode, built from the two transforms: the Jacobian of an output with ``m``
 elements is ``m`` gradients, one per row of the identity (a cotangent picking one
 element), and ``vmap`` computes them as one batched gradient. So ``jacobian`` is an
-ordinary graph that every compiler runs, and ``hessian(f) = jacobian(grad(f))``.
+ordinary graph that every compiler runs. Forward mode, ``jacfwd``, is ``vmap`` of
+:func:`~nxpy.defn.jvp` over the rows of the identity (one tangent per element of the
+input), as JAX's; and ``hessian(f) = jacfwd(jacrev(f))``, as JAX builds it.
 
 >>> import nxpy as nx
 >>> from nxpy.defn import jacobian, hessian
@@ -22,9 +25,11 @@ from ..tensor import Tensor
 from . import tree as tree_mod
 from .core import Transform
 from .grad import grad
+from .grad_rules import zeros
+from .jvp import jvp
 from .vmap import vmap
 
-__all__ = ["jacobian", "hessian"]
+__all__ = ["jacobian", "jacrev", "jacfwd", "hessian"]
 
 
 def _first(fun, has_aux):
@@ -102,9 +107,107 @@ def jacobian(fun, argnums=0, has_aux=False):
     return _Jacobian(fun, argnums, has_aux, "jacobian")
 
 
+jacrev = jacobian  # JAX's name
+
+
+def _jacfwd_of(fun, args, argnums, has_aux):
+    single = S.as_int(argnums) is not None
+    nums = (S.as_int(argnums),) if single else tuple(S.as_int(n) for n in argnums)
+    if any(n is None for n in nums):
+        raise TypeError(f"jacfwd: expected argnums to be an integer or a tuple of integers, "
+                        f"got {argnums!r}")
+    for n in nums:
+        if not -len(args) <= n < len(args):
+            raise ValueError(f"jacfwd: argnums {argnums!r} out of range for {len(args)} "
+                             f"positional argument(s)")
+    nums = tuple(n % len(args) for n in nums)
+    selected = tuple(args[n] for n in nums)
+    leaves, tree = tree_mod.flatten(selected)
+    leaves = [O.to_tensor(x, f"argument leaf {i}") for i, x in enumerate(leaves)]
+    paths = tree_mod.leaf_paths(tree, "argument")
+    for x, path in zip(leaves, paths):
+        if not x.type.is_float:
+            raise TypeError(f"jacfwd: expected real floating-point inputs, got {x.type} for "
+                            f"{path} (convert it with nx.as_type)")
+    primals = tuple(tree_mod.unflatten(tree, leaves))
+
+    def fsel(*sel):
+        full = list(args)
+        for n, v in zip(nums, sel):
+            full[n] = v
+        out = fun(*full)
+        if has_aux:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise TypeError(f"jacfwd: with has_aux=True the function must return a pair "
+                                f"(output, aux), got {type(out).__name__}")
+        return out
+
+    per_leaf = []  # for each input leaf: the output's tree, each leaf (n, *y.shape)
+    out = aux = None
+    for k, x in enumerate(leaves):
+        n = S.size(x.shape)
+        basis = O.reshape(O.eye(n, type=x.type), (n,) + tuple(x.shape))
+
+        def push(e, k=k):
+            ts = [zeros(v.shape, v.type) for v in leaves]
+            ts[k] = e
+            res = jvp(fsel, primals, tuple(tree_mod.unflatten(tree, ts)), has_aux=has_aux)
+            return res[1]
+        per_leaf.append(vmap(push)(basis))
+    res = jvp(fsel, primals, tuple(tree_mod.unflatten(tree, [zeros(v.shape, v.type)
+                                                               for v in leaves])),
+              has_aux=has_aux)
+    out, aux = res[0], (res[2] if has_aux else None)
+    y_leaves, y_tree = tree_mod.flatten(out)
+    rows = []
+    for j, y in enumerate(y_leaves):
+        cols = []
+        for k, x in enumerate(leaves):
+            t = tree_mod.flatten(per_leaf[k])[0][j]  # (n, *y.shape)
+            moved = O.transpose(t, list(range(1, t.rank)) + [0]) if t.rank > 1 else t
+            cols.append(O.reshape(moved, tuple(y.shape) + tuple(x.shape)))
+        shaped = tree_mod.unflatten(tree, cols)
+        rows.append(shaped[0] if single else tuple(shaped))
+    jac = tree_mod.unflatten(y_tree, rows)
+    return (jac, aux) if has_aux else jac
+
+
+class _Jacfwd(Transform):
+    def __init__(self, fun, argnums, has_aux):
+        if not callable(fun):
+            raise TypeError(f"jacfwd: expected a function to differentiate, got "
+                            f"{type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun, self.argnums, self.has_aux = fun, argnums, has_aux
+
+    def _traced(self, *args):
+        if not args:
+            raise TypeError("jacfwd: the function needs at least one positional argument to "
+                            "differentiate with respect to")
+        return _jacfwd_of(self.fun, args, self.argnums, self.has_aux)
+
+
+def jacfwd(fun, argnums=0, has_aux=False):
+    """The Jacobian of ``fun`` by forward mode (JAX's ``jax.jacfwd``): ``vmap`` of
+    :func:`~nxpy.defn.jvp` over the rows of the identity, one per element of the
+    inputs. The result has :func:`jacobian`'s structure and shapes (``Y + X``); it needs
+    as many tangents as the inputs have elements, so it suits tall Jacobians (few inputs,
+    many outputs), where ``jacobian`` needs one gradient per output element. Inputs must be
+    real floating-point (as in JAX).
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import jacfwd
+    >>> jacfwd(lambda x: nx.stack([x[0] * x[1], nx.sin(x[0]), x[1] ** 2]))(
+    ...     nx.tensor([0.0, 2.0])).tolist()
+    [[2.0, 0.0], [1.0, 0.0], [0.0, 4.0]]
+    """
+    return _Jacfwd(fun, argnums, has_aux)
+
+
 def hessian(fun, argnums=0):
     """The Hessian of ``fun``'s scalar output (JAX's ``jax.hessian``): the Jacobian of its
-    gradient, of shape ``X + X`` for an argument of shape ``X``.
+    gradient, of shape ``X + X`` for an argument of shape ``X``, built as JAX builds it:
+    ``jacfwd(jacrev(fun))`` (forward over reverse).
 
     >>> import nxpy as nx
     >>> from nxpy.defn import hessian
@@ -114,4 +217,4 @@ def hessian(fun, argnums=0):
     if not callable(fun):
         raise TypeError(f"hessian: expected a function to differentiate, got "
                         f"{type(fun).__name__}")
-    return _Jacobian(grad(fun, argnums), argnums, False, "hessian")
+    return _Jacfwd(_Jacobian(fun, argnums, False, "hessian"), argnums, False)

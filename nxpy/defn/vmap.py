@@ -276,7 +276,13 @@ def _custom_grad(ctx, e, copier, dims, caps, count):
     def grad_fun(g):
         return [batch_rules.to_front(ctx, c, d)
                 for c, d in batch_fn(e.fns[0], [(g, 0)], ctx.size, caps, count)]
-    return custom_grad(out, inputs, grad_fun), 0
+
+    jvp = e.attrs.get("jvp")
+    if jvp == "rule":  # the custom tangent, batched as the gradient function is
+        def jvp(*a):
+            ((t, d),) = batch_fn(e.fns[1], [(v, 0) for v in a], ctx.size, caps, count)
+            return batch_rules.to_front(ctx, t, d)
+    return custom_grad(out, inputs, grad_fun, jvp=jvp), 0
 
 
 def _checkpoint(ctx, e, copier, dims, caps, count):
