@@ -16,7 +16,9 @@ functions traced from the rule ``jvp(primals, tangents) -> (primal_out, tangent_
   JAX requires.
 
 The primal output is ``f``'s (JAX takes the rule's: they agree for a correct rule).
-``vmap`` batches both functions.
+Inside its own rule the function is its plain primal (so a rule may call it for
+``primal_out``, as JAX rules do); a second derivative of the rule's tangent therefore
+differentiates those calls as ordinary code. ``vmap`` batches both functions.
 
 >>> import nxpy as nx
 >>> from nxpy.defn import custom_jvp, grad, jvp
@@ -77,6 +79,7 @@ class custom_jvp:
             raise TypeError(f"custom_jvp: expected nondiff_argnums to be a tuple of integers, "
                             f"got {nondiff_argnums!r}") from None
         self.jvp = None
+        self._in_rule = 0  # calls of the function inside its own rule are its primal
 
     def __get__(self, obj, objtype=None):  # a method: bind as functions do
         return self if obj is None else functools.partial(self, obj)
@@ -138,7 +141,7 @@ class custom_jvp:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using "
                                  f"defjvp.")
         args = self._bind(args, kwargs)
-        if _context.grad_depth() == 0:
+        if _context.grad_depth() == 0 or self._in_rule:
             return self.fun(*args)
         nd = [i % len(args) for i in self.nondiff_argnums] if args else []
         for i in self.nondiff_argnums:
@@ -162,7 +165,11 @@ class custom_jvp:
         def tangent_out(prim, tans):
             primals = tuple(tree_mod.unflatten(tree, prim))
             tangents = tuple(tree_mod.unflatten(tree, tans))
-            res = self.jvp(*nondiff, primals, tangents)
+            self._in_rule += 1
+            try:
+                res = self.jvp(*nondiff, primals, tangents)
+            finally:
+                self._in_rule -= 1
             if not isinstance(res, (tuple, list)) or len(res) != 2:
                 raise TypeError(f"custom_jvp: the rule of {name} must return a pair "
                                 f"(primal_out, tangent_out), got {type(res).__name__}")

@@ -456,8 +456,7 @@ class Backprop:
         return frozenset().union(*v) if isinstance(v, list) else v
 
     def _custom(self, e, g):
-        (g_fn,) = e.fns
-        return self.inline(g_fn, [g])
+        return self.inline(e.fns[0], [g])  # fns[1], if any, is the forward-mode rule
 
     # --- control flow ---------------------------------------------------------------------
     def _backward_multi(self, e, gs, ct, dep):

@@ -342,8 +342,7 @@ def _check_pairs(p_leaves, t_leaves, p_tree, t_tree):
     return out
 
 
-def _jvp_traced(fun, primals, tangents, has_aux=False):
-    """``(primals_out, tangents_out[, aux])`` traced into the current scope."""
+def _check_args(primals, tangents):
     if not isinstance(primals, (tuple, list)):
         raise TypeError(f"jvp: expected primals to be a tuple or list of arguments, got "
                         f"{type(primals).__name__}")
@@ -352,6 +351,11 @@ def _jvp_traced(fun, primals, tangents, has_aux=False):
                else type(tangents).__name__)
         raise TypeError(f"jvp: expected tangents to be a tuple or list with one tangent per "
                         f"primal ({len(primals)}), got {got}")
+
+
+def _jvp_traced(fun, primals, tangents, has_aux=False):
+    """``(primals_out, tangents_out[, aux])`` traced into the current scope."""
+    _check_args(primals, tangents)
     p_leaves, p_tree = _leaves(tuple(primals), "primals")
     t_leaves, t_tree = _leaves(tuple(tangents), "tangents")
     p_leaves = [O.to_tensor(x, f"primal leaf {i}") for i, x in enumerate(p_leaves)]
@@ -407,6 +411,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     if not callable(fun):
         raise TypeError(f"jvp: expected a function to differentiate, got "
                         f"{type(fun).__name__}")
+    _check_args(primals, tangents)
     if _context.tracing():
         return _jvp_traced(fun, primals, tangents, has_aux)
     return _jitted(fun, has_aux)(tuple(primals), tuple(tangents))
