@@ -553,3 +553,87 @@ def test_jvp_errors_name_what_was_expected():
         jvp(nx.sin, (x,), (nx.tensor([1.0, 2.0, 3.0]),))
     with pytest.raises(TypeError, match="tangent leaf 0 has type f64, its primal f32"):
         jvp(nx.sin, (x,), (nx.tensor([1.0, 2.0], type="f64"),))
+
+
+# ----------------------------------------------------------------------------------------
+# shard_map collectives on a 2x2 mesh
+# ----------------------------------------------------------------------------------------
+from jax.sharding import Mesh as JMesh, PartitionSpec as JP  # noqa: E402
+
+from nxpy.defn import all_gather, pmax, ppermute, psum, psum_scatter, shard_map  # noqa: E402
+
+
+def _meshes():
+    nxm = nx.Mesh("jvp", (2, 2), axis_names=("x", "y"))
+    devs = np.empty(4, dtype=object)
+    devs[:] = jax.devices()[:4]
+    return nxm, JMesh(devs.reshape(2, 2), ("x", "y"))
+
+
+#: body(lib, a, b) over a: P("x", "y") (4x4 global), b: P("x") (4 global); one output
+#: P("x", "y") and one replicated over "y"
+_BODIES = {
+    "psum": lambda L, a, b: (L.psum(L.sin(a) * b[:, None], "y"), L.psum(b * b, "x")),
+    "all_gather": lambda L, a, b: (L.all_gather(a, "y", axis=1, tiled=True)[:, :2] * a,
+                                   L.all_gather(L.sin(b), "x", axis=0, tiled=True)[:2]),
+    "pmax": lambda L, a, b: (a * L.pmax(L.sum(a * a), ("x", "y")), b * 2.0),
+    "ppermute": lambda L, a, b: (L.ppermute(a * a, "y", [(0, 1), (1, 0)]), b),
+    "psum_scatter": lambda L, a, b: (
+        L.psum_scatter(a * a, "y", scatter_dimension=1, tiled=True)
+        * L.ones_like(a)[:, :1], b),
+}
+
+
+class _NX:
+    sin = staticmethod(nx.sin)
+    sum = staticmethod(nx.sum)
+    psum, pmax, ppermute = staticmethod(psum), staticmethod(pmax), staticmethod(ppermute)
+
+    @staticmethod
+    def all_gather(v, axes, axis, tiled):
+        return all_gather(v, axes=axes, all_gather_dim=axis, tiled=tiled)
+
+    @staticmethod
+    def psum_scatter(v, axes, scatter_dimension, tiled):
+        return psum_scatter(v, axes, scatter_dimension=scatter_dimension, tiled=tiled)
+
+    @staticmethod
+    def ones_like(v):
+        return v * 0.0 + 1.0
+
+
+class _JX:
+    sin, sum = staticmethod(jnp.sin), staticmethod(jnp.sum)
+    psum, ppermute = staticmethod(lax.psum), staticmethod(lax.ppermute)
+    ones_like = staticmethod(jnp.ones_like)
+
+    @staticmethod
+    def pmax(v, axes):  # JAX has no JVP rule for pmax: the max of the gathered values
+        return jnp.max(lax.all_gather(v, axes), axis=0)
+
+    @staticmethod
+    def all_gather(v, axes, axis, tiled):
+        return lax.all_gather(v, axes, axis=axis, tiled=tiled)
+
+    @staticmethod
+    def psum_scatter(v, axes, scatter_dimension, tiled):
+        return lax.psum_scatter(v, axes, scatter_dimension=scatter_dimension, tiled=tiled)
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("name", sorted(_BODIES))
+def test_jvp_of_shard_map_collectives_on_a_2x2_mesh(name, compiler):
+    nxm, jm = _meshes()
+    body = _BODIES[name]
+    out_specs = (("x", "y"), ("x",)) if name != "psum" else (("x", None), (None,))
+    if name == "all_gather":
+        out_specs = (("x", None), (None,))
+    nxf = shard_map(lambda a, b: body(_NX, a, b), nxm, in_specs=[nx.P("x", "y"), nx.P("x")],
+                    out_specs=[nx.P(*s) for s in out_specs], check_vma=False)
+    jf = jax.shard_map(lambda a, b: body(_JX, a, b), mesh=jm, in_specs=(JP("x", "y"), JP("x")),
+                       out_specs=tuple(JP(*s) for s in out_specs), check_vma=False)
+    a, b, ta, tb = r(4, 4), r(4, seed=1), r(4, 4, seed=2), r(4, seed=3)
+    want = jax.jvp(jf, (a, b), (ta, tb))
+    got = jit(lambda p, t: jvp(nxf, p, t), compiler=compiler)(
+        (nx.tensor(a), nx.tensor(b)), (nx.tensor(ta), nx.tensor(tb)))
+    close(got, want, 1e-5, 1e-5)
