@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from nxpy.defn import (custom_jvp, custom_vjp, fori_loop, grad, hessian, jacfwd, jacobian,
-                       jit, jvp, linearize, scan, stop_grad, vmap, while_loop)
+from nxpy.defn import (checkpoint, custom_jvp, custom_vjp, fori_loop, grad, hessian, jacfwd,
+                       jacobian, jit, jvp, linearize, runtime_call, scan, shard_jit, stop_grad,
+                       vmap, while_loop)
 from nxpy.defn.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
 from nxpy.ops import PRIMITIVES
 
@@ -637,3 +638,62 @@ def test_jvp_of_shard_map_collectives_on_a_2x2_mesh(name, compiler):
     got = jit(lambda p, t: jvp(nxf, p, t), compiler=compiler)(
         (nx.tensor(a), nx.tensor(b)), (nx.tensor(ta), nx.tensor(tb)))
     close(got, want, 1e-5, 1e-5)
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_jvp_under_shard_jit_global_view(compiler):
+    nxm, _ = _meshes()
+    f = shard_jit(lambda x, t: jvp(lambda v: nx.sum(nx.sin(v) * v, axes=[1]), (x,), (t,)),
+                  nxm, input_shardings=[{0: [0]}, {0: [0]}], compiler=compiler)
+    x, t = r(4, 6), r(4, 6, seed=1)
+    y, ty = f(nx.tensor(x), nx.tensor(t))
+    close((y, ty), (np.sum(np.sin(x) * x, 1), np.sum((np.cos(x) * x + np.sin(x)) * t, 1)))
+
+
+# ----------------------------------------------------------------------------------------
+# More of the engine: capped loops, checkpoint, integer primals, has_aux, hooks
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", PATHS)
+def test_jvp_through_while_loop_with_max_iterations(path):
+    def nxf(x):
+        return while_loop(lambda s: nx.sum(s) < 100.0, lambda s: s * 1.5 + 1.0, x,
+                          max_iterations=50)
+
+    def jf(x):
+        return lax.while_loop(lambda s: jnp.sum(s) < 100.0, lambda s: s * 1.5 + 1.0, x)
+    check_jvp(nxf, jf, (np.abs(r(3)),), (r(3, seed=1),), path)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_jvp_through_checkpoint_and_its_gradient(path):
+    block = checkpoint(lambda w, x: nx.tanh(nx.dot(x, w)))
+
+    def nxf(w, x):
+        return nx.sum(block(w, block(w, x)))
+
+    def jf(w, x):
+        b = jax.checkpoint(lambda w, x: jnp.tanh(jnp.dot(x, w)))
+        return jnp.sum(b(w, b(w, x)))
+    w, x = r(3, 3) * 0.5, r(2, 3, seed=1)
+    check_jvp(nxf, jf, (w, x), (r(3, 3, seed=2), r(2, 3, seed=3)), path)
+    close(PATHS[path](jacfwd(grad(nxf)))(nx.tensor(w), nx.tensor(x)),
+          jax.jacfwd(jax.grad(jf))(w, x), 1e-4, 1e-5)
+
+
+def test_jvp_integer_primal_and_has_aux():
+    def f(x, n):
+        return x * n, {"n": n * 2}
+    y, t, aux = jvp(f, (nx.tensor([1.0, 2.0]), nx.tensor(3)),
+                    (nx.tensor([1.0, 1.0]), nx.tensor(0)), has_aux=True)
+    assert (y.tolist(), t.tolist(), aux["n"].tolist()) == ([3.0, 6.0], [3.0, 3.0], 6)
+
+
+def test_jvp_of_runtime_call_is_an_error_unless_stopped():
+
+    def f(x):
+        return runtime_call(nx.template((2,), "f32"), [x], lambda vs: vs[0] * 2)
+    with pytest.raises(ValueError, match="jvp: runtime_call is not differentiable"):
+        jvp(f, (nx.tensor([1.0, 2.0]),), (nx.tensor([1.0, 1.0]),))
+    _, t = jvp(lambda x: f(stop_grad(x)) + x, (nx.tensor([1.0, 2.0]),),
+               (nx.tensor([1.0, 1.0]),))
+    assert t.tolist() == [1.0, 1.0]
