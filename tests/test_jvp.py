@@ -697,3 +697,92 @@ def test_jvp_of_runtime_call_is_an_error_unless_stopped():
     _, t = jvp(lambda x: f(stop_grad(x)) + x, (nx.tensor([1.0, 2.0]),),
                (nx.tensor([1.0, 1.0]),))
     assert t.tolist() == [1.0, 1.0]
+
+
+# ----------------------------------------------------------------------------------------
+# The op families' own gradient tables under jvp: indexing, sorting, windows and conv,
+# linear algebra, complex and FFT, compositions
+# ----------------------------------------------------------------------------------------
+import test_ops_complex as TC  # noqa: E402
+import test_ops_compositions as TCO  # noqa: E402
+import test_ops_indexing as TI  # noqa: E402
+import test_ops_linalg as TL  # noqa: E402
+import test_ops_sorting as TS  # noqa: E402
+import test_ops_windows as TW  # noqa: E402
+
+
+def _family_cases():
+    """(id, nxpy function, JAX function, arguments, x64, rtol)."""
+    out = []
+    for name, (nf, jf, a) in TI.GRADS.items():
+        out.append((f"indexing-{name}", nf, jf, (a,), False, 2e-5))
+    for name, (nf, jf, x0) in TS._GRADS.items():
+        x0 = (np.random.default_rng(7).uniform(-2, 2, (3, 8)).astype(np.float32)
+              if x0 is None else x0)
+        f, g = TS._grad_pair(nf, jf)
+        out.append((f"sorting-{name}", f, g, (x0,), False, 2e-5))
+    for i, (xs, ks, opts) in enumerate(TW.GRAD_CONV):
+        out.append((f"conv-{i}", lambda a, b, o=opts: nx.sum(nx.sin(nx.conv(a, b, **o))),
+                    lambda a, b, o=opts: jnp.sum(jnp.sin(TW.jconv(a, b, **o))),
+                    (TW._u(xs, 1), TW._u(ks, 2)), False, 1e-4))
+    win = [(2, 3), (2, 2), [(1, 1), (0, 1)]]
+    for op, init, jop in (("window_min", np.inf, lax.min), ("window_max", -np.inf, lax.max)):
+        out.append((f"windows-{op}",
+                    lambda a, op=op: nx.sum(nx.exp(getattr(nx, op)(a, win[0], strides=win[1],
+                                                                   padding=win[2]))),
+                    lambda a, init=init, jop=jop: jnp.sum(jnp.exp(TW.jwin(a, jop, init, *win))),
+                    (TW._u((5, 6), 3),), False, 1e-4))
+    out.append(("windows-window_sum_product",
+                lambda a: nx.sum(nx.window_sum(a, (2, 2)) * nx.window_product(a, (2, 2))),
+                lambda a: jnp.sum(TW.jwin(a, lax.add, 0.0, (2, 2), (1, 1), "VALID")
+                                  * TW.jwin(a, lax.mul, 1.0, (2, 2), (1, 1), "VALID")),
+                (TW._u((4, 5), 4),), False, 1e-4))
+    for name, f, jf, x in TL._grad_cases():
+        if name in ("cholesky", "eigh"):  # their input must stay symmetric: below
+            continue
+        out.append((f"linalg-{name}", f, jf, (x,), True, 1e-6))
+    for name, (nf, jf, args) in TC.GRADS.items():
+        out.append((f"complex-{name}", nf, jf, args, args[0].dtype == np.complex128, 1e-4))
+    for name, nf, jf in TCO.GRADS:
+        out.append((f"compositions-{name}", nf, jf,
+                    (TCO.rand("f32", (3, 4), ("grad", name)),), False, 1e-4))
+    return out
+
+
+_FAMILY = _family_cases()
+
+
+def _family_tangent(a, seed):
+    rng = np.random.default_rng(seed)
+    t = rng.standard_normal(np.shape(a))
+    if np.iscomplexobj(a):
+        t = t + 1j * rng.standard_normal(np.shape(a))
+    return t.astype(np.asarray(a).dtype)
+
+
+@pytest.mark.parametrize("path", ["evaluator", "exla"])
+@pytest.mark.parametrize("case", _FAMILY, ids=[c[0] for c in _FAMILY])
+def test_jvp_of_op_families_matches_jax(case, path):
+    name, nf, jf, args, x64, rtol = case
+    tans = tuple(_family_tangent(a, i) for i, a in enumerate(args))
+    with jax.enable_x64(x64):
+        want = jax.jvp(jf, tuple(jnp.asarray(a) for a in args), tuple(jnp.asarray(t) for t in tans))
+        want = TG.tmap(np.asarray, want)
+    got = PATHS[path](lambda p, t: jvp(nf, p, t))(tuple(nx.tensor(a) for a in args),
+                                                  tuple(nx.tensor(t) for t in tans))
+    close(got, want, rtol, rtol)
+
+
+@pytest.mark.parametrize("path", ["evaluator", "exla"])
+def test_jvp_of_symmetric_decompositions(path):
+    # cholesky and eigh read one triangle: symmetric tangents, as JAX's rules assume
+    a = TL.spd("f64", (4, 4))
+    t = _family_tangent(a, 1)
+    t = (t + t.T) / 2
+    for name, f, jf, _ in TL._grad_cases():
+        if name not in ("cholesky", "eigh"):
+            continue
+        with jax.enable_x64(True):
+            want = TG.tmap(np.asarray, jax.jvp(jf, (jnp.asarray(a),), (jnp.asarray(t),)))
+        got = PATHS[path](lambda p, t, f=f: jvp(f, p, t))((nx.tensor(a),), (nx.tensor(t),))
+        close(got, want, 1e-6, 1e-8)

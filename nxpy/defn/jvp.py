@@ -31,7 +31,7 @@ from .core import jit
 from .expr import EXPR, Expr, trace_fn
 from .grad import ENGINE_RULES, Backprop
 from .grad_rules import GRAD_RULES, zeros
-from .jvp_rules import JVP_RULES, ZERO_TANGENT, via_transpose
+from .jvp_rules import JVP_RULES, ZERO_TANGENT, Poison, via_transpose
 from .kernel import cond, while_loop
 from .shard_map import shard_map
 
@@ -41,20 +41,12 @@ _CUSTOM_VJP = ("can't apply forward-mode autodiff (jvp) to a custom_vjp function
                "(as in JAX: give it a custom_jvp rule instead, or differentiate it with grad)")
 
 
-class _Poison:
-    """The tangent of a value forward mode cannot differentiate (a ``custom_vjp``
-    function's result): an error if a tangent that is used depends on it."""
-
-    def __init__(self, message):
-        self.message = message
-
-
 def _live(x) -> bool:
     return x.type.is_inexact
 
 
 def _check(t, where):
-    if isinstance(t, _Poison):
+    if isinstance(t, Poison):
         raise TypeError(f"jvp: {t.message}{where}")
     return t
 
@@ -119,9 +111,9 @@ class Forward:
             return self._shard_map(e)
         if e.op == "checkpoint":
             return self._inline(e, e.fns[0])
-        poison = next((t for t in ts if isinstance(t, _Poison)), None)
+        poison = next((t for t in ts if isinstance(t, Poison)), None)
         if e.op == "custom_grad" and e.attrs.get("jvp") == "custom_vjp":
-            poison = poison or _Poison(_CUSTOM_VJP)
+            poison = poison or Poison(_CUSTOM_VJP)
         self.bp.env[e.id] = self.bp.copy(e)
         if poison is not None:
             self.tan[e.id] = poison
@@ -161,9 +153,9 @@ class Forward:
         t = rule(self.bp.ctx, e, vals, ts, out)
         if t is None:
             return None
-        if isinstance(out, list):
+        if e.outs is not None:
             return [None if ti is None or not _live(o) else _fit(ti, o)
-                    for ti, o in zip(t, out)]
+                    for ti, o in zip(t, (Tensor(None, *o) for o in e.outs))]
         return _fit(t, out) if _live(out) else None
 
     # --- sub-functions -------------------------------------------------------------------
@@ -297,7 +289,7 @@ def _zeros(like):
 
 def _fit(t, like):
     """A rule's tangent made the tangent of ``like``: its shape (broadcast) and type."""
-    if isinstance(t, _Poison):
+    if isinstance(t, Poison):
         return t
     t = O.to_tensor(t)
     if t.type != like.type:

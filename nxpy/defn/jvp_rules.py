@@ -5,8 +5,8 @@ rules of :mod:`nxpy.defn.grad_rules`.
 A rule is ``rule(ctx, e, xs, ts, out) -> tangent``: ``e`` is the Expr node (its options
 are ``e.attrs``), ``xs`` the primal values of its tensor arguments in the order
 :meth:`Expr.tensor_args` lists them, ``ts`` their tangents (``None`` for a tangent known to
-be zero: zeros are symbolic and cost nothing), ``out`` its primal result (a list for an op
-with several results); it returns the result's tangent (a list for several results;
+be zero: zeros are symbolic and cost nothing), ``out`` its primal result (for an op with
+several results, the node, as gradient rules receive it); it returns the result's tangent (a list for several results;
 ``None`` for zero). The engine (:mod:`nxpy.defn.jvp`) calls a rule only when some input
 tangent is not zero, and broadcasts and converts what it returns to the result's shape
 and type. Rules build their result with the front-end ops, so tangents are ordinary Expr
@@ -44,6 +44,8 @@ tangents through their sub-functions (:data:`ENGINE`).
 """
 from __future__ import annotations
 
+import functools
+
 from .. import _context
 from .. import ops as O
 from ..ops.core import GRAD_RULES, rule_registrar
@@ -54,7 +56,7 @@ from .grad import grad
 from .grad_rules import _BINARY, _UNARY, _aig, _subgroups, zeros
 
 __all__ = ["JVP_RULES", "ZERO_TANGENT", "ENGINE", "register_jvp_rule", "zero_tangent",
-           "linear", "via_transpose", "emit"]
+           "linear", "via_transpose", "emit", "Poison"]
 
 #: each op's forward-mode rule (see the module's docstring)
 JVP_RULES: dict = {}
@@ -284,8 +286,8 @@ def via_transpose(ctx, e, xs, ts, out):
     ``<J^T g, t>``, ``J^T g`` being the op's gradient rule (linear in ``g``): exact for
     any op with a gradient rule (real values)."""
     rule = GRAD_RULES[e.op]
-    many = isinstance(out, list)
-    outs = out if many else [out]
+    many = e.outs is not None  # then ``out`` is the node (as gradient rules receive it)
+    outs = [Tensor(None, *o) for o in e.outs] if many else [out]
     live = [i for i, o in enumerate(outs) if o.type.is_inexact]
     if not live:
         return None
@@ -294,9 +296,9 @@ def via_transpose(ctx, e, xs, ts, out):
         raise NotImplementedError(f"jvp: the tangent of {e.op} of complex values is not "
                                   f"supported yet")
 
-    def pairing(gs):
+    def pairing(gs, which=live):
         full = [None] * len(outs)
-        for i, g in zip(live, gs):
+        for i, g in zip(which, gs):
             full[i] = g
         cts = rule(ctx, e, xs, out, full if many else full[0])
         total = None
@@ -315,13 +317,33 @@ def via_transpose(ctx, e, xs, ts, out):
             return O.full((), 0.0, type=outs[live[0]].type)
         return total
 
-    tans = grad(pairing)([zeros(outs[i].shape, outs[i].type) for i in live])
     if not many:
-        return tans[0]
+        return grad(pairing)([zeros(out.shape, out.type)])[0]
     full = [None] * len(outs)
-    for i, t in zip(live, tans):
-        full[i] = t
+    try:
+        tans = grad(pairing)([zeros(outs[i].shape, outs[i].type) for i in live])
+        for i, t in zip(live, tans):
+            full[i] = t
+    except NotImplementedError:
+        # some result has no gradient here (the singular vectors of a non-square
+        # full_matrices svd): the others' tangents one by one, and that result's an error
+        # only if a tangent that is used depends on it
+        for i in live:
+            try:
+                full[i] = grad(functools.partial(pairing, which=[i]))(
+                    [zeros(outs[i].shape, outs[i].type)])[0]
+            except NotImplementedError as err:
+                full[i] = Poison(f"{err}")
     return full
+
+
+class Poison:
+    """The tangent of a value forward mode cannot differentiate (a ``custom_vjp``
+    function's result, a result whose rule is missing): an error if a tangent that is
+    used depends on it (:mod:`nxpy.defn.jvp` propagates it and raises at the outputs)."""
+
+    def __init__(self, message):
+        self.message = message
 
 
 for _op in ("product", "reduce_max", "reduce_min", "window_max",
