@@ -561,7 +561,8 @@ def test_jvp_errors_name_what_was_expected():
 # ----------------------------------------------------------------------------------------
 from jax.sharding import Mesh as JMesh, PartitionSpec as JP  # noqa: E402
 
-from nxpy.defn import all_gather, pmax, ppermute, psum, psum_scatter, shard_map  # noqa: E402
+from nxpy.defn import (all_gather, all_to_all, collective_broadcast, pmax, ppermute, psum,  # noqa: E402
+                       psum_scatter, shard_map)
 
 
 def _meshes():
@@ -786,3 +787,55 @@ def test_jvp_of_symmetric_decompositions(path):
             want = TG.tmap(np.asarray, jax.jvp(jf, (jnp.asarray(a),), (jnp.asarray(t),)))
         got = PATHS[path](lambda p, t, f=f: jvp(f, p, t))((nx.tensor(a),), (nx.tensor(t),))
         close(got, want, 1e-6, 1e-8)
+
+
+# ----------------------------------------------------------------------------------------
+# The remaining rules, against central finite differences in f64 (nxpy alone)
+# ----------------------------------------------------------------------------------------
+def _fd(f, x, t, eps=1e-6):
+    run = jit(f)
+    hi = run(nx.tensor(x + eps * t)).to_numpy()
+    lo = run(nx.tensor(x - eps * t)).to_numpy()
+    return (hi - lo) / (2 * eps)
+
+
+_FD = {
+    "permute_by_key": lambda x: nx.permute_by_key(nx.tensor([2, 0, 3, 1]), x ** 2, axis=0),
+    "reduce": lambda x: nx.reduce(x * x, 1.0, {"axes": [0]}, lambda a, b: a * b),
+    "window_reduce": lambda x: nx.window_reduce(nx.sin(x), 0.0, (2,),
+                                                lambda a, b: nx.max(a, b)),
+    "optimization_barrier": lambda x: nx.optimization_barrier(nx.sin(x)) * x,
+    "window_scatter_min_via_grad": lambda x: grad(
+        lambda v: nx.sum(nx.window_min(v * v, (2,)) * nx.tensor([1.0, 2.0, 3.0])))(x),
+    "cumulative_max_product": lambda x: nx.cumulative_max(x) * nx.cumulative_product(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FD))
+def test_jvp_matches_finite_differences(name):
+    f = _FD[name]
+    x = np.array([0.3, -1.2, 0.7, 1.9], np.float64)
+    t = np.array([1.0, 0.5, -2.0, 0.25], np.float64)
+    _, got = jvp(f, (nx.tensor(x),), (nx.tensor(t),))
+    np.testing.assert_allclose(got.to_numpy(), _fd(f, x, t), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_jvp_of_more_collectives(compiler):
+    nxm, jm = _meshes()
+
+    def body(a):
+        return (all_to_all(nx.sin(a), "y", 1, 0, tiled=True),
+                collective_broadcast(a * a, "x", source=1))
+
+    def jbody(a):
+        return (lax.all_to_all(jnp.sin(a), "y", 1, 0, tiled=True),
+                lax.psum(jnp.where(lax.axis_index("x") == 1, a * a, 0), "x"))
+    nxf = shard_map(body, nxm, in_specs=[nx.P("x", "y")],
+                    out_specs=[nx.P("x", "y"), nx.P(None, "y")], check_vma=False)
+    jf = jax.shard_map(jbody, mesh=jm, in_specs=(JP("x", "y"),),
+                       out_specs=(JP("x", "y"), JP(None, "y")), check_vma=False)
+    a, t = r(4, 4), r(4, 4, seed=1)
+    want = jax.jvp(jf, (a,), (t,))
+    got = jit(lambda p, t: jvp(nxf, p, t), compiler=compiler)((nx.tensor(a),), (nx.tensor(t),))
+    close(got, want, 1e-5, 1e-5)
