@@ -435,6 +435,7 @@ def test_custom_jvp_tangent_uses_the_rule(path):
     want = jax.jvp(j_log1pexp, (_X_WIDE,), (t,))
     close(got, want)
     assert np.isfinite(got[1].to_numpy()).all()
+    close(PATHS[path](jacfwd(log1pexp))(nx.tensor(_X_WIDE)), jax.jacfwd(j_log1pexp)(_X_WIDE))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -561,8 +562,8 @@ def test_jvp_errors_name_what_was_expected():
 # ----------------------------------------------------------------------------------------
 from jax.sharding import Mesh as JMesh, PartitionSpec as JP  # noqa: E402
 
-from nxpy.defn import (all_gather, all_to_all, collective_broadcast, pmax, ppermute, psum,  # noqa: E402
-                       psum_scatter, shard_map)
+from nxpy.defn import (all_gather, all_to_all, collective_broadcast, pmax,  # noqa: E402
+                       ppermute, psum, psum_scatter, shard_map)
 
 
 def _meshes():

@@ -202,8 +202,10 @@ class Forward:
         outs_t = [Tensor(None, *o) for o in e.outs]
         # the carries with a tangent: those whose initial value has one, then (to a fixed
         # point) those the body computes from a carry or a captured value with one
-        nz = {i for i, x in enumerate(init_x) if _live(outs_t[i]) and self.tangent(x.data
-                                                                                     if isinstance(x, Tensor) else x) is not None}
+        def node_of(x):
+            return x.data if isinstance(x, Tensor) else x
+        nz = {i for i, x in enumerate(init_x)
+              if _live(outs_t[i]) and self.tangent(node_of(x)) is not None}
         caps = [c.id for c in b_fn.captures if self.tangent(c) is not None]
         probe = Backprop(b_fn)
         while True:
@@ -216,7 +218,7 @@ class Forward:
         t0 = []
         for i in live:
             x = init_x[i]
-            t = self.tangent(x.data if isinstance(x, Tensor) else x)
+            t = self.tangent(node_of(x))
             t0.append(_fit(_check(t, " (a while_loop's initial state)"), outs_t[i])
                       if t is not None else _zeros(outs_t[i]))
 
