@@ -245,6 +245,20 @@ def _indexed(ctx, e, xs, ts, out):
     return linear(0, 2)(ctx, e, xs, ts, out)
 
 
+@register_jvp_rule("reduce_max", "reduce_min")
+def _reduce_chooser(ctx, e, xs, ts, out):
+    # JAX's rule: the tangents where the extreme is, averaged over ties
+    (x,), (t,) = xs, ts
+    if not out.type.is_inexact:
+        return None
+    axes, keep = e.attrs["axes"], e.attrs["keep_axes"]
+    kept = out if keep else O.reshape(out, [1 if i in axes else d
+                                            for i, d in enumerate(x.shape)])
+    where = O.as_type(O.equal(x, O.broadcast(kept, x.shape)), out.type)
+    return (O.sum(_as(t, out.type) * where, axes=axes, keep_axes=keep)
+            / O.sum(where, axes=axes, keep_axes=keep))
+
+
 @register_jvp_rule("all_reduce")
 def _all_reduce(ctx, e, xs, ts, out):
     if e.attrs["reduction"] == "sum":  # psum's tangent is the psum of the tangent
@@ -346,7 +360,7 @@ class Poison:
         self.message = message
 
 
-for _op in ("product", "reduce_max", "reduce_min", "window_max",
+for _op in ("product", "window_max",
             "window_min", "window_product", "window_reduce", "reduce", "window_scatter_max",
             "window_scatter_min", "sort", "top_k", "permute_by_key", "cumulative_max",
             "cumulative_min", "cumulative_product", "cholesky", "eigh", "lu", "qr", "solve",
