@@ -18,6 +18,7 @@ import pytest
 import nxpy as nx
 from nxpy.defn import jit
 from nxpy.ops.core import BATCH_RULES
+from nxpy.defn.jvp_rules import JVP_RULES
 from nxpy.testing import fuzz
 from nxpy.testing.fuzz import Leaf, Program, Step
 
@@ -279,3 +280,38 @@ def test_the_command_line_shows_and_checks_the_batch(capsys):
     spec = fuzz.vmap_spec(fuzz.generate(SEED, 0))
     assert f"vmap over 3 examples: in_axes={spec.in_axes!r}, out_axes={spec.vmap_out_axes()!r}" in out
     assert out.rstrip().endswith("ok")
+
+
+# ----------------------------------------------------------------------------------------
+# jvp: forward mode against jax.jvp on the same programs
+# ----------------------------------------------------------------------------------------
+JVP_EVERY = int(os.environ.get("NXPY_FUZZ_JVP_EVERY", "5"))
+
+
+@pytest.mark.parametrize("k", [k for k in range(N) if k % JVP_EVERY == 0 and k % 10 != 9],
+                         ids=lambda k: f"seed{SEED}-{k}")
+def test_fuzz_jvp_slice(k):
+    try:
+        fuzz.check_jvp(fuzz.generate(SEED, k))
+    except fuzz.Mismatch as err:
+        pytest.fail(f"fuzz seed {SEED}, program {k}: {err}", pytrace=False)
+
+
+def test_check_jvp_catches_a_wrong_rule():
+    prog = Program(0, 0, [Leaf((3,), "f32", lo=-1, hi=1, seed=5), Step("exp", (0,), {})],
+                   ["f32", "f32"], (1,))
+    saved = JVP_RULES["exp"]
+    JVP_RULES["exp"] = lambda ctx, e, xs, ts, out: ts[0] * out * 2.0
+    try:
+        with pytest.raises(fuzz.Mismatch, match="jvp: evaluator tangent of result 0"):
+            fuzz.check_jvp(prog)
+    finally:
+        JVP_RULES["exp"] = saved
+    fuzz.check_jvp(prog)
+
+
+@pytest.mark.xfail(strict=True, reason="window_reduce's gradient rule (which forward mode "
+                   "transposes) gives the window's extreme its cotangent even where the "
+                   "initial value acc wins; JAX's tangent is 0 there")
+def test_fuzz_jvp_window_reduce_where_acc_wins():
+    fuzz.check_jvp(fuzz.generate(0, 150))

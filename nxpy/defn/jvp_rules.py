@@ -26,7 +26,7 @@ checks it), in four kinds:
 * **by transposing the gradient rule** (:func:`via_transpose`): ``J t`` is the gradient
   of ``<J^T g, t>`` with respect to ``g``, ``J^T g`` being the op's gradient rule (linear in
   ``g``): the ops whose tangent JAX derives from sort permutations, window selections,
-  pivots or factorizations (``sort``, ``top_k``, ``window_max``, ``product``, ``cholesky``,
+  pivots or factorizations (``sort``, ``top_k``, ``window_max``, ``cholesky``,
   ``eigh``, ``qr``, ``svd``, ``lu``, ``solve``, ...). Exact, and XLA folds the extra
   transpose away; a formula can replace any of them later without other changes;
 * **zero tangents** (:data:`ZERO_TANGENT`): ops whose results are integers or booleans,
@@ -259,6 +259,18 @@ def _reduce_chooser(ctx, e, xs, ts, out):
             / O.sum(where, axes=axes, keep_axes=keep))
 
 
+@register_jvp_rule("product")
+def _product(ctx, e, xs, ts, out):
+    # the sum over the reduced axes of t * (the product of the other elements), the
+    # products being the gradient rule's (prefix scans: exact at zeros; complex too)
+    (t,) = ts
+    if not out.type.is_inexact:
+        return None
+    (others,) = GRAD_RULES["product"](ctx, e, xs, out, O.broadcast(_c(out, 1), out.shape))
+    return O.sum(others * _as(t, out.type), axes=e.attrs["axes"],
+                 keep_axes=e.attrs["keep_axes"])
+
+
 @register_jvp_rule("all_reduce")
 def _all_reduce(ctx, e, xs, ts, out):
     if e.attrs["reduction"] == "sum":  # psum's tangent is the psum of the tangent
@@ -360,7 +372,7 @@ class Poison:
         self.message = message
 
 
-for _op in ("product", "window_max",
+for _op in ("window_max",
             "window_min", "window_product", "window_reduce", "reduce", "window_scatter_max",
             "window_scatter_min", "sort", "top_k", "permute_by_key", "cumulative_max",
             "cumulative_min", "cumulative_product", "cholesky", "eigh", "lu", "qr", "solve",

@@ -34,6 +34,9 @@ What must agree:
   tolerances (:func:`nxpy.stablehlo.roundtrip.compare_per_device`);
 * JAX with the NumPy backend: shapes and values (types are Nx's, which the JAX program
   follows by casting to the types nxpy reports);
+* ``jvp`` (:func:`check_jvp`; ``make test``'s slice every fifth program): forward mode
+  along random tangents of the float and complex inputs, under the Evaluator and EXLA,
+  against ``jax.jvp`` of the JAX twin (where JAX can differentiate it);
 * ``vmap`` (:func:`check_vmap`, with ``check(prog, vmap=True)``; ``make fuzz`` batches
   every program, ``make test``'s slice every fifth): the program (a grad program: its
   per-example gradients) on a batch of :data:`VMAP_SIZE` examples, with random
@@ -128,8 +131,9 @@ import numpy as np
 import nxpy as nx
 from .. import pjrt, types as T
 from ..compilers.exla import to_mlir
-from ..defn import (all_gather, all_to_all, axis_index, cond, grad, jit, pmax, pmean, pmin,
-                    ppermute, psum, psum_scatter, shard_jit, shard_map, tree, vmap, while_loop)
+from ..defn import (all_gather, all_to_all, axis_index, cond, grad, jit, jvp, pmax, pmean,
+                    pmin, ppermute, psum, psum_scatter, shard_jit, shard_map, tree, vmap,
+                    while_loop)
 from ..defn import sharding as SH
 from ..ops.core import kind_ok
 from ..ops.elementwise import BINARY, UNARY
@@ -140,7 +144,8 @@ from . import _default_backend
 from .cases.base import DOMAINS
 
 __all__ = ["Program", "Leaf", "Step", "generate", "generate_sharded", "check", "Mismatch",
-           "run_many", "TOLERANCES", "main", "VmapSpec", "vmap_spec", "check_vmap", "VMAP_SIZE"]
+           "run_many", "TOLERANCES", "main", "VmapSpec", "vmap_spec", "check_vmap", "VMAP_SIZE",
+           "check_jvp"]
 
 #: (rtol, atol) between implementations (NumPy kernels, XLA, JAX): transcendental
 #: functions differ in the last bits and sums reassociate; ``atol`` is scaled by the
@@ -1449,6 +1454,76 @@ def check_vmap(prog: Program, spec: VmapSpec | None = None, *, with_jax: bool = 
         d = _values_match(g, w, tol)
         if d:
             _fail_vmap(prog, spec, f"result {k}: the examples run alone (NumPy backend), stacked, vs jax.vmap: {d}")
+
+
+# ----------------------------------------------------------------------------------------
+# jvp: forward mode against jax.jvp
+# ----------------------------------------------------------------------------------------
+def _fail_jvp(prog, what):
+    raise Mismatch(f"jvp: {what}\n{prog}\nrepro: {prog.repro()} (then fuzz.check_jvp)")
+
+
+def check_jvp(prog: Program) -> None:
+    """``jvp`` of ``prog`` (grad programs: forward over reverse) along fixed random
+    tangents of its float inputs, under the Evaluator and EXLA, against ``jax.jvp`` of the
+    JAX twin: the primal results and their tangents, values as :func:`check` compares them
+    (with a tolerance 100 times looser for the tangents: derivatives amplify rounding).
+    Programs whose JAX twin ``jax.jvp`` cannot differentiate are skipped, and so are those
+    with an op whose complex tangent nxpy does not compute yet. Raises :class:`Mismatch`
+    naming jvp.
+
+    >>> check_jvp(generate(0, 1))   # silent when nxpy's jvp agrees with JAX's
+    """
+    if isinstance(prog, ShardedProgram):
+        return
+    jax = pjrt.oracle()
+    leaves = prog.leaves()
+    rng = np.random.default_rng([prog.seed, prog.index, 7])
+    arrays = [leaf.array() for leaf in leaves]
+    live = [T.parse(leaf.type).is_inexact for leaf in leaves]
+    tans = []
+    for a, f in zip(arrays, live):
+        t = rng.standard_normal(a.shape) if f else None
+        if f and np.iscomplexobj(a):
+            t = t + 1j * rng.standard_normal(a.shape)
+        tans.append(t.astype(a.dtype) if f else None)
+    try:
+        with warnings.catch_warnings(), jax.enable_x64(True):
+            warnings.simplefilter("ignore")
+            jt = [t if t is not None else np.zeros(a.shape, jax.dtypes.float0)
+                  for a, t in zip(arrays, tans)]
+            y, ty = jax.jit(lambda p, t: jax.jvp(prog.jax_function(jax), p, t))(arrays, jt)
+            want = [np.asarray(x) for x in jax.tree_util.tree_leaves((y, ty))]
+    except Exception:  # noqa: BLE001 - JAX cannot differentiate it: nothing to compare
+        return
+    tol = _tolerance(prog)
+    fn = prog.function()
+    args = [_leaf_tensor(leaf) for leaf in leaves]
+    targs = [_leaf_tensor(leaf, t) if t is not None else _leaf_tensor(leaf)
+             for leaf, t in zip(leaves, tans)]
+    for compiler in ("evaluator", "exla"):
+        try:
+            got = jit(lambda p, t: jvp(fn, p, t), compiler=compiler)(tuple(args), tuple(targs))
+        except NotImplementedError as err:
+            if "of complex values is not supported yet" in str(err):
+                return  # a known limit of forward mode (nxpy/defn/jvp_rules.py)
+            _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")
+        except Exception as err:  # noqa: BLE001 - reported as a mismatch
+            _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")
+        got = _leaves(got)
+        if len(got) != len(want):
+            _fail_jvp(prog, f"{compiler}: {len(got)} results, jax.jvp {len(want)}")
+        half = len(got) // 2
+        for k, (t, w) in enumerate(zip(got, want)):
+            g = np.asarray(t.to_numpy()).reshape(t.shape)
+            if w.dtype == jax.dtypes.float0:
+                continue  # an integer result's tangent
+            w = w.astype(g.dtype) if not prog.grad else w
+            scale = 1.0 if k < half else 100.0
+            d = _values_match(w, g, (tol[0] * scale, tol[1] * scale))
+            if d:
+                what = "result" if k < half else "tangent of result"
+                _fail_jvp(prog, f"{compiler} {what} {k % max(half, 1)} vs jax.jvp: {d}")
 
 
 # ----------------------------------------------------------------------------------------
