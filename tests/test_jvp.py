@@ -581,6 +581,8 @@ _BODIES = {
                                    L.all_gather(L.sin(b), "x", axis=0, tiled=True)[:2]),
     "pmax": lambda L, a, b: (a * L.pmax(L.sum(a * a), ("x", "y")), b * 2.0),
     "ppermute": lambda L, a, b: (L.ppermute(a * a, "y", [(0, 1), (1, 0)]), b),
+    # ops whose tangent is their gradient rule transposed, inside the body
+    "sort_cummax": lambda L, a, b: (L.psum(L.sort(a) * L.cummax(L.sin(a)), "y"), b * b),
     "psum_scatter": lambda L, a, b: (
         L.psum_scatter(a * a, "y", scatter_dimension=1, tiled=True)
         * L.ones_like(a)[:, :1], b),
@@ -590,6 +592,14 @@ _BODIES = {
 class _NX:
     sin = staticmethod(nx.sin)
     sum = staticmethod(nx.sum)
+
+    @staticmethod
+    def sort(v):
+        return nx.sort(v, axis=1)
+
+    @staticmethod
+    def cummax(v):
+        return nx.cumulative_max(v, axis=1)
     psum, pmax, ppermute = staticmethod(psum), staticmethod(pmax), staticmethod(ppermute)
 
     @staticmethod
@@ -607,6 +617,14 @@ class _NX:
 
 class _JX:
     sin, sum = staticmethod(jnp.sin), staticmethod(jnp.sum)
+
+    @staticmethod
+    def sort(v):
+        return jnp.sort(v, axis=1)
+
+    @staticmethod
+    def cummax(v):
+        return lax.cummax(v, axis=1)
     psum, ppermute = staticmethod(lax.psum), staticmethod(lax.ppermute)
     ones_like = staticmethod(jnp.ones_like)
 
@@ -628,7 +646,8 @@ class _JX:
 def test_jvp_of_shard_map_collectives_on_a_2x2_mesh(name, compiler):
     nxm, jm = _meshes()
     body = _BODIES[name]
-    out_specs = (("x", "y"), ("x",)) if name != "psum" else (("x", None), (None,))
+    out_specs = ((("x", "y"), ("x",)) if name not in ("psum", "sort_cummax")
+                 else (("x", None), (None,) if name == "psum" else ("x",)))
     if name == "all_gather":
         out_specs = (("x", None), (None,))
     nxf = shard_map(lambda a, b: body(_NX, a, b), nxm, in_specs=[nx.P("x", "y"), nx.P("x")],

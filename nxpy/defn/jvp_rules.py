@@ -44,13 +44,14 @@ tangents through their sub-functions (:data:`ENGINE`).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 from .. import _context
 from .. import ops as O
 from ..ops.core import GRAD_RULES, rule_registrar
 from ..tensor import Tensor
-from .collectives import psum
+from .collectives import current_mesh, mesh_context, psum
 from .expr import EXPR, Expr
 from .grad import grad
 from .grad_rules import _BINARY, _UNARY, _aig, _subgroups, zeros
@@ -343,8 +344,25 @@ def via_transpose(ctx, e, xs, ts, out):
             return O.full((), 0.0, type=outs[live[0]].type)
         return total
 
+    with _per_device():
+        return _transposed(pairing, outs, live, many)
+
+
+def _per_device():
+    """Inside a shard_map body, the transpose is each device's own linear map: ``grad``
+    must not treat the seeds (constants, so invariant across the mesh) as values whose
+    cotangents add up over devices, as it does for the body's own values. A mesh context
+    of view ``"device"`` (neither the global nor the local view) makes it a plain local
+    gradient; no collective runs inside the transposed rules."""
+    ctx = current_mesh()
+    if ctx is not None and ctx.view == "local":
+        return mesh_context(ctx.mesh, view="device")
+    return contextlib.nullcontext()
+
+
+def _transposed(pairing, outs, live, many):
     if not many:
-        return grad(pairing)([zeros(out.shape, out.type)])[0]
+        return grad(pairing)([zeros(outs[0].shape, outs[0].type)])[0]
     full = [None] * len(outs)
     try:
         tans = grad(pairing)([zeros(outs[i].shape, outs[i].type) for i in live])
