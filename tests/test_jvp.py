@@ -859,3 +859,26 @@ def test_jvp_of_more_collectives(compiler):
     want = jax.jvp(jf, (a,), (t,))
     got = jit(lambda p, t: jvp(nxf, p, t), compiler=compiler)((nx.tensor(a),), (nx.tensor(t),))
     close(got, want, 1e-5, 1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_reverse_over_forward_through_loops(path):
+    # the jvp's loop (carries and tangents) stays a counting loop that grad can reverse
+    def g(w):
+        return nx.sum(jvp(lambda w: fori_loop(0, 4, lambda i, c: nx.sin(c * w), w), (w,),
+                          (w * 0.0 + 1.0,))[1])
+
+    def jg(w):
+        return jnp.sum(jax.jvp(lambda w: lax.fori_loop(0, 4, lambda i, c: jnp.sin(c * w), w),
+                               (w,), (w * 0.0 + 1.0,))[1])
+    w = np.array([0.3, 0.9], np.float32)
+    close(PATHS[path](grad(g))(nx.tensor(w)), jax.grad(jg)(w), 1e-5)
+
+    def s(w):
+        return scan(lambda c, x: (nx.tanh(c * w + x), c), nx.tensor(0.5),
+                    nx.tensor([1.0, 2.0, 3.0]))[1]
+
+    def js(w):
+        return lax.scan(lambda c, x: (jnp.tanh(c * w + x), c), 0.5, jnp.array([1.0, 2.0, 3.0]))[1]
+    close(PATHS[path](grad(lambda w: nx.sum(jacfwd(s)(w))))(nx.tensor(0.7)),
+          jax.grad(lambda w: jnp.sum(jax.jacfwd(js)(w)))(0.7), 1e-5)

@@ -29,7 +29,7 @@ from . import sharding as SH
 from . import tree as tree_mod
 from .core import jit
 from .expr import EXPR, Expr, trace_fn
-from .grad import ENGINE_RULES, Backprop
+from .grad import Backprop
 from .grad_rules import GRAD_RULES, zeros
 from .jvp_rules import JVP_RULES, ZERO_TANGENT, Poison, via_transpose
 from .kernel import cond, while_loop
