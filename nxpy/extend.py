@@ -14,6 +14,10 @@ An op is described once (its shape/type rule) and implemented per backend or com
   rule registries.
 * :func:`register_grad_rule` makes an op differentiable by ``nxpy.defn.grad``
   (:func:`non_differentiable` declares that it has no gradient).
+* :func:`register_jvp_rule` gives an op its forward-mode rule for ``nxpy.defn.jvp``
+  (:func:`zero_tangent` declares that its result's tangent is zero; an op with a
+  gradient rule and no JVP rule is forward-differentiated by transposing its gradient
+  rule).
 * :func:`register_batch_rule` batches an op directly under ``nxpy.defn.vmap`` (without
   one, ``vmap`` runs the op once per example in a loop).
 
@@ -44,13 +48,15 @@ from .compilers.exla.lowering import register_lowering
 from .compilers.spmd import register_spmd_rule
 from .defn.batch_rules import register_batch_rule
 from .defn.grad_rules import non_differentiable, register_grad_rule
+from .defn.jvp_rules import register_jvp_rule, zero_tangent
 from .defn.sharding import register_sharding_rule
 from .ops.core import OPS, PRIMITIVES, RESERVED, OpSpec, dispatch, fallback, to_tensor
 from .tensor import Tensor
 
 __all__ = ["OpSpec", "OPS", "register_op", "implement", "fallback", "register_lowering",
            "register_eval_rule", "register_spmd_rule", "register_sharding_rule",
-           "register_grad_rule", "non_differentiable", "register_batch_rule", "template_of"]
+           "register_grad_rule", "non_differentiable", "register_batch_rule", "template_of",
+           "register_jvp_rule", "zero_tangent"]
 
 
 def template_of(result) -> Tensor:

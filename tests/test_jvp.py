@@ -882,3 +882,32 @@ def test_reverse_over_forward_through_loops(path):
         return lax.scan(lambda c, x: (jnp.tanh(c * w + x), c), 0.5, jnp.array([1.0, 2.0, 3.0]))[1]
     close(PATHS[path](grad(lambda w: nx.sum(jacfwd(s)(w))))(nx.tensor(0.7)),
           jax.grad(lambda w: jnp.sum(jax.jacfwd(js)(w)))(0.7), 1e-5)
+
+
+# ----------------------------------------------------------------------------------------
+# Ops from outside nxpy (nxpy.extend)
+# ----------------------------------------------------------------------------------------
+from nxpy.extend import register_grad_rule, register_jvp_rule, register_op  # noqa: E402
+
+_cube = register_op("test_jvp_cube", lambda x: (x.shape, x.type),
+                    evaluate=lambda out, x: x.to_numpy() ** 3)
+_square = register_op("test_jvp_square", lambda x: (x.shape, x.type),
+                      evaluate=lambda out, x: x.to_numpy() ** 2)
+
+
+@register_grad_rule("test_jvp_cube", "test_jvp_square")
+def _power_grad(ctx, e, xs, out, g):
+    (x,) = xs
+    return [g * (3.0 if e.op == "test_jvp_cube" else 2.0) * x ** (2 if e.op == "test_jvp_cube"
+                                                                  else 1)]
+
+
+@register_jvp_rule("test_jvp_square")
+def _square_jvp(ctx, e, xs, ts, out):
+    return ts[0] * xs[0] * 20.0  # deliberately not the derivative: shows the rule is used
+
+
+def test_extension_ops_jvp_by_their_rule_or_by_transposing_their_gradient():
+    x, t = nx.tensor([1.0, 2.0]), nx.tensor([1.0, 0.5])
+    assert jvp(_cube, (x,), (t,))[1].tolist() == [3.0, 6.0]  # from the gradient rule
+    assert jvp(_square, (x,), (t,))[1].tolist() == [20.0, 20.0]  # its own JVP rule
