@@ -49,7 +49,8 @@ from . import tree as tree_mod
 from .collectives import current_mesh, psum
 from .core import Transform
 from .expr import EFFECTS, EXPR, Expr, Fn, Scope, trace_fn
-from .grad_rules import GRAD_RULES, NON_DIFFERENTIABLE, non_differentiable, zeros
+from .grad_rules import (GRAD_RULES, NON_DIFFERENTIABLE, non_differentiable, unbroadcast,
+                         zeros)
 from .kernel import cond, while_loop
 from .shard_map import shard_map
 from .varying import analyze, analyze_nodes, op_axes
@@ -431,12 +432,7 @@ class Backprop:
         """A rule's cotangent for operand ``x`` of ``e``, made ``x``'s own: summed over the
         dims ``x`` was broadcast along, in ``x``'s type, and (in a shard_map body) summed
         over the mesh axes along which ``x`` was used as a replicated copy."""
-        c = O.to_tensor(c)
-        if c.shape != x.shape:
-            lead = len(c.shape) - len(x.shape)
-            axes = list(range(lead)) + [lead + i for i, d in enumerate(x.shape)
-                                        if d == 1 and c.shape[lead + i] != 1]
-            c = O.reshape(O.sum(c, axes=axes) if axes else c, x.shape)
+        c = unbroadcast(c, x.shape)
         if c.type != x.type:
             c = O.as_type(c, x.type)
         if self.vma is not None:
@@ -764,6 +760,14 @@ def _subgraph(e, memo):
     return sorted(out, key=lambda n: n.id)
 
 
+def aux_pair(out, what, first="output"):
+    """``out`` (a function's result under ``has_aux=True``), checked to be a pair."""
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise TypeError(f"{what}: with has_aux=True the function must return a pair "
+                        f"({first}, aux), got {type(out).__name__}")
+    return out
+
+
 def _differentiate(fun, args, kwargs, argnums, has_aux):
     """``(value, aux, grads)`` of ``fun(*args, **kwargs)`` w.r.t. ``args[argnums]``, traced
     into the current scope."""
@@ -793,10 +797,7 @@ def _differentiate(fun, args, kwargs, argnums, has_aux):
             full[n] = v
         out = fun(*full, **kwargs)
         if has_aux:
-            if not isinstance(out, tuple) or len(out) != 2:
-                raise TypeError(f"grad: with has_aux=True the function must return a pair "
-                                f"(scalar, aux), got {type(out).__name__}")
-            _check_output(out[0])
+            _check_output(aux_pair(out, "grad", "scalar")[0])
             return out
         _check_output(out)
         return out

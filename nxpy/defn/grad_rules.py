@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 
 from .. import ops as O
-from .. import types as T
 from ..ops.core import GRAD_RULES, NON_DIFFERENTIABLE, non_differentiable, register_grad_rule
 from .collectives import all_gather, all_slice, all_to_all, axis_index, psum, reduce_scatter
 from .expr import EXPR
@@ -40,6 +39,18 @@ def _c(like, value):
 
 def zeros(shape, type):
     return O.broadcast(O.full((), 0, type=type), tuple(shape))
+
+
+def unbroadcast(c, shape):
+    """``c`` summed down to ``shape``: over the leading dims it has beyond ``shape`` and
+    the size-1 dims of ``shape`` it was broadcast along (a cotangent made its operand's)."""
+    c = O.to_tensor(c)
+    if c.shape == tuple(shape):
+        return c
+    lead = len(c.shape) - len(shape)
+    axes = list(range(lead)) + [lead + i for i, d in enumerate(shape)
+                                if d == 1 and c.shape[lead + i] != 1]
+    return O.reshape(O.sum(c, axes=axes) if axes else c, tuple(shape))
 
 
 def _same(g, like):
@@ -280,7 +291,7 @@ def _dynamic_slice(ctx, e, xs, out, g):
 
 @register_grad_rule("put_slice")
 def _put_slice(ctx, e, xs, out, g):
-    x, starts, update = xs[0], xs[1:-1], xs[-1]
+    starts, update = xs[1:-1], xs[-1]
     gx = O.put_slice(g, starts, zeros(update.shape, g.type))
     gu = O.slice(g, starts, update.shape)
     return [gx] + [None] * len(starts) + [gu]

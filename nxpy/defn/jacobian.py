@@ -24,7 +24,7 @@ from .. import shape as S
 from ..tensor import Tensor
 from . import tree as tree_mod
 from .core import Transform
-from .grad import grad
+from .grad import aux_pair, grad
 from .grad_rules import zeros
 from .jvp import jvp
 from .vmap import vmap
@@ -41,10 +41,7 @@ def _jacobian_of(fun, args, argnums, has_aux, what):
     out = fun(*args)
     aux = None
     if has_aux:
-        if not isinstance(out, tuple) or len(out) != 2:
-            raise TypeError(f"{what}: with has_aux=True the function must return a pair "
-                            f"(output, aux), got {type(out).__name__}")
-        out, aux = out
+        out, aux = aux_pair(out, what)
     leaves, tree = tree_mod.flatten(out)
     paths = tree_mod.leaf_paths(tree, "output")
     first = _first(fun, has_aux)
@@ -136,11 +133,7 @@ def _jacfwd_of(fun, args, argnums, has_aux):
         for n, v in zip(nums, sel):
             full[n] = v
         out = fun(*full)
-        if has_aux:
-            if not isinstance(out, tuple) or len(out) != 2:
-                raise TypeError(f"jacfwd: with has_aux=True the function must return a pair "
-                                f"(output, aux), got {type(out).__name__}")
-        return out
+        return aux_pair(out, "jacfwd") if has_aux else out
 
     per_leaf = []  # for each input leaf: the output's tree, each leaf (n, *y.shape)
     out = aux = None

@@ -29,7 +29,7 @@ from . import sharding as SH
 from . import tree as tree_mod
 from .core import jit
 from .expr import EXPR, Expr, trace_fn
-from .grad import Backprop
+from .grad import Backprop, aux_pair
 from .grad_rules import GRAD_RULES, NON_DIFFERENTIABLE, zeros
 from .jvp_rules import JVP_RULES, ZERO_TANGENT, Poison, via_transpose
 from .kernel import cond, while_loop
@@ -158,6 +158,15 @@ class Forward:
                     for ti, o in zip(t, (Tensor(None, *o) for o in e.outs))]
         return _fit(t, out) if _live(out) else None
 
+    def _results(self, e, res, k, live):
+        """Record the results of ``e`` from ``res``: its ``k`` primal results, then the
+        tangents of the results ``live``."""
+        self.bp.env[e.id] = list(res[:k])
+        tan = [None] * k
+        for n, i in enumerate(live):
+            tan[i] = res[k + n]
+        self.tan[e.id] = tan
+
     # --- sub-functions -------------------------------------------------------------------
     def _sub(self, fn, args, tangents, **kw):
         """``fn`` run forward here with parameters ``args`` and their tangents."""
@@ -187,12 +196,7 @@ class Forward:
 
         clauses = [(self.fwd(p), branch(fn)) for p, fn in zip(e.args, e.fns)]
         res = cond(clauses + [(True, branch(e.fns[-1]))])
-        k = len(outs_t)
-        self.bp.env[e.id] = list(res[:k])
-        tan = [None] * k
-        for n, i in enumerate(live):
-            tan[i] = res[k + n]
-        self.tan[e.id] = tan
+        self._results(e, res, len(outs_t), live)
 
     def _while(self, e):
         c_fn, b_fn = e.fns
@@ -241,11 +245,7 @@ class Forward:
             return tuple(outs) + tuple(new_t)
 
         res = while_loop(cond_fun, body_fun, tuple(init) + tuple(t0))
-        self.bp.env[e.id] = list(res[:k])
-        tan = [None] * k
-        for n, i in enumerate(live):
-            tan[i] = res[k + n]
-        self.tan[e.id] = tan
+        self._results(e, res, k, live)
 
     def _shard_map(self, e):
         (body,) = e.fns
@@ -277,12 +277,7 @@ class Forward:
                         + [SH.to_dict(out_specs[i]) for i in live],
                         check_vma=False)(*[self.fwd(x) for x in inputs],
                                          *[self.tangent(inputs[i]) for i in t_in])
-        k = len(outs_t)
-        self.bp.env[e.id] = list(res[:k])
-        tan = [None] * k
-        for n, i in enumerate(live):
-            tan[i] = res[k + n]
-        self.tan[e.id] = tan
+        self._results(e, res, len(outs_t), live)
 
 
 def _zeros(like):
@@ -358,11 +353,7 @@ def _jvp_traced(fun, primals, tangents, has_aux=False):
 
     def call(args):
         out = fun(*args)
-        if has_aux:
-            if not isinstance(out, tuple) or len(out) != 2:
-                raise TypeError(f"jvp: with has_aux=True the function must return a pair "
-                                f"(output, aux), got {type(out).__name__}")
-        return out
+        return aux_pair(out, "jvp") if has_aux else out
 
     keep = _context.grad_depth() > 0
     with _context.differentiating():

@@ -54,7 +54,7 @@ from ..tensor import Tensor
 from .collectives import current_mesh, mesh_context, psum
 from .expr import EXPR, Expr
 from .grad import grad
-from .grad_rules import _BINARY, _UNARY, _aig, _subgroups, zeros
+from .grad_rules import _BINARY, _UNARY, _aig, _subgroups, unbroadcast, zeros
 
 __all__ = ["JVP_RULES", "ZERO_TANGENT", "ENGINE", "register_jvp_rule", "zero_tangent",
            "linear", "via_transpose", "emit", "Poison"]
@@ -332,12 +332,7 @@ def via_transpose(ctx, e, xs, ts, out):
         for x, c, t in zip(xs, cts, ts):
             if c is None or t is None or not x.type.is_inexact:
                 continue
-            c = O.to_tensor(c)
-            if c.shape != x.shape:
-                lead = len(c.shape) - len(x.shape)
-                axes = list(range(lead)) + [lead + i for i, d in enumerate(x.shape)
-                                            if d == 1 and c.shape[lead + i] != 1]
-                c = O.reshape(O.sum(c, axes=axes) if axes else c, x.shape)
+            c = unbroadcast(c, x.shape)
             term = O.sum(O.as_type(c, t.type) * t)
             total = term if total is None else total + term
         if total is None:
