@@ -558,7 +558,7 @@ def test_jvp_errors_name_what_was_expected():
 
 
 # ----------------------------------------------------------------------------------------
-# shard_map collectives on a 2x2 mesh
+# shard_map collectives on 2x2 and 2x4 meshes
 # ----------------------------------------------------------------------------------------
 from jax.sharding import Mesh as JMesh, PartitionSpec as JP  # noqa: E402
 
@@ -566,24 +566,29 @@ from nxpy.defn import (all_gather, all_to_all, collective_broadcast, pmax,  # no
                        ppermute, psum, psum_scatter, shard_map)
 
 
-def _meshes():
-    nxm = nx.Mesh("jvp", (2, 2), axis_names=("x", "y"))
-    devs = np.empty(4, dtype=object)
-    devs[:] = jax.devices()[:4]
-    return nxm, JMesh(devs.reshape(2, 2), ("x", "y"))
+MESH_SHAPES = [(2, 2), (2, 4)]
 
 
-#: body(lib, a, b) over a: P("x", "y") (4x4 global), b: P("x") (4 global); one output
-#: P("x", "y") and one replicated over "y"
+def _meshes(shape=(2, 2)):
+    n = shape[0] * shape[1]
+    nxm = nx.Mesh(f"jvp{n}", shape, axis_names=("x", "y"))
+    devs = np.empty(n, dtype=object)
+    devs[:] = jax.devices()[:n]
+    return nxm, JMesh(devs.reshape(shape), ("x", "y"))
+
+
+#: body(lib, a, b, k) over a: P("x", "y") (4 x 4k global, 2x4 per device), b: P("x") (4
+#: global), with k devices along "y"; one output P("x", "y") and one replicated over "y"
 _BODIES = {
-    "psum": lambda L, a, b: (L.psum(L.sin(a) * b[:, None], "y"), L.psum(b * b, "x")),
-    "all_gather": lambda L, a, b: (L.all_gather(a, "y", axis=1, tiled=True)[:, :2] * a,
-                                   L.all_gather(L.sin(b), "x", axis=0, tiled=True)[:2]),
-    "pmax": lambda L, a, b: (a * L.pmax(L.sum(a * a), ("x", "y")), b * 2.0),
-    "ppermute": lambda L, a, b: (L.ppermute(a * a, "y", [(0, 1), (1, 0)]), b),
+    "psum": lambda L, a, b, k: (L.psum(L.sin(a) * b[:, None], "y"), L.psum(b * b, "x")),
+    "all_gather": lambda L, a, b, k: (L.all_gather(a, "y", axis=1, tiled=True)[:, :4] * a,
+                                      L.all_gather(L.sin(b), "x", axis=0, tiled=True)[:2]),
+    "pmax": lambda L, a, b, k: (a * L.pmax(L.sum(a * a), ("x", "y")), b * 2.0),
+    "ppermute": lambda L, a, b, k: (
+        L.ppermute(a * a, "y", [(i, (i + 1) % k) for i in range(k)]), b),
     # ops whose tangent is their gradient rule transposed, inside the body
-    "sort_cummax": lambda L, a, b: (L.psum(L.sort(a) * L.cummax(L.sin(a)), "y"), b * b),
-    "psum_scatter": lambda L, a, b: (
+    "sort_cummax": lambda L, a, b, k: (L.psum(L.sort(a) * L.cummax(L.sin(a)), "y"), b * b),
+    "psum_scatter": lambda L, a, b, k: (
         L.psum_scatter(a * a, "y", scatter_dimension=1, tiled=True)
         * L.ones_like(a)[:, :1], b),
 }
@@ -642,19 +647,23 @@ class _JX:
 
 
 @pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("mesh_shape", MESH_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("name", sorted(_BODIES))
-def test_jvp_of_shard_map_collectives_on_a_2x2_mesh(name, compiler):
-    nxm, jm = _meshes()
+def test_jvp_of_shard_map_collectives(name, mesh_shape, compiler):
+    nxm, jm = _meshes(mesh_shape)
+    k = mesh_shape[1]
     body = _BODIES[name]
     out_specs = ((("x", "y"), ("x",)) if name not in ("psum", "sort_cummax")
                  else (("x", None), (None,) if name == "psum" else ("x",)))
     if name == "all_gather":
         out_specs = (("x", None), (None,))
-    nxf = shard_map(lambda a, b: body(_NX, a, b), nxm, in_specs=[nx.P("x", "y"), nx.P("x")],
+    nxf = shard_map(lambda a, b: body(_NX, a, b, k), nxm,
+                    in_specs=[nx.P("x", "y"), nx.P("x")],
                     out_specs=[nx.P(*s) for s in out_specs], check_vma=False)
-    jf = jax.shard_map(lambda a, b: body(_JX, a, b), mesh=jm, in_specs=(JP("x", "y"), JP("x")),
+    jf = jax.shard_map(lambda a, b: body(_JX, a, b, k), mesh=jm,
+                       in_specs=(JP("x", "y"), JP("x")),
                        out_specs=tuple(JP(*s) for s in out_specs), check_vma=False)
-    a, b, ta, tb = r(4, 4), r(4, seed=1), r(4, 4, seed=2), r(4, seed=3)
+    a, b, ta, tb = r(4, 4 * k), r(4, seed=1), r(4, 4 * k, seed=2), r(4, seed=3)
     want = jax.jvp(jf, (a, b), (ta, tb))
     got = jit(lambda p, t: jvp(nxf, p, t), compiler=compiler)(
         (nx.tensor(a), nx.tensor(b)), (nx.tensor(ta), nx.tensor(tb)))
@@ -841,8 +850,10 @@ def test_jvp_matches_finite_differences(name):
 
 
 @pytest.mark.parametrize("compiler", ["evaluator", "exla"])
-def test_jvp_of_more_collectives(compiler):
-    nxm, jm = _meshes()
+@pytest.mark.parametrize("mesh_shape", MESH_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_jvp_of_more_collectives(mesh_shape, compiler):
+    nxm, jm = _meshes(mesh_shape)
+    k = mesh_shape[1]
 
     def body(a):
         return (all_to_all(nx.sin(a), "y", 1, 0, tiled=True),
@@ -855,7 +866,7 @@ def test_jvp_of_more_collectives(compiler):
                     out_specs=[nx.P("x", "y"), nx.P(None, "y")], check_vma=False)
     jf = jax.shard_map(jbody, mesh=jm, in_specs=(JP("x", "y"),),
                        out_specs=(JP("x", "y"), JP(None, "y")), check_vma=False)
-    a, t = r(4, 4), r(4, 4, seed=1)
+    a, t = r(4, 4 * k), r(4, 4 * k, seed=1)
     want = jax.jvp(jf, (a,), (t,))
     got = jit(lambda p, t: jvp(nxf, p, t), compiler=compiler)((nx.tensor(a),), (nx.tensor(t),))
     close(got, want, 1e-5, 1e-5)
