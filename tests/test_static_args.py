@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from nxpy.defn import compile as nx_compile, defn, grad, jit, shard_jit, shard_map, \
-    value_and_grad
+from nxpy.defn import compile as nx_compile, defn, grad, jacfwd, jacobian, jit, shard_jit, \
+    shard_map, value_and_grad, vmap
 
 COMPILERS = ["evaluator", "exla"]
 X = np.arange(12, dtype=np.float32)
@@ -172,3 +172,62 @@ def test_shard_jit_with_static_argnums():
     np.testing.assert_array_equal(np.concatenate([o.to_numpy() for o in out]), X * 2)
     with pytest.raises(ValueError, match="same on every device"):
         f([[nx.tensor(p), 2 + (i == 1)] for i, p in enumerate(np.split(X, 4))])
+
+
+# ----------------------------------------------------------------------------------------
+# Transforms called outside a defn: plain Python arguments they leave alone stay plain
+# ----------------------------------------------------------------------------------------
+def _jloss(x, n, scale=1.0):
+    return jnp.sum(jnp.reshape(x, (n, -1)) ** 2) * scale
+
+
+def _loss(x, n, scale=1.0):
+    return nx.sum(nx.reshape(x, (n, -1)) ** 2) * scale
+
+
+def test_eager_transforms_pass_plain_arguments_through_as_jax_does():
+    x = nx.tensor(X)
+    for n in (2, 3):
+        want = jax.grad(_jloss)(X, n)
+        np.testing.assert_allclose(grad(_loss)(x, n).to_numpy(), want)
+        np.testing.assert_allclose(value_and_grad(_loss)(x, n)[1].to_numpy(), want)
+        np.testing.assert_allclose(jacfwd(_loss)(x, n).to_numpy(), jax.jacfwd(_jloss)(X, n),
+                                   rtol=1e-6)
+        np.testing.assert_allclose(jacobian(_loss)(x, n).to_numpy(),
+                                   jax.jacrev(_jloss)(X, n), rtol=1e-6)
+        # by keyword, and a float that is not differentiated
+        np.testing.assert_allclose(grad(_loss)(x, n=n, scale=0.5).to_numpy(),
+                                   jax.grad(_jloss)(X, n=n, scale=0.5))
+    rows = vmap(lambda x, n: nx.reshape(x, (n, -1)), in_axes=(0, None))
+    np.testing.assert_array_equal(
+        rows(nx.tensor(X.reshape(2, 6)), 3).to_numpy(),
+        jax.vmap(lambda x, n: jnp.reshape(x, (n, -1)), in_axes=(0, None))(X.reshape(2, 6), 3))
+
+
+def test_eager_transforms_trace_once_per_plain_value_and_tensors_once():
+    g = grad(_loss)
+    x = nx.tensor(X)
+    g(x, 2), g(x, 2), g(x, 3), g(x * 2.0, 3)
+    (j,) = g._jits.values()
+    assert j.trace_count == 2
+    # a tensor where a plain value could be is traced (one trace for every value)
+    h = grad(lambda x, s: nx.sum(x * s))
+    h(x, nx.tensor(2.0)), h(x, nx.tensor(3.0))
+    (j,) = h._jits.values()
+    assert j.trace_count == 1
+
+
+def test_eager_transforms_still_differentiate_plain_numbers_they_are_given():
+    # the differentiated argument is traced even when it is a Python float
+    assert grad(lambda x, n: x ** n)(3.0, 2).tolist() == 6.0
+    assert jacfwd(lambda x, n: x ** n, argnums=(0,))(3.0, 3)[0].tolist() == 27.0
+    with pytest.raises(ValueError, match="argnums 5 out of range"):
+        grad(_loss, argnums=5)(nx.tensor(X), 2)
+
+
+def test_vmap_inside_a_defn_passes_plain_unbatched_values_through():
+    rows = vmap(lambda x, n: nx.reshape(x, (n, -1)), in_axes=(0, None))
+    f = jit(lambda x: rows(x, 3), compiler="exla")
+    assert f(nx.tensor(X.reshape(2, 6))).shape == (2, 3, 2)
+    with pytest.raises(ValueError, match="maps no argument"):
+        vmap(lambda n: n, in_axes=(None,))(3)

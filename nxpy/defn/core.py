@@ -536,16 +536,41 @@ class Transform:
     """The base of what the function transforms return (``grad``, ``vmap``,
     ``jacobian``): ``_traced(*args, **kwargs)`` builds the transformed graph in the
     defn being traced. Called inside a defn, a transform traces into it; called outside,
-    it jits itself once (the default compiler) and calls that."""
+    it jits itself (the default compiler) and calls that.
 
-    _jit = None
+    Outside a defn, as JAX's transforms run eagerly, an argument the transform leaves
+    alone (:meth:`_passes_through`) that is a plain Python value (a number, a string,
+    None, a tuple of them) reaches the function as that value, not as a tensor: it is
+    static, with one trace per distinct value (pass a tensor to trace it once).
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import grad
+    >>> g = grad(lambda x, n: nx.sum(nx.reshape(x, (n, -1)) ** 2))
+    >>> g(nx.tensor([1.0, 2.0, 3.0, 4.0]), 2).tolist()
+    [2.0, 4.0, 6.0, 8.0]
+    """
+
+    _jits = None
 
     def __call__(self, *args, **kwargs):
-        if not _context.tracing():
-            if self._jit is None:
-                self._jit = jit(self._traced)
-            return self._jit(*args, **kwargs)
-        return self._traced(*args, **kwargs)
+        if _context.tracing():
+            return self._traced(*args, **kwargs)
+        nums = tuple(i for i, a in enumerate(args)
+                     if tree_mod.is_plain(a) and self._passes_through(i, len(args)))
+        names = tuple(k for k, v in kwargs.items()
+                      if tree_mod.is_plain(v) and self._passes_through(k))
+        if self._jits is None:
+            self._jits = {}
+        j = self._jits.get((nums, names))
+        if j is None:
+            j = self._jits[nums, names] = jit(self._traced, static_argnums=nums or None,
+                                               static_argnames=names or None)
+        return j(*args, **kwargs)
+
+    def _passes_through(self, arg, n_args=None) -> bool:
+        """Whether the transform leaves argument ``arg`` (a position among ``n_args``, or
+        a keyword) as it is: not differentiated, not batched."""
+        return False
 
     def _traced(self, *args, **kwargs):  # pragma: no cover - protocol
         raise NotImplementedError

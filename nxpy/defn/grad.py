@@ -842,6 +842,19 @@ def _differentiate(fun, args, kwargs, argnums, has_aux):
     return value, aux, grads
 
 
+def not_an_argnum(argnums, arg, n_args) -> bool:
+    """Whether ``arg`` (a keyword, or a position among ``n_args``) is not among
+    ``argnums``; False where ``argnums`` is not valid (tracing then says why)."""
+    if isinstance(arg, str):
+        return True
+    nums = (argnums,) if S.as_int(argnums) is not None else argnums
+    try:
+        nums = {S.as_int(k) % n_args for k in nums}
+    except TypeError:
+        return False
+    return arg not in nums
+
+
 class _Grad(Transform):
     """What ``grad(fun)`` and ``value_and_grad(fun)`` return."""
 
@@ -851,6 +864,9 @@ class _Grad(Transform):
                             f"{type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self.fun, self.argnums, self.has_aux, self.with_value = fun, argnums, has_aux, with_value
+
+    def _passes_through(self, arg, n_args=None):
+        return not_an_argnum(self.argnums, arg, n_args)
 
     def _traced(self, *args, **kwargs):
         if not args:

@@ -24,7 +24,7 @@ from .. import shape as S
 from ..tensor import Tensor
 from . import tree as tree_mod
 from .core import Transform
-from .grad import aux_pair, grad
+from .grad import aux_pair, grad, not_an_argnum
 from .grad_rules import zeros
 from .jvp import jvp
 from .vmap import vmap
@@ -77,6 +77,9 @@ class _Jacobian(Transform):
                             f"{type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self.fun, self.argnums, self.has_aux, self.what = fun, argnums, has_aux, what
+
+    def _passes_through(self, arg, n_args=None):
+        return not_an_argnum(self.argnums, arg, n_args)
 
     def _traced(self, *args):
         if not args:
@@ -172,6 +175,9 @@ class _Jacfwd(Transform):
                             f"{type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self.fun, self.argnums, self.has_aux = fun, argnums, has_aux
+
+    def _passes_through(self, arg, n_args=None):
+        return not_an_argnum(self.argnums, arg, n_args)
 
     def _traced(self, *args):
         if not args:

@@ -58,6 +58,15 @@ class StaticError(TypeError):
         return self
 
 
+_PLAIN = (bool, int, float, complex, str, type(None))
+
+
+def is_plain(v) -> bool:
+    """Whether ``v`` is a plain Python value (a number, a string, None, or a tuple of
+    them): what a transform run outside a defn passes through untouched."""
+    return isinstance(v, _PLAIN) or (isinstance(v, tuple) and all(is_plain(x) for x in v))
+
+
 def static_key(v):
     """A hashable key for a static value: lists, tuples, dicts and dataclasses of hashable
     values by content; ``1``, ``1.0`` and ``True`` differ (they trace

@@ -344,6 +344,11 @@ class _Vmap(Transform):
             in_axes = tuple(in_axes)  # a list of per-argument axes reads as JAX's tuple
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
 
+    def _passes_through(self, arg, n_args=None):
+        # a positional with in_axes None (keyword arguments are batched, as in JAX)
+        return (isinstance(self.in_axes, tuple) and isinstance(arg, int)
+                and len(self.in_axes) == n_args and self.in_axes[arg] is None)
+
     def _traced(self, *args, **kwargs):
         if kwargs:  # batched along their axis 0, as in JAX (in_axes is for positionals)
             for k, v in kwargs.items():
@@ -360,6 +365,17 @@ class _Vmap(Transform):
         if not args:
             raise TypeError("vmap: the function needs at least one positional argument to "
                             "batch over")
+        fixed = {i: a for i, a in enumerate(args) if self._passes_through(i, len(args))
+                 and tree_mod.is_plain(a)}
+        if fixed and len(fixed) < len(args):  # plain values with in_axes None: as they are
+            n, fun = len(args), self.fun
+
+            def bound(*rest):
+                it = iter(rest)
+                return fun(*[fixed[i] if i in fixed else next(it) for i in range(n)])
+            return _Vmap(bound, tuple(a for i, a in enumerate(self.in_axes) if i not in fixed),
+                         self.out_axes)._traced(*[a for i, a in enumerate(args)
+                                                  if i not in fixed])
         if isinstance(self.in_axes, tuple) and len(self.in_axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(self.in_axes)} entries, one per "
                              f"positional argument, but the function was called with "
