@@ -17,7 +17,7 @@ __all__ = ["CASE_MODULES", "load_cases", "REGISTRY", "Case", "Config", "Pair", "
 
 # Modules defining cases, in table order. Import them only after core.start_xla().
 CASE_MODULES = ["bench.single_device", "bench.call_path", "bench.grad", "bench.vmap",
-                "bench.sharded", "bench.ops_indexing",
+                "bench.transforms", "bench.sharded", "bench.ops_indexing",
                 "bench.ops_windows", "bench.ops_sorting", "bench.ops_complex",
                 "bench.ops_random", "bench.ops_linalg"]
 
