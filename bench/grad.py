@@ -245,4 +245,3 @@ def mlp_call(cfg):
                       info=f"{MLP_NOTE}. jit(step, compiler='exla') on EXLA tensors vs "
                            f"jax.jit(step) on device arrays, waiting for the 5 results. "
                            + info)
-
