@@ -616,6 +616,24 @@ def test_window_reduce_grad(kind):
     check_grad(nxf, jf, x)
 
 
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_window_reduce_and_reduce_grad_where_acc_wins(kind):
+    # acc beats some windows (rows) entirely: those cotangents are acc's, not the extreme's
+    x = _u((4, 5), 11, 0.5, 1.5)
+    op, ini, jop = (lax.max, -jnp.inf, jnp.maximum) if kind == "max" else \
+        (lax.min, jnp.inf, jnp.minimum)
+    nf = (lambda a, b: nx.max(a, b)) if kind == "max" else (lambda a, b: nx.min(a, b))
+    pads = [(1, 0), (0, 1)]
+    c = np.float32(1.2 if kind == "max" else 0.6)  # wins for half the rows of x
+    check_grad(lambda a, c: nx.sum(nx.sin(nx.window_reduce(a, c, (2, 2), nf, padding=pads))),
+               lambda a, c: jnp.sum(jnp.sin(jop(jwin(a, op, ini, (2, 2), (1, 1), pads), c))),
+               x, c, argnums=(0, 1))
+    check_grad(lambda a, c: nx.sum(nx.sin(nx.reduce(a, c, nf, axes=[1]))),
+               lambda a, c: jnp.sum(jnp.sin(jop(jnp.max(a, 1) if kind == "max"
+                                                else jnp.min(a, 1), c))),
+               x, c, argnums=(0, 1))
+
+
 def test_window_reduce_with_another_function_is_not_differentiable():
     with pytest.raises(NotImplementedError, match="window_reduce is defined when its function"):
         jit(grad(lambda a: nx.sum(nx.window_reduce(a, 0.0, (2,), lambda x, acc: x * 2 + acc))))(

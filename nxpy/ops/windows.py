@@ -542,8 +542,10 @@ def _grad_reduce(ctx, e, xs, out, g):
     r = reshape(out, kept)
     hit = select(equal(xf, r), full((), 1, type=out.type), full((), 0, type=out.type))
     count = _sum(hit, axes=list(axes), keep_axes=True)
-    share = divide(gk, select(equal(count, 0), full((), 1, type=out.type), count))
-    return [multiply(broadcast(share, x.shape), hit), None]
+    none = equal(count, 0)  # acc beats every element: the cotangent is acc's
+    share = divide(gk, select(none, full((), 1, type=out.type), count))
+    return [multiply(broadcast(share, x.shape), hit),
+            _sum(select(none, gk, _zeros_like(gk)))]
 
 
 @register_grad_rule("window_reduce")
@@ -560,7 +562,12 @@ def _grad_window_reduce(ctx, e, xs, out, g):
         return [_window_sum_grad(x, g, w, s, pads, dil), g]
     if kind == "multiply":
         return [_product_grad(x, g, w, s, pads, dil), None]
-    return [_chooser_grad("max" if kind == "max" else "min", x, g, w, s, pads, dil), None]
+    # max / min: where acc beats every element of a window, the cotangent is acc's
+    ext = (window_max if kind == "max" else window_min)(x, w, s, [list(p) for p in pads], dil)
+    acc_wins = (greater if kind == "max" else less)(out, ext)
+    zero = _zeros_like(g)
+    return [_chooser_grad(kind, x, select(acc_wins, zero, g), w, s, pads, dil),
+            _sum(select(acc_wins, g, zero))]
 
 
 def _gather_selected(kind, tie_break, x, g, w, s, pads):
