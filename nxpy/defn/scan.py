@@ -8,11 +8,13 @@ slice, with ``unroll`` steps inside the body (the steps left over when ``unroll`
 divide the length run after the loop). Outside a defn it runs step by step in Python.
 ``vmap``, ``shard_map`` and every compiler see an ordinary loop.
 
-Reverse mode keeps JAX's stacked residuals: while a ``grad`` is tracing, the forward loop
-also stacks the carry each step starts from (``length`` copies of the carry, never a
-worst-case buffer), and the gradient is a reverse scan that differentiates one step at a
-time from those carries (the cotangents of the values ``f`` closes over are summed across
-the steps). The differentiable results of one type share one backward scan.
+Reverse mode keeps JAX's stacked residuals (``length`` copies of what one step's
+backward pass reads, never a worst-case buffer): one step's forward and backward are
+traced together and split, the forward loop stacks the values of the forward part that
+the backward part reads, and the gradient is a reverse scan that reads them back (the
+cotangents of the values ``f`` closes over are summed across the steps); no step runs
+twice. Higher derivatives stack the carries instead and run each step again. The
+differentiable results of one type share one backward scan.
 
 >>> import nxpy as nx
 >>> from nxpy.defn import jit, scan
@@ -267,6 +269,11 @@ def _traced_scan(body, c_leaves, x_leaves, n, reverse, unroll):
     if n == 0:  # no steps: the carry as it came in, empty ys
         return tree_mod.unflatten(body.c_tree, c_leaves), tree_mod.unflatten(y_tree, ys0)
     if diff and _context.grad_depth() == 1:
+        plan = _Residuals.plan(step, c_leaves, x_leaves)
+        if plan is not None:
+            carry, ys = plan.run(n, reverse, u)
+            return tree_mod.unflatten(body.c_tree, carry), tree_mod.unflatten(y_tree, ys)
+    if diff and _context.grad_depth() == 1:
         # the bound rides in the state, so that grad does not record every iteration's
         # state (ys buffers included) for the loop: the residuals are the carries above.
         # (A second derivative differentiates this loop itself: it keeps a bound it sees.)
@@ -287,11 +294,186 @@ def _traced_scan(body, c_leaves, x_leaves, n, reverse, unroll):
     return tree_mod.unflatten(body.c_tree, carry), tree_mod.unflatten(y_tree, ys)
 
 
+class _Residuals:
+    """A first-order gradient of a scan that keeps the residuals, as JAX does: one step's
+    forward and backward are traced together into ``bwd(carry, x, seeds) -> (carry', y,
+    cotangents)`` and split (partial evaluation) into what does not depend on the seeds
+    (run by the forward loop) and what does (run by the backward loop). The forward loop
+    stacks, step by step, the values of the first part that the second part reads (the
+    residuals: a ``tanh``'s output, a ``dot``'s operands, the carry a step started from);
+    the backward loop reads them back, so no step is computed twice. Values that depend
+    on neither the carry nor ``x`` (weights, constants) are read where they are, not
+    stacked."""
+
+    @classmethod
+    def plan(cls, step, c_leaves, x_leaves):
+        """The plan for ``step`` (one traced step), or None when a residual is a value
+        this scheme does not stack (a multi-result node) and the step is recomputed."""
+        self = cls()
+        nc, nx_, n_in = len(c_leaves), len(x_leaves), len(step.params)
+        self.c_leaves, self.x_leaves, self.nc = c_leaves, x_leaves, nc
+        self.caps = [Tensor(c, c.shape, c.type, c.names, EXPR) for c in step.captures
+                     if isinstance(c, Expr) and c.type.is_inexact
+                     and c.op not in ("constant", "tensor")]
+        self.dc = [i for i, c in enumerate(c_leaves) if c.type.is_inexact]
+        self.dx = [i for i, x in enumerate(x_leaves) if x.type.is_inexact]
+        outs = step.outputs
+        self.n_out = len(outs)
+        self.seeded = [i for i, o in enumerate(outs) if o.type.is_inexact]
+        wanted = ([step.params[i].data.id for i in self.dc]
+                  + [step.params[nc + i].data.id for i in self.dx]
+                  + [c.data.id for c in self.caps])
+        if not wanted or not self.seeded:
+            return None
+        targets = ([c_leaves[i] for i in self.dc] + [x_leaves[i] for i in self.dx]
+                   + self.caps)
+
+        def fwd_and_bwd(*a):
+            sub = Backprop(step, {p.data.id: v for p, v in zip(step.params, a[:n_in])})
+            dep = sub.depends(wanted)
+            sub.replay(dep)
+            seeds = {}
+            for i, g in zip(self.seeded, a[n_in:]):
+                o = outs[i].data.id
+                seeds[o] = g if seeds.get(o) is None else seeds[o] + g
+            cts = sub.backward(seeds, wanted, dep)
+            return ([sub.fwd(o.data) for o in outs]
+                    + [cts[w] if cts.get(w) is not None else zeros(t.shape, t.type)
+                       for w, t in zip(wanted, targets)])
+
+        self.bwd = bwd = trace_fn(
+            fwd_and_bwd, [(p.shape, p.type, p.names) for p in step.params]
+            + [(outs[i].shape, outs[i].type, None) for i in self.seeded],
+            parent=_context.current())
+        probe = Backprop(bwd)
+        params = bwd.params[:n_in]
+        unknown = probe.depends([p.data.id for p in bwd.params[n_in:]])
+        varies = probe.depends([p.data.id for p in params])  # per step (known or not)
+        out_ids = [o.data.id for o in bwd.outputs]
+        # what the backward part reads of the forward part: the residuals
+        reads = set(out_ids[self.n_out:])
+        for e in bwd.nodes:
+            if e.id in unknown and e.op != "parameter":
+                reads.update(d.id for d in e.deps())
+        res = [e for e in bwd.nodes if e.id in reads and e.id in varies and e.id not in unknown]
+        if any(e.outs is not None for e in res):
+            return None
+        x_ids = {p.data.id: j for j, p in enumerate(params[nc:])}
+        self.res_x = [(e.id, x_ids[e.id]) for e in res if e.id in x_ids]  # read from xs
+        self.res = [e for e in res if e.id not in x_ids]  # stacked
+        self.forward_nodes = _needed(bwd, out_ids[:self.n_out] + [e.id for e in self.res],
+                                     lambda e: e.id not in unknown, effects=True)
+        self.backward_nodes = _needed(bwd, out_ids[self.n_out:],
+                                      lambda e: e.id in unknown or e.id not in varies)
+        self.targets, self.nx_ = targets, nx_
+        return self
+
+    def run(self, n, reverse, u):
+        """The scan's ``(carry, ys)`` leaves, with this gradient attached."""
+        nc, bwd = self.nc, self.bwd
+        x_leaves = self.x_leaves
+        y_tmpl = [(o.shape, o.type) for o in bwd.outputs[nc:self.n_out]]
+        ny, nr = len(y_tmpl), len(self.res)
+
+        def pos(t):
+            return n - 1 - t if reverse else t
+
+        def run_step(t, carry, ys, rs):
+            xr = [_row(x, pos(t)) for x in x_leaves]
+            fb = Backprop(bwd, {p.data.id: v for p, v in zip(bwd.params, carry + xr)},
+                          keep=True)
+            for e in self.forward_nodes:
+                fb.env[e.id] = fb.copy(e)
+            out = [fb.fwd(o.data) for o in bwd.outputs[:self.n_out]]
+            ys = [_put_row(b, pos(t), v) for b, v in zip(ys, out[nc:])]
+            rs = [_put_row(b, t, fb.fwd(e)) for b, e in zip(rs, self.res)]
+            return out[:nc], ys, rs
+
+        def loop_body(state):
+            t, carry = state[0], list(state[1:1 + nc])
+            ys = list(state[1 + nc:1 + nc + ny])
+            rs = list(state[1 + nc + ny:1 + nc + ny + nr])
+            for j in range(u):
+                carry, ys, rs = run_step(t + j, carry, ys, rs)
+            return (t + u,) + tuple(carry) + tuple(ys) + tuple(rs) + (state[-1],)
+
+        blocks, rem = divmod(n, u)
+        ys0 = [zeros((n,) + tuple(s), t) for s, t in y_tmpl]
+        rs0 = [zeros((n,) + tuple(e.shape), e.type) for e in self.res]
+        # the bound rides in the state: grad does not record this loop's iterations
+        state = while_loop(lambda s: O.less(s[0], s[-1]), loop_body,
+                           (O.tensor(0),) + tuple(self.c_leaves) + tuple(ys0) + tuple(rs0)
+                           + (O.tensor(blocks * u),))
+        carry = list(state[1:1 + nc])
+        ys = list(state[1 + nc:1 + nc + ny])
+        rs = list(state[1 + nc + ny:1 + nc + ny + nr])
+        for t in range(blocks * u, n):
+            carry, ys, rs = run_step(t, carry, ys, rs)
+        return _attach(carry + ys, self.targets,
+                       lambda gs: self._backward(gs, rs, n, reverse), nc)
+
+    def _backward(self, gs, rs, n, reverse):
+        """Cotangents of the targets given ``gs`` (result index → cotangent): a reverse
+        scan over the steps, each reading its residuals."""
+        nc, bwd, dc = self.nc, self.bwd, self.dc
+        n_in = nc + self.nx_
+        nd, ncap = len(dc), len(self.caps)
+        c_tmpl = [self.c_leaves[i] for i in dc]
+
+        def body(k, state):
+            t = n - 1 - k
+            p = n - 1 - t if reverse else t
+            g_c = list(state[:nd])
+            acc = list(state[nd:nd + ncap])
+            g_xs = list(state[nd + ncap:])
+            env = {e.id: _row(b, t) for e, b in zip(self.res, rs)}
+            for node, j in self.res_x:
+                env[node] = _row(self.x_leaves[j], p)
+            by_carry = dict(zip(dc, g_c))
+            for i, sp in zip(self.seeded, bwd.params[n_in:]):
+                o = bwd.outputs[i]
+                if i < nc:
+                    g = by_carry.get(i)
+                else:
+                    g = _row(gs[i], p) if i in gs else None
+                env[sp.data.id] = g if g is not None else zeros(o.shape, o.type)
+            bb = Backprop(bwd, env, keep=True)
+            for e in self.backward_nodes:
+                bb.env[e.id] = bb.copy(e)
+            cts = [bb.fwd(o.data) for o in bwd.outputs[self.n_out:]]
+            new_c, new_x, new_caps = cts[:nd], cts[nd:nd + len(self.dx)], cts[nd + len(self.dx):]
+            return (tuple(new_c) + tuple(a + c for a, c in zip(acc, new_caps))
+                    + tuple(_put_row(b, p, c) for b, c in zip(g_xs, new_x)))
+
+        g_c0 = [gs[i] if i in gs else zeros(c.shape, c.type) for i, c in zip(dc, c_tmpl)]
+        state = (tuple(g_c0) + tuple(zeros(c.shape, c.type) for c in self.caps)
+                 + tuple(zeros(self.x_leaves[i].shape, self.x_leaves[i].type)
+                         for i in self.dx))
+        out = fori_loop(0, n, body, state)
+        g_c, acc, g_xs = list(out[:nd]), list(out[nd:nd + ncap]), list(out[nd + ncap:])
+        return g_c + g_xs + acc
+
+
+def _needed(fn, roots, allowed, effects=False):
+    """The nodes of ``fn`` (in order, parameters left out) that ``roots`` (node ids) read,
+    through nodes that pass ``allowed`` (and ``fn``'s effects, with ``effects``)."""
+    by_id = {e.id: e for e in fn.nodes}
+    stack = list(roots) + ([e.id for e in fn.scope.effects if allowed(e)] if effects else [])
+    seen = set()
+    while stack:
+        i = stack.pop()
+        e = by_id.get(i)
+        if i in seen or e is None or not allowed(e):
+            continue
+        seen.add(i)
+        stack.extend(d.id for d in e.deps())
+    return [e for e in fn.nodes if e.id in seen and e.op != "parameter"]
+
+
 def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
     """The results, given a gradient that is a reverse scan over the stacked carries
-    ``res`` (one step differentiated per iteration). The differentiable results of one
-    type share one backward scan (they are flattened into one vector that carries the
-    gradient), so a loss of the carry and of the ys runs the backward scan once."""
+    ``res``, each step recomputed from its carry and differentiated (the fallback of
+    :class:`_Residuals`: higher derivatives, residuals it does not stack)."""
     nc = len(c_leaves)
     caps = [Tensor(c, c.shape, c.type, c.names, EXPR) for c in step.captures
             if isinstance(c, Expr) and c.type.is_inexact and c.op not in ("constant", "tensor")]
@@ -342,7 +524,16 @@ def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
         g_xs = list(out[len(dc) + len(caps):])
         return g_c + g_xs + acc
 
-    outs = list(carry) + list(ys)
+    return _attach(list(carry) + list(ys), inputs, backward, nc)
+
+
+def _attach(outs, inputs, backward, nc):
+    """``outs`` (the carry's leaves, then the ys'), whose gradient with respect to
+    ``inputs`` is ``backward({result index: cotangent})``, split into ``(carry, ys)``. The
+    differentiable results of one type share one backward scan (they are flattened into
+    one vector that carries the gradient), so a loss of the carry and of the ys runs the
+    backward scan once."""
+    outs = list(outs)
     by_type: dict = {}
     for i, v in enumerate(outs):
         if v.type.is_inexact:
