@@ -307,7 +307,26 @@ def test_check_jvp_catches_a_wrong_rule():
             fuzz.check_jvp(prog)
     finally:
         JVP_RULES["exp"] = saved
-    fuzz.check_jvp(prog)
+    assert fuzz.check_jvp(prog) == "jax"
+
+
+def test_check_jvp_against_grad_where_jax_cannot_differentiate():
+    # jax.jvp has no rule for select_and_scatter: the tangents are checked by the
+    # transposition identity against nxpy's grad, which catches a wrong rule too
+    prog = Program(0, 0, [Leaf((4,), "f32", lo=-1, hi=1, seed=5),
+                          Leaf((2,), "f32", lo=-1, hi=1, seed=6),
+                          Step("window_scatter_max", (0, 1),
+                               {"init": 0, "window": [2], "strides": [2], "padding": "valid"}),
+                          Step("exp", (2,), {})],
+                   ["f32", "f32", "f32", "f32"], (3,))
+    assert fuzz.check_jvp(prog) == "grad"
+    saved = JVP_RULES["exp"]
+    JVP_RULES["exp"] = lambda ctx, e, xs, ts, out: ts[0] * out * 2.0
+    try:
+        with pytest.raises(fuzz.Mismatch, match="by jvp but .* by grad"):
+            fuzz.check_jvp(prog)
+    finally:
+        JVP_RULES["exp"] = saved
 
 
 def test_fuzz_jvp_window_reduce_where_acc_wins():

@@ -956,7 +956,7 @@ class _Gen:
 
     def windows(self, i):
         x = self.vals[i]
-        s, r = x.shape, x.rank
+        s = x.shape
         op = self.pick(["window_sum", "window_max", "window_min", "window_product", "window_mean",
                         "window_reduce", "window_scatter_max", "window_scatter_min"])
         scatter = op.startswith("window_scatter")
@@ -1463,19 +1463,25 @@ def _fail_jvp(prog, what):
     raise Mismatch(f"jvp: {what}\n{prog}\nrepro: {prog.repro()} (then fuzz.check_jvp)")
 
 
-def check_jvp(prog: Program) -> None:
+def check_jvp(prog: Program) -> str:
     """``jvp`` of ``prog`` (grad programs: forward over reverse) along fixed random
     tangents of its float inputs, under the Evaluator and EXLA, against ``jax.jvp`` of the
     JAX twin: the primal results and their tangents, values as :func:`check` compares them
     (with a tolerance 100 times looser for the tangents: derivatives amplify rounding).
-    Programs whose JAX twin ``jax.jvp`` cannot differentiate are skipped, and so are those
-    with an op whose complex tangent nxpy does not compute yet. Raises :class:`Mismatch`
-    naming jvp.
 
-    >>> check_jvp(generate(0, 1))   # silent when nxpy's jvp agrees with JAX's
+    Where ``jax.jvp`` cannot differentiate the twin, the tangents are checked against
+    nxpy's reverse mode instead (:func:`_check_jvp_by_grad`: for random weights ``w`` of
+    the results, ``<w, J t>`` equals ``<grad <w, f>, t>``, the directional derivative a
+    finite difference would estimate, computed without rounding noise). Programs with an
+    op whose complex tangent nxpy does not compute yet are skipped. Returns ``"jax"``,
+    ``"grad"`` or ``"skipped"`` (what the tangents were checked against); raises
+    :class:`Mismatch` naming jvp.
+
+    >>> check_jvp(generate(0, 1))   # when nxpy's jvp agrees with JAX's
+    'jax'
     """
     if isinstance(prog, ShardedProgram):
-        return
+        return "skipped"
     jax = pjrt.oracle()
     leaves = prog.leaves()
     rng = np.random.default_rng([prog.seed, prog.index, 7])
@@ -1487,6 +1493,10 @@ def check_jvp(prog: Program) -> None:
         if f and np.iscomplexobj(a):
             t = t + 1j * rng.standard_normal(a.shape)
         tans.append(t.astype(a.dtype) if f else None)
+    fn = prog.function()
+    args = [_leaf_tensor(leaf) for leaf in leaves]
+    targs = [_leaf_tensor(leaf, t) if t is not None else _leaf_tensor(leaf)
+             for leaf, t in zip(leaves, tans)]
     try:
         with warnings.catch_warnings(), jax.enable_x64(True):
             warnings.simplefilter("ignore")
@@ -1494,23 +1504,13 @@ def check_jvp(prog: Program) -> None:
                   for a, t in zip(arrays, tans)]
             y, ty = jax.jit(lambda p, t: jax.jvp(prog.jax_function(jax), p, t))(arrays, jt)
             want = [np.asarray(x) for x in jax.tree_util.tree_leaves((y, ty))]
-    except Exception:  # noqa: BLE001 - JAX cannot differentiate it: nothing to compare
-        return
+    except Exception:  # noqa: BLE001 - JAX cannot differentiate it: against grad
+        return _check_jvp_by_grad(prog, fn, args, targs, rng)
     tol = _tolerance(prog)
-    fn = prog.function()
-    args = [_leaf_tensor(leaf) for leaf in leaves]
-    targs = [_leaf_tensor(leaf, t) if t is not None else _leaf_tensor(leaf)
-             for leaf, t in zip(leaves, tans)]
     for compiler in ("evaluator", "exla"):
-        try:
-            got = jit(lambda p, t: jvp(fn, p, t), compiler=compiler)(tuple(args), tuple(targs))
-        except NotImplementedError as err:
-            if "of complex values is not supported yet" in str(err):
-                return  # a known limit of forward mode (nxpy/defn/jvp_rules.py)
-            _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")
-        except Exception as err:  # noqa: BLE001 - reported as a mismatch
-            _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")
-        got = _leaves(got)
+        got = _nx_jvp(prog, fn, args, targs, compiler)
+        if got is None:
+            return "skipped"
         if len(got) != len(want):
             _fail_jvp(prog, f"{compiler}: {len(got)} results, jax.jvp {len(want)}")
         half = len(got) // 2
@@ -1524,6 +1524,67 @@ def check_jvp(prog: Program) -> None:
             if d:
                 what = "result" if k < half else "tangent of result"
                 _fail_jvp(prog, f"{compiler} {what} {k % max(half, 1)} vs jax.jvp: {d}")
+    return "jax"
+
+
+def _nx_jvp(prog, fn, args, targs, compiler):
+    """nxpy's ``jvp`` of ``fn`` on ``compiler``: the flat (results, tangents), or None
+    where an op's complex tangent is not computed yet."""
+    try:
+        got = jit(lambda p, t: jvp(fn, p, t), compiler=compiler)(tuple(args), tuple(targs))
+    except NotImplementedError as err:
+        if "of complex values is not supported yet" in str(err):
+            return None  # a known limit of forward mode (nxpy/defn/jvp_rules.py)
+        _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")
+    except Exception as err:  # noqa: BLE001 - reported as a mismatch
+        _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")
+    return _leaves(got)
+
+
+def _check_jvp_by_grad(prog, fn, args, targs, rng) -> str:
+    """The tangents ``J t`` of ``prog``'s real float results against nxpy's ``grad``:
+    ``<w, J t> == <grad(x -> <w, f(x)>), t>`` for random weights ``w``, on the Evaluator
+    and EXLA, in f64 (the two sides sum the same products in other orders). Returns
+    ``"grad"``, or ``"skipped"`` when no result is a real float or grad cannot run."""
+    live = [i for i, a in enumerate(args) if a.type.is_inexact and not a.type.is_complex]
+    if not live:
+        return "skipped"
+    for compiler in ("evaluator", "exla"):
+        got = _nx_jvp(prog, fn, args, targs, compiler)
+        if got is None:
+            return "skipped"
+        half = len(got) // 2
+        outs = [k for k in range(half) if got[k].type.is_inexact and not got[k].type.is_complex]
+        if not outs:
+            return "skipped"
+        ws = [rng.standard_normal(got[k].shape) for k in outs]
+
+        def weighted(*xs, outs=outs, ws=ws):
+            full = list(args)
+            for i, x in zip(live, xs):
+                full[i] = x
+            ys = _leaves(fn(*full))
+            return sum(nx.sum(nx.as_type(ys[k], "f64") * nx.tensor(w, type="f64"))
+                       for k, w in zip(outs, ws))
+        try:
+            gs = jit(grad(weighted, argnums=tuple(range(len(live)))), compiler=compiler)(
+                *[args[i] for i in live])
+        except Exception:  # noqa: BLE001 - reverse mode cannot run it either
+            return "skipped"
+        lhs = sum(float(np.sum(np.asarray(got[half + k].to_numpy(), np.float64) * w))
+                  for k, w in zip(outs, ws))
+        rhs = sum(float(np.sum(np.asarray(g.to_numpy(), np.float64)
+                               * np.asarray(targs[i].to_numpy(), np.float64)))
+                  for g, i in zip(gs, live))
+        rtol, atol = _tolerance(prog)
+        scale = max(1.0, abs(lhs), abs(rhs))
+        if not (np.isfinite(lhs) and np.isfinite(rhs)) or \
+                abs(lhs - rhs) > 100 * (rtol * scale + atol):
+            if np.isnan(lhs) and np.isnan(rhs):
+                continue
+            _fail_jvp(prog, f"{compiler}: <w, J t> = {lhs!r} by jvp but {rhs!r} by grad "
+                            f"(<grad <w, f>, t>)")
+    return "grad"
 
 
 # ----------------------------------------------------------------------------------------
