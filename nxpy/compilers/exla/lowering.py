@@ -15,6 +15,8 @@ rule exists only on some platforms says so with :func:`register_platforms`
 """
 from __future__ import annotations
 
+import functools
+
 import warnings
 
 import numpy as np
@@ -124,7 +126,7 @@ class Ctx:
         if arr.shape == () or is_splat(arr):
             scalar = arr.reshape(-1)[0] if arr.size else 0
             v = self.op("stablehlo.constant", [], ((), t),
-                        {"value": f"{dense(scalar, t)} : {tensor_type((), t)}"})
+                        {"value": _scalar_attr(t, np.asarray(scalar, dtype=t.dtype).tobytes())})
             return self.bcast(v, shape)
         if arr.size == 0:
             return self.bcast(self.const(0, t), shape)
@@ -257,6 +259,12 @@ class Ctx:
         if isinstance(a, list):
             return [self._arg(x) for x in a]
         return a
+
+
+@functools.lru_cache(maxsize=4096)  # modules repeat a few scalars (0, 1, 0.5) many times
+def _scalar_attr(t: T.Type, raw: bytes) -> str:
+    """The ``value`` attribute of a scalar constant of type ``t`` with bytes ``raw``."""
+    return f"{dense(np.frombuffer(raw, dtype=t.dtype)[0], t)} : {tensor_type((), t)}"
 
 
 def _checked(e: Expr, rule, result):

@@ -9,6 +9,8 @@ the most version-stable spelling.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ... import types as T
@@ -21,6 +23,7 @@ __all__ = ["elem_type", "tensor_type", "dense", "is_splat", "i64_array", "dense_
 TOKEN = "!stablehlo.token"
 
 
+@functools.lru_cache(maxsize=None)
 def elem_type(t: T.Type) -> str:
     if t.is_pred:
         return "i1"
@@ -34,6 +37,11 @@ def elem_type(t: T.Type) -> str:
 
 
 def tensor_type(shape, t: T.Type) -> str:
+    return _tensor_type(tuple(shape), t)
+
+
+@functools.lru_cache(maxsize=4096)  # a module spells a few types many times
+def _tensor_type(shape, t):
     dims = "".join(f"{d}x" for d in shape)
     return f"tensor<{dims}{elem_type(t)}>"
 
