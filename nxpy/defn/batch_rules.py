@@ -82,7 +82,7 @@ def _shift(axes):
 # batch axis leading, against unbatched operands of the per-example shape)
 # ----------------------------------------------------------------------------------------
 #: the elementwise ops (besides the unary and binary tables) the broadcasting rule batches
-ELEMENTWISE = ("select", "clip", "as_type", "bitcast", "optimization_barrier", "stop_grad",
+ELEMENTWISE = ("select", "clip", "as_type", "bitcast", "stop_grad",
                "checkpoint_name", "real", "imag", "conjugate", "complex", "population_count", "count_leading_zeros")
 
 
@@ -226,7 +226,8 @@ def _permute_by_key(ctx, e, xs, dims):
     return node(ctx, e, [to_front(ctx, x, d) for x, d in zip(xs, dims)], axis=e.attrs["axis"] + 1)
 
 
-@register_batch_rule("cholesky", "solve", "triangular_solve", "top_k", "lu", "qr", "eigh", "svd")
+@register_batch_rule("cholesky", "solve", "triangular_solve", "top_k", "lu", "qr", "eigh", "svd",
+                     "optimization_barrier")
 def _leading_batch(ctx, e, xs, dims):
     # these take any leading batch axes (the matrix or the sorted axis is last)
     args = [to_front(ctx, x, d) for x, d in zip(xs, dims)]

@@ -6,8 +6,9 @@ backward pass (the engine's rule, :data:`nxpy.defn.grad.ENGINE_RULES`) runs ``f`
 from its inputs and differentiates that copy, so the intermediates of ``f`` are not kept
 alive from the forward pass to the backward pass, except those its ``policy`` saves
 (``policy(prim, *inputs, **params) -> bool`` for each op of ``f``; ``prim.name`` is the
-op's name). With ``prevent_cse`` (the default) the recomputation reads its inputs through
-``optimization_barrier``, so XLA does not merge it back into the forward pass. Nested
+op's name). With ``prevent_cse`` (the default) the recomputation reads its inputs, and
+the cotangents, through one ``optimization_barrier`` (as JAX), so XLA neither merges it
+back into the forward pass nor runs it before the backward pass gets there. Nested
 checkpoints recompute at each level; ``vmap`` batches the checkpointed function and keeps
 it checkpointed. Compilers never see the node.
 
@@ -241,13 +242,23 @@ def _backward(bp: Backprop, e, gs, ct, dep):
         return
     policy = e.attrs["policy"] if bp.aug.get(e.id) == "inlined" else None
     saved = {n.id: bp.fwd(n) for n in body.nodes if _saves(policy, n)}
-    barrier = O.optimization_barrier if e.attrs["prevent_cse"] else (lambda v: v)
-    sub = Backprop(body, {p.data.id: barrier(bp.fwd(x)) for p, x in zip(body.params, inputs)},
-                   parent=bp)
+    # what the recomputation starts from, and the cotangents: with prevent_cse, one
+    # barrier over all of them (as JAX), so that XLA neither merges the recomputation
+    # with the forward pass nor runs it before the backward pass reaches this point
+    starts = ([bp.fwd(x) for x in inputs] + [bp.fwd(c) for c in body.captures]
+              + list(saved.values()))
+    live = [i for i, g in enumerate(gs) if g is not None]
+    if e.attrs["prevent_cse"]:
+        held = O.optimization_barrier(starts + [gs[i] for i in live])
+        starts, gs = held[:len(starts)], list(gs)
+        for i, g in zip(live, held[len(starts):]):
+            gs[i] = g
+    it = iter(starts)
+    sub = Backprop(body, {p.data.id: next(it) for p in body.params}, parent=bp)
     for c in body.captures:
-        sub.env[c.id] = barrier(bp.fwd(c))
-    for k, v in saved.items():
-        sub.env[k] = barrier(v)
+        sub.env[c.id] = next(it)
+    for k in saved:
+        sub.env[k] = next(it)
     wanted = [body.params[i].data.id for i in want] + [c.id for c in caps]
     sub_dep = sub.depends(wanted)
     for n in body.nodes:

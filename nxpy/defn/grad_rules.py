@@ -191,8 +191,8 @@ def _as_type(ctx, e, xs, out, g):
 
 
 @register_grad_rule("optimization_barrier")
-def _optimization_barrier(ctx, e, xs, out, g):
-    return [g]
+def _optimization_barrier(ctx, e, xs, out, gs):
+    return list(gs)
 
 
 @register_grad_rule("hook")

@@ -229,10 +229,15 @@ def linear(*positions):
 for _op in ("negate", "reshape", "broadcast", "transpose", "reverse", "slice", "concatenate",
             "sum", "cumulative_sum", "pad", "real", "imag", "conjugate", "complex", "fft",
             "fft2", "ifft", "ifft2", "rfft", "irfft", "window_sum", "sharding_constraint",
-            "optimization_barrier", "all_gather", "reduce_scatter", "all_to_all",
+            "all_gather", "reduce_scatter", "all_to_all",
             "collective_permute", "collective_broadcast", "all_slice"):
     JVP_RULES[_op] = linear()
 JVP_RULES["dynamic_slice"] = linear(0)
+
+
+@register_jvp_rule("optimization_barrier")
+def _optimization_barrier(ctx, e, xs, ts, out):
+    return list(ts)  # the identity; the primals keep their barrier
 JVP_RULES["gather"] = linear(0)
 
 

@@ -330,10 +330,18 @@ def _elementwise(prop, e, args):
     return _merge(cands)
 
 
-register_sharding_rule(*O.UNARY, "as_type", "bitcast", "optimization_barrier", "reverse",
+register_sharding_rule(*O.UNARY, "as_type", "bitcast", "reverse",
                        "window_sum",
                        "window_max", "put_slice", "hook")(_same)
 register_sharding_rule(*O.BINARY, "select", "clip")(_elementwise)
+
+
+@register_sharding_rule("elem")
+def _elem(prop, e, args):
+    parent = e.args[0]
+    if parent.op == "optimization_barrier":  # each result is laid out as its operand
+        return prop.memo[parent.tensor_args()[e.attrs["index"]].id]
+    return replicated(len(e.shape))
 
 
 @register_sharding_rule("broadcast")

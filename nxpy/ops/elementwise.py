@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from .. import shape as S, types as T
 from ..tensor import Tensor
-from .core import _binary_operands, _out, as_type, check_kind, dispatch, primitive, to_tensor
+from .core import (_binary_operands, _out, as_type, check_kind, dispatch, dispatch_multi,
+                   primitive, to_tensor)
 
 # ----------------------------------------------------------------------------------------
 # Op tables: the elementwise families, one line per op (type rule, accepted kinds).
@@ -248,19 +249,29 @@ def bitcast(x, type) -> Tensor:
     return dispatch("bitcast", _out(x.shape, t, x.names), x)
 
 
-def optimization_barrier(x) -> Tensor:
-    """``x``, as a value the compiler may not look through
-    (``stablehlo.optimization_barrier``, as ``jax.lax.optimization_barrier`` of one array): computations on the result are not
-    merged with the same computations on ``x`` (``checkpoint`` recomputes its forward pass
-    from such values, so that XLA does not fold the recomputation back into the forward
-    pass). Its gradient is the identity.
+def optimization_barrier(x):
+    """``x`` (a tensor, or a tuple or list of them), as values the compiler may not look
+    through (``stablehlo.optimization_barrier``, as ``jax.lax.optimization_barrier``):
+    computations on the results are not merged with the same computations on ``x``, and
+    none of the results is available before all of ``x`` is (``checkpoint`` recomputes
+    its forward pass from such values, barriered together with the incoming cotangent, so
+    that XLA neither folds the recomputation back into the forward pass nor runs it before
+    the backward pass reaches it). Its gradient is the identity.
 
     >>> import nxpy as nx
     >>> nx.optimization_barrier(nx.tensor([1.0, 2.0])).tolist()
     [1.0, 2.0]
+    >>> a, b = nx.optimization_barrier((nx.tensor(1), nx.tensor([2.0])))
+    >>> a.tolist(), b.tolist()
+    (1, [2.0])
     """
-    x = to_tensor(x, "x")
-    return dispatch("optimization_barrier", _out(x.shape, x.type, x.names), x)
+    many = isinstance(x, (tuple, list))
+    xs = [to_tensor(v, f"x[{i}]" if many else "x") for i, v in enumerate(x if many else [x])]
+    if many and not xs:
+        return type(x)()
+    outs = dispatch_multi("optimization_barrier", [(v.shape, v.type, v.names) for v in xs],
+                          *xs)
+    return type(x)(outs) if many else outs[0]
 
 
 __all__ = sorted(UNARY) + sorted(BINARY) + ["floor_divide", "mod", "select", "clip", "bitcast",

@@ -332,7 +332,7 @@ def _clamp(scope, op, lo, x, hi):
 
 @register_op("stablehlo.optimization_barrier")
 def _optimization_barrier(scope, op, *xs):
-    return [nx.optimization_barrier(x) for x in xs]
+    return nx.optimization_barrier(list(xs))
 
 
 # ----------------------------------------------------------------------------------------

@@ -322,8 +322,8 @@ class BaseKernels(Backend):
     def as_type(self, out, x):
         return self._wrap(out, convert(x.data, out.type))
 
-    def optimization_barrier(self, out, x):
-        return self._wrap(out, x.data)
+    def optimization_barrier(self, outs, *xs):
+        return [self._wrap(o, x.data) for o, x in zip(outs, xs)]
 
     def bitcast(self, out, x):
         # not np.ascontiguousarray: it turns 0-d arrays into 1-d ones

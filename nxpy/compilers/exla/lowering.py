@@ -438,8 +438,8 @@ def _float_to_int(c: Ctx, e: Expr, x: Val):
 
 
 @register_lowering("optimization_barrier")
-def _optimization_barrier(c: Ctx, e: Expr, x: Val):
-    return c.op("stablehlo.optimization_barrier", [x], out_of(e))
+def _optimization_barrier(c: Ctx, e: Expr, *xs: Val):
+    return c.op("stablehlo.optimization_barrier", list(xs), [(s, t) for s, t, _ in e.outs])
 
 
 @register_lowering("bitcast")
