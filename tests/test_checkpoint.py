@@ -11,7 +11,7 @@ from nxpy import pjrt
 from nxpy.compilers.exla import to_mlir
 from nxpy.stablehlo import load
 from nxpy.defn import (checkpoint, checkpoint_name, checkpoint_policies, compile, grad, jit,
-                       remat, value_and_grad, vmap)
+                       jvp, remat, value_and_grad, vmap)
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -296,3 +296,48 @@ def test_the_importer_reads_jax_remat_modules():
     want_v, want_g = jax.value_and_grad(lambda x: jnp.sum(jf(WS[0], x)))(X)
     close(got_v, want_v, rtol=1e-5)
     close(got_g, want_g, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------
+# optimization_barrier of several values (what the recomputation reads through)
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("compiler", [None] + COMPILERS)
+def test_optimization_barrier_of_several_values(compiler):
+    def f(a, b):
+        x, n = nx.optimization_barrier((nx.sin(a) * b, nx.tensor(3)))
+        (y,) = nx.optimization_barrier([x * 2.0])
+        return y + n
+    a, b = np.float32([0.5, -1.0]), np.float32([2.0, 3.0])
+    run = f if compiler is None else jit(f, compiler=compiler)
+    want = np.sin(a) * b * 2 + 3
+    close(run(nx.tensor(a), nx.tensor(b)), want)
+    # the identity for grad, jvp and vmap
+    g = (grad if compiler is None else lambda h: jit(grad(h), compiler=compiler))(
+        lambda a, b: nx.sum(f(a, b)))(nx.tensor(a), nx.tensor(b))
+    close(g, 2 * np.cos(a) * b)
+    _, t = jit(lambda a, b: jvp(lambda a: f(a, b), (a,), (a * 0.0 + 1.0,)),
+               compiler=compiler or "evaluator")(nx.tensor(a), nx.tensor(b))
+    close(t, 2 * np.cos(a) * b)
+    v = vmap(f, in_axes=(0, None))(nx.tensor(np.stack([a, 2 * a])), nx.tensor(b))
+    close(v, np.stack([want, np.sin(2 * a) * b * 2 + 3]))
+
+
+def test_optimization_barrier_of_several_values_is_one_op_and_reads_back():
+    text = to_mlir(lambda a, b: nx.optimization_barrier((a, b)), nx.template((2,), "f32"),
+                   nx.template((), "s32"))
+    assert text.count("stablehlo.optimization_barrier") == 1
+    assert "(tensor<2xf32>, tensor<i32>) -> (tensor<2xf32>, tensor<i32>)" in text
+    jtext = jax.jit(lambda a, b: jax.lax.optimization_barrier((a, b))).lower(
+        np.float32([1, 2]), np.int32(3)).as_text()
+    a, b = load(jtext).jit("exla")(nx.tensor([1.0, 2.0]), nx.tensor(3))
+    assert a.tolist() == [1.0, 2.0] and b.tolist() == 3
+    assert nx.optimization_barrier(()) == ()
+
+
+def test_checkpoint_barriers_the_cotangent_with_the_inputs():
+    layer = checkpoint(lambda w, x: nx.tanh(nx.dot(x, w)))
+    text = to_mlir(grad(lambda w, x: nx.sum(layer(w, x))), nx.template((3, 3), "f32"),
+                   nx.template((2, 3), "f32"))
+    (line,) = [ln for ln in text.splitlines() if "optimization_barrier" in ln]
+    # w, x and the cotangent of the layer's output, in one barrier
+    assert "(tensor<3x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)" in line
