@@ -190,9 +190,9 @@ def close(got, want, rtol=2e-5, atol=2e-5):
     g, w = _sorted_leaves(got), _sorted_leaves(want)
     assert len(g) == len(w), (got, want)
     for a, b in zip(g, w):
-        a = a.to_numpy() if isinstance(a, nx.Tensor) else np.asarray(a)
-        np.testing.assert_allclose(a.astype(np.float64), np.asarray(b).astype(np.float64),
-                                   rtol=rtol, atol=atol)
+        a, b = a.to_numpy() if isinstance(a, nx.Tensor) else np.asarray(a), np.asarray(b)
+        wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(b) else np.float64
+        np.testing.assert_allclose(a.astype(wide), b.astype(wide), rtol=rtol, atol=atol)
 
 
 def check_jvp(nxf, jf, primals, tangents, path, rtol=2e-5, atol=2e-5):
@@ -922,3 +922,43 @@ def test_extension_ops_jvp_by_their_rule_or_by_transposing_their_gradient():
     x, t = nx.tensor([1.0, 2.0]), nx.tensor([1.0, 0.5])
     assert jvp(_cube, (x,), (t,))[1].tolist() == [3.0, 6.0]  # from the gradient rule
     assert jvp(_square, (x,), (t,))[1].tolist() == [20.0, 20.0]  # its own JVP rule
+
+
+# ----------------------------------------------------------------------------------------
+# Complex tangents of the transposed rules whose tangent map is complex-linear
+# ----------------------------------------------------------------------------------------
+def _c(*shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(0.5, 1.5, shape) + 1j * rng.uniform(-0.5, 0.5, shape)).astype(
+        np.complex64)
+
+
+_COMPLEX_LINEAR = {
+    "window_product": (lambda a: nx.window_product(a, (2, 2)),
+                       lambda a: lax.reduce_window(a, np.complex64(1), lax.mul, (2, 2), (1, 1),
+                                                   "VALID"), (_c(3, 4),)),
+    "cumulative_product": (lambda a: nx.cumulative_product(a, axis=1),
+                           lambda a: lax.cumprod(a, axis=1), (_c(3, 4),)),
+    "reduce_multiply": (lambda a: nx.reduce(a, 1.0 + 0j, lambda x, y: x * y, axes=[1]),
+                        lambda a: jnp.prod(a, axis=1), (_c(3, 4),)),
+    "solve": (nx.linalg.solve, jnp.linalg.solve, (_c(3, 3) + 2 * np.eye(3, dtype=np.complex64), _c(3, seed=1))),
+    "triangular_solve": (lambda a, b: nx.linalg.triangular_solve(a, b),
+                         lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True),
+                         (np.tril(_c(3, 3)) + 2 * np.eye(3, dtype=np.complex64),
+                          _c(3, 2, seed=1))),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", sorted(_COMPLEX_LINEAR))
+def test_complex_tangents_of_transposed_rules(name, path):
+    nxf, jf, args = _COMPLEX_LINEAR[name]
+    tans = tuple(_c(*np.shape(a), seed=10 + i) for i, a in enumerate(args))
+    check_jvp(nxf, jf, args, tans, path, rtol=1e-4, atol=1e-5)
+
+
+def test_complex_tangents_of_hermitian_factorizations_are_an_error():
+    a = _c(3, 3)
+    a = a @ a.conj().T + 3 * np.eye(3, dtype=np.complex64)
+    with pytest.raises(NotImplementedError, match="tangent of cholesky of complex values"):
+        jvp(nx.linalg.cholesky, (nx.tensor(a),), (nx.tensor(a),))

@@ -525,6 +525,50 @@ def test_grad_vs_jax(case):
         np.testing.assert_allclose(got, want_, rtol=1e-6, atol=1e-8, err_msg=f"{name} {compiler}")
 
 
+def _complex_grad_cases():
+    a = well("c128", (3, 3))
+    b, w, W = rand("c128", (3, 2), 1), rand("c128", (3, 2), 2), rand("c128", (3, 3), 3)
+    tri = jax.scipy.linalg.solve_triangular
+    return [
+        ("solve", lambda x: nx.real(nx.sum(L.solve(x, nx.tensor(b)) * nx.tensor(w))),
+         lambda x: jnp.real(jnp.sum(jnp.linalg.solve(x, b) * w)), a),
+        ("triangular_solve", lambda x: nx.real(nx.sum(L.triangular_solve(x, nx.tensor(b))
+                                                      * nx.tensor(w))),
+         lambda x: jnp.real(jnp.sum(tri(jnp.tril(x), b, lower=True) * w)), np.tril(a)),
+        ("triangular_solve_t",
+         lambda x: nx.imag(nx.sum(L.triangular_solve(x, nx.tensor(b), lower=False,
+                                                     transform_a="transpose") * nx.tensor(w))),
+         lambda x: jnp.imag(jnp.sum(tri(jnp.triu(x), b, lower=False, trans=1) * w)),
+         np.triu(a)),
+        ("invert", lambda x: nx.real(nx.sum(L.invert(x) * nx.tensor(W))),
+         lambda x: jnp.real(jnp.sum(jnp.linalg.inv(x) * W)), a),
+        ("determinant", lambda x: nx.real(L.determinant(x) * (1 + 2j)),
+         lambda x: jnp.real(jnp.linalg.det(x) * (1 + 2j)), a),
+        ("eigh", lambda x: nx.sum(L.eigh(x)[0] * nx.tensor([1.0, 2, 3])),
+         lambda x: jnp.sum(jnp.linalg.eigh(x)[0] * jnp.array([1.0, 2, 3])), spd("c128", (3, 3))),
+    ]
+
+
+@pytest.mark.parametrize("case", _complex_grad_cases(), ids=lambda c: c[0])
+def test_complex_grad_vs_jax(case):
+    """Complex inputs: JAX's convention (transposes that do not conjugate), as every other
+    gradient rule."""
+    name, f, jf, x = case
+    with jax.enable_x64(True):
+        want = np.asarray(jax.grad(jf)(x))
+    for compiler in ("evaluator", "exla"):
+        got = jit(grad(f), compiler=compiler)(nx.tensor(x)).to_numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=f"{name} {compiler}")
+
+
+@pytest.mark.parametrize("op", ["lu", "cholesky", "qr"])
+def test_complex_grads_not_checked_against_jax_are_errors(op):
+    x = spd("c128", (3, 3))
+    with pytest.raises(NotImplementedError, match=f"grad of {op}: complex inputs are not "
+                                                  f"supported yet"):
+        jit(grad(lambda v: nx.real(nx.sum(getattr(L, op)(v)[-1]))))(nx.tensor(x))
+
+
 # ----------------------------------------------------------------------------------------
 # Sharding: a batched decomposition with its batch dim sharded
 # ----------------------------------------------------------------------------------------

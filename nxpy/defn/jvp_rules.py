@@ -49,6 +49,7 @@ import functools
 
 from .. import _context
 from .. import ops as O
+from .. import types as T
 from ..ops.core import GRAD_RULES, rule_registrar
 from ..tensor import Tensor
 from .collectives import current_mesh, mesh_context, psum
@@ -323,8 +324,10 @@ def via_transpose(ctx, e, xs, ts, out):
     live = [i for i, o in enumerate(outs) if o.type.is_inexact]
     if not live:
         return None
-    if any(o.type.is_complex for o in outs) or any(
-            t is not None and t.type.is_complex for t in ts):
+    complex_ = any(o.type.is_complex for o in outs) or any(
+        t is not None and t.type.is_complex for t in ts)
+    if complex_ and not (e.op in COMPLEX_LINEAR and all(outs[i].type.is_complex
+                                                         for i in live)):
         raise NotImplementedError(f"jvp: the tangent of {e.op} of complex values is not "
                                   f"supported yet")
 
@@ -345,7 +348,22 @@ def via_transpose(ctx, e, xs, ts, out):
         return total
 
     with _per_device():
-        return _transposed(pairing, outs, live, many)
+        if not complex_:
+            return _transposed(pairing, outs, live, many)
+        # J is complex-linear: <g, J t> = g^T (J t) for complex g, so J t's real and
+        # imaginary parts are the gradients of the pairing's real and imaginary parts
+        # with respect to real seeds (JAX's transposes: no conjugation)
+        def part(take):
+            def real_pairing(rs, which=live):
+                return take(pairing([O.as_type(r, outs[i].type) for i, r in zip(which, rs)],
+                                    which))
+            return real_pairing
+        re = _transposed(part(O.real), outs, live, many, real=True)
+        im = _transposed(part(O.imag), outs, live, many, real=True)
+        if not many:
+            return O.complex(re, im)
+        return [None if a is None else a if isinstance(a, Poison) else O.complex(a, b)
+                for a, b in zip(re, im)]
 
 
 def _per_device():
@@ -360,12 +378,14 @@ def _per_device():
     return contextlib.nullcontext()
 
 
-def _transposed(pairing, outs, live, many):
+def _transposed(pairing, outs, live, many, real=False):
+    def seed(i):  # the cotangent ``pairing`` is differentiated at (real with ``real``)
+        return zeros(outs[i].shape, T.to_real(outs[i].type) if real else outs[i].type)
     if not many:
-        return grad(pairing)([zeros(outs[0].shape, outs[0].type)])[0]
+        return grad(pairing)([seed(0)])[0]
     full = [None] * len(outs)
     try:
-        tans = grad(pairing)([zeros(outs[i].shape, outs[i].type) for i in live])
+        tans = grad(pairing)([seed(i) for i in live])
         for i, t in zip(live, tans):
             full[i] = t
     except NotImplementedError:
@@ -374,8 +394,7 @@ def _transposed(pairing, outs, live, many):
         # only if a tangent that is used depends on it
         for i in live:
             try:
-                full[i] = grad(functools.partial(pairing, which=[i]))(
-                    [zeros(outs[i].shape, outs[i].type)])[0]
+                full[i] = grad(functools.partial(pairing, which=[i]))([seed(i)])[0]
             except NotImplementedError as err:
                 full[i] = Poison(f"{err}")
     return full
@@ -389,6 +408,12 @@ class Poison:
     def __init__(self, message):
         self.message = message
 
+
+#: the transposed ops whose tangent map is complex-linear on complex values (products,
+#: permutations, linear solves): their complex tangents come from the same
+#: transposes; the others (Hermitian factorizations) involve conjugates
+COMPLEX_LINEAR = frozenset({"window_product", "window_reduce", "reduce", "permute_by_key",
+                            "cumulative_product", "solve", "triangular_solve"})
 
 for _op in ("window_max",
             "window_min", "window_product", "window_reduce", "reduce", "window_scatter_max",

@@ -24,6 +24,7 @@ every leading dimension.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 
 from .. import shape as S, types as T
@@ -674,7 +675,32 @@ def _solve_left_adjoint(l: Tensor, b: Tensor, lower: bool) -> Tensor:
     return triangular_solve(l, b, lower=lower, transform_a="transpose")
 
 
+#: factorizations whose gradient rule does not yet give jax.grad's on complex inputs
+_NO_COMPLEX_GRAD = frozenset({"lu", "cholesky", "qr"})
+
+
+def _jax_convention(rule):
+    """A gradient rule below, written in the conjugate convention (``a^-H g``: the
+    gradient of a real loss with respect to ``conj(a)``), in JAX's: transposes that do not
+    conjugate (``a^-T g``), as every other rule. On complex values the rule runs on the
+    conjugated cotangents and its results are conjugated back."""
+    @functools.wraps(rule)
+    def wrapped(ctx, e, xs, out, g):
+        if not any(x.type.is_complex for x in xs):
+            return rule(ctx, e, xs, out, g)
+        if e.op in _NO_COMPLEX_GRAD:
+            raise NotImplementedError(
+                f"grad of {e.op}: complex inputs are not supported yet (its rule is checked "
+                f"against jax.grad on real inputs only); real inputs are")
+        def conj(v):
+            return conjugate(v) if v is not None and v.type.is_complex else v
+        g = [conj(v) for v in g] if isinstance(g, (list, tuple)) else conj(g)
+        return [conj(c) for c in rule(ctx, e, xs, out, g)]
+    return wrapped
+
+
 @register_grad_rule("cholesky")
+@_jax_convention
 def _cholesky_grad(ctx, e, xs, out, g):
     # A = L L^H: with P = Phi(L^H g) (the lower triangle, diagonal halved),
     # grad A = sym(L^-H P L^-1) (symmetric, as jax.grad of jnp.linalg.cholesky)
@@ -687,6 +713,7 @@ def _cholesky_grad(ctx, e, xs, out, g):
 
 
 @register_grad_rule("solve")
+@_jax_convention
 def _solve_grad(ctx, e, xs, out, g):
     # x = a^-1 b: gb = a^-H g, ga = -gb x^H
     a, b = xs
@@ -698,6 +725,7 @@ def _solve_grad(ctx, e, xs, out, g):
 
 
 @register_grad_rule("triangular_solve")
+@_jax_convention
 def _triangular_solve_grad(ctx, e, xs, out, g):
     a, b = xs
     left, lower, tr = e.attrs["left_side"], e.attrs["lower"], e.attrs["transform_a"]
@@ -731,6 +759,7 @@ def _identity_of(x, n):
 
 
 @register_grad_rule("lu")
+@_jax_convention
 def _lu_grad(ctx, e, xs, out, gs):
     # A = P L U, F = L^-1 P^T dA U^-1, dL = L tril_-1(F), dU = triu(F) U:
     # grad A = P L^-H (tril_-1(L^H gL) + triu(gU U^H)) U^-H
@@ -749,6 +778,7 @@ def _lu_grad(ctx, e, xs, out, gs):
 
 
 @register_grad_rule("qr")
+@_jax_convention
 def _qr_grad(ctx, e, xs, out, gs):
     # A = Q R (m >= n, or complete square): with N = gR R^H - Q^H gQ and
     # M = triu(N, 1) + tril(N^H, -1) + diag(re N): grad A = (gQ + Q M) R^-H
@@ -776,6 +806,7 @@ def _qr_grad(ctx, e, xs, out, gs):
 
 
 @register_grad_rule("eigh")
+@_jax_convention
 def _eigh_grad(ctx, e, xs, out, gs):
     # A = V diag(w) V^H: grad A = sym(V (diag(gw) + F o (V^H gV)) V^H), F_ij = 1/(w_j - w_i)
     (a,) = xs
@@ -796,6 +827,7 @@ def _eigh_grad(ctx, e, xs, out, gs):
 
 
 @register_grad_rule("svd")
+@_jax_convention
 def _svd_grad(ctx, e, xs, out, gs):
     # reduced SVD A = U S V^T (JAX's svd_jvp_rule, transposed):
     # J = F o (U^T gU), K = F o (V^T gV), F_ij = 1/(s_j^2 - s_i^2):
