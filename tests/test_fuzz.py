@@ -9,6 +9,7 @@ program and a one-line repro command. NXPY_FUZZ_SEED, NXPY_FUZZ_N and NXPY_FUZZ_
 choose the slice (default: seed 17, 200 programs, vmap every 5th). Below the slice: the
 mismatches the fuzzer found, as fixed programs, and the vmap check's own tests.
 """
+import contextlib
 import dataclasses
 import os
 
@@ -297,16 +298,23 @@ def test_fuzz_jvp_slice(k):
         pytest.fail(f"fuzz seed {SEED}, program {k}: {err}", pytrace=False)
 
 
-def test_check_jvp_catches_a_wrong_rule():
-    prog = Program(0, 0, [Leaf((3,), "f32", lo=-1, hi=1, seed=5), Step("exp", (0,), {})],
-                   ["f32", "f32"], (1,))
+@contextlib.contextmanager
+def _wrong_exp_jvp():
+    """exp's JVP rule off by a factor of 2, for as long as the block runs."""
     saved = JVP_RULES["exp"]
     JVP_RULES["exp"] = lambda ctx, e, xs, ts, out: ts[0] * out * 2.0
     try:
-        with pytest.raises(fuzz.Mismatch, match="jvp: evaluator tangent of result 0"):
-            fuzz.check_jvp(prog)
+        yield
     finally:
         JVP_RULES["exp"] = saved
+
+
+def test_check_jvp_catches_a_wrong_rule():
+    prog = Program(0, 0, [Leaf((3,), "f32", lo=-1, hi=1, seed=5), Step("exp", (0,), {})],
+                   ["f32", "f32"], (1,))
+    with _wrong_exp_jvp(), pytest.raises(fuzz.Mismatch,
+                                         match="jvp: evaluator tangent of result 0"):
+        fuzz.check_jvp(prog)
     assert fuzz.check_jvp(prog) == "jax"
 
 
@@ -320,13 +328,8 @@ def test_check_jvp_against_grad_where_jax_cannot_differentiate():
                           Step("exp", (2,), {})],
                    ["f32", "f32", "f32", "f32"], (3,))
     assert fuzz.check_jvp(prog) == "grad"
-    saved = JVP_RULES["exp"]
-    JVP_RULES["exp"] = lambda ctx, e, xs, ts, out: ts[0] * out * 2.0
-    try:
-        with pytest.raises(fuzz.Mismatch, match="by jvp but .* by grad"):
-            fuzz.check_jvp(prog)
-    finally:
-        JVP_RULES["exp"] = saved
+    with _wrong_exp_jvp(), pytest.raises(fuzz.Mismatch, match="by jvp but .* by grad"):
+        fuzz.check_jvp(prog)
 
 
 def test_fuzz_jvp_window_reduce_where_acc_wins():
