@@ -1,5 +1,5 @@
 """Bad inputs, one test per kind of parameter: each is rejected with the exception class
-NumPy or JAX would raise (or an nxpy class named in README's "Errors and guarantees") and a
+NumPy or JAX would raise (or an nxpy class named in docs/guarantees.md) and a
 message naming the argument, before anything reaches jaxlib. The values that are accepted
 are checked against NumPy, so a check that rejects too much fails here too."""
 import numpy as np
