@@ -397,8 +397,19 @@ def _slice(scope, op, x):
     return nx.slice(x, starts, [lim - s for s, lim in zip(starts, limits)], strides)
 
 
+class CounterRow:
+    """A loop constant the scan importer (``rules_scan``) hands the loop body row by row:
+    ``row`` is the one row the body's ``dynamic_slice`` reads at the loop counter (the
+    only use the importer found for it), so the constant is never captured whole."""
+
+    def __init__(self, row):
+        self.row = row
+
+
 @register_op("stablehlo.dynamic_slice")
 def _dynamic_slice(scope, op, x, *starts):
+    if isinstance(x, CounterRow):
+        return nx.new_axis(x.row, 0)
     return nx.slice(x, list(starts), [int(v) for v in op.attributes["slice_sizes"]])
 
 

@@ -6,9 +6,11 @@ JAX lowers ``scan(f, init, xs)`` (``unroll=1``) to one ``stablehlo.while`` whose
 writes each ``y`` into its buffer with one dynamic update slice at row ``i`` (row
 ``length - 1 - i`` for ``reverse=True``) and returns ``i + 1``. A loop of that shape (at
 least one such buffer, read nowhere else) becomes ``scan`` over ``i`` = 0..length-1 whose
-step runs the loop body on the carries, which gives it scan's gradient (the carries of
-each step, not a copy of the buffers per iteration); any other loop stays a
-``while_loop`` (the rule registered before this one).
+step runs the loop body on the carries, which gives it scan's gradient (its residuals,
+not a copy of the buffers per iteration); any other loop stays a ``while_loop`` (the rule
+registered before this one). A loop constant the body only reads one row of, at row ``i``
+(or ``length - 1 - i``), is JAX's ``xs``: it becomes one of the scan's ``xs`` too, so
+the step never closes over it whole and its cotangent is written a row per step.
 
 >>> import nxpy as nx
 >>> import jax, jax.numpy as jnp
@@ -54,8 +56,10 @@ def _is(v, e):
 
 
 def scan_pattern(c_fn, b_fn, init):
-    """``(k, length, reversed_rows, consts, carries, ys)`` (state positions) when the loop
-    is JAX's scan (see the module's description), else None."""
+    """``(k, length, reversed_rows, consts, carries, ys, xs)`` (state positions; ``xs``:
+    ``{position: "forward" or "reversed"}`` of the constants the body reads only one row
+    of, at row ``i`` or ``length - 1 - i``) when the loop is JAX's scan (see the module's
+    description), else None."""
     pred = c_fn.outputs[0].data
     if pred.op != "less" or len(pred.args) != 2:
         return None
@@ -87,7 +91,48 @@ def scan_pattern(c_fn, b_fn, init):
             carries.append(j)
     if not ys or len(rows) != 1:
         return None
-    return k, n, rows.pop() == "reversed", consts, carries, ys
+    xs = {}
+    for j in consts:
+        kind = _rows_read(b_fn, b_fn.params[j].data, counter, n)
+        if kind is not None:
+            xs[j] = kind
+    return k, n, rows.pop() == "reversed", consts, carries, ys, xs
+
+
+def _row_at(i, counter, n):
+    """"forward" when index ``i`` is the counter, "reversed" for JAX's ``(n - i) - 1``."""
+    i = _node(i)
+    if i is counter:
+        return "forward"
+    if isinstance(i, Expr) and i.op == "subtract" and _const(i.args[1]) == 1:
+        j = _node(i.args[0])
+        if isinstance(j, Expr) and j.op == "subtract" and _const(j.args[0]) == n \
+                and _is(j.args[1], counter):
+            return "reversed"
+    return None
+
+
+def _rows_read(fn, p, counter, n):
+    """"forward" / "reversed" when every use of constant ``p`` (of ``n`` rows) in ``fn``
+    is a one-row ``dynamic_slice`` at row ``i`` / ``n - 1 - i``, else None."""
+    if p.shape[:1] != (n,):
+        return None
+    kinds = set()
+    for e in fn.nodes:
+        if any(c.id == p.id for f in e.fns for c in f.captures):
+            return None
+        args = e.tensor_args()
+        if not any(a.id == p.id for a in args):
+            continue
+        if e.op != "dynamic_slice" or not _is(e.args[0], p) or \
+                tuple(e.attrs["lengths"]) != (1,) + tuple(p.shape[1:]) or \
+                any(s != 1 for s in e.attrs["strides"]):
+            return None
+        starts = e.args[1]
+        if any(_const(s) != 0 for s in starts[1:]) or any(_is(s, p) for s in starts):
+            return None
+        kinds.add(_row_at(starts[0], counter, n))
+    return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
 
 def _row_written(o, p, counter, n):
@@ -99,16 +144,7 @@ def _row_written(o, p, counter, n):
     if not isinstance(starts, (list, tuple)) or any(_const(s) != 0 for s in starts[1:]) \
             or update.shape[:1] != (1,):
         return None
-    i = _node(starts[0])
-    if i is counter:
-        return "forward"
-    # JAX's reverse: (n - i) - 1
-    if isinstance(i, Expr) and i.op == "subtract" and _const(i.args[1]) == 1:
-        j = _node(i.args[0])
-        if isinstance(j, Expr) and j.op == "subtract" and _const(j.args[0]) == n \
-                and _is(j.args[1], counter):
-            return "reversed"
-    return None
+    return _row_at(starts[0], counter, n)
 
 
 def _only_use(fn, p, o):
@@ -135,13 +171,17 @@ def _while(scope, op, *init):
     found = scan_pattern(c_fn, b_fn, init)
     if found is None:
         return _base_while(scope, op, *init)
-    k, n, rev, consts, carries, ys = found
+    k, n, rev, consts, carries, ys, xs = found
+    sliced = sorted(xs)
 
-    def step(carry, i):
+    def step(carry, x):
+        i, rows = x
         state = list(init)
         state[k] = i
         for j, c in zip(carries, carry):
             state[j] = c
+        for j, r in zip(sliced, rows):  # the row the body reads, not the whole constant
+            state[j] = R.CounterRow(r)
         outs = scope.run_region(b_reg, state)
         ys_out = []
         for j in ys:
@@ -149,8 +189,10 @@ def _while(scope, op, *init):
             ys_out.append(nx.reshape(update, update.shape[1:]))
         return tuple(outs[j] for j in carries), tuple(ys_out)
 
+    rows = tuple(nx.reverse(init[j], axes=[0]) if xs[j] == "reversed" else init[j]
+                 for j in sliced)
     carry, stacked = scan(step, tuple(init[j] for j in carries),
-                          nx.iota((n,), type=init[k].type))
+                          (nx.iota((n,), type=init[k].type), rows))
     out = list(init)
     out[k] = nx.full((), n, type=init[k].type)
     for j, c in zip(carries, carry):
