@@ -294,6 +294,21 @@ def _traced_scan(body, c_leaves, x_leaves, n, reverse, unroll):
     return tree_mod.unflatten(body.c_tree, carry), tree_mod.unflatten(y_tree, ys)
 
 
+def _targets(step, c_leaves, x_leaves):
+    """What a scan's gradient differentiates with respect to: ``(dc, dx, caps, targets,
+    wanted)``, the float carry and xs leaves (positions), the float values the step closes
+    over, those three as the scan's values, and as the step's node ids."""
+    nc = len(c_leaves)
+    caps = [Tensor(c, c.shape, c.type, c.names, EXPR) for c in step.captures
+            if isinstance(c, Expr) and c.type.is_inexact and c.op not in ("constant", "tensor")]
+    dc = [i for i, c in enumerate(c_leaves) if c.type.is_inexact]
+    dx = [i for i, x in enumerate(x_leaves) if x.type.is_inexact]
+    targets = [c_leaves[i] for i in dc] + [x_leaves[i] for i in dx] + caps
+    wanted = ([step.params[i].data.id for i in dc] + [step.params[nc + i].data.id for i in dx]
+              + [c.data.id for c in caps])
+    return dc, dx, caps, targets, wanted
+
+
 class _Residuals:
     """A first-order gradient of a scan that keeps the residuals, as JAX does: one step's
     forward and backward are traced together into ``bwd(carry, x, seeds) -> (carry', y,
@@ -310,23 +325,14 @@ class _Residuals:
         """The plan for ``step`` (one traced step), or None when a residual is a value
         this scheme does not stack (a multi-result node) and the step is recomputed."""
         self = cls()
-        nc, nx_, n_in = len(c_leaves), len(x_leaves), len(step.params)
+        nc, n_in = len(c_leaves), len(step.params)
         self.c_leaves, self.x_leaves, self.nc = c_leaves, x_leaves, nc
-        self.caps = [Tensor(c, c.shape, c.type, c.names, EXPR) for c in step.captures
-                     if isinstance(c, Expr) and c.type.is_inexact
-                     and c.op not in ("constant", "tensor")]
-        self.dc = [i for i, c in enumerate(c_leaves) if c.type.is_inexact]
-        self.dx = [i for i, x in enumerate(x_leaves) if x.type.is_inexact]
+        self.dc, self.dx, self.caps, targets, wanted = _targets(step, c_leaves, x_leaves)
         outs = step.outputs
         self.n_out = len(outs)
         self.seeded = [i for i, o in enumerate(outs) if o.type.is_inexact]
-        wanted = ([step.params[i].data.id for i in self.dc]
-                  + [step.params[nc + i].data.id for i in self.dx]
-                  + [c.data.id for c in self.caps])
         if not wanted or not self.seeded:
             return None
-        targets = ([c_leaves[i] for i in self.dc] + [x_leaves[i] for i in self.dx]
-                   + self.caps)
 
         def fwd_and_bwd(*a):
             sub = Backprop(step, {p.data.id: v for p, v in zip(step.params, a[:n_in])})
@@ -365,7 +371,7 @@ class _Residuals:
                                      lambda e: e.id not in unknown, effects=True)
         self.backward_nodes = _needed(bwd, out_ids[self.n_out:],
                                       lambda e: e.id in unknown or e.id not in varies)
-        self.targets, self.nx_ = targets, nx_
+        self.targets = targets
         return self
 
     def run(self, n, reverse, u):
@@ -416,7 +422,7 @@ class _Residuals:
         """Cotangents of the targets given ``gs`` (result index → cotangent): a reverse
         scan over the steps, each reading its residuals."""
         nc, bwd, dc = self.nc, self.bwd, self.dc
-        n_in = nc + self.nx_
+        n_in = nc + len(self.x_leaves)
         nd, ncap = len(dc), len(self.caps)
         c_tmpl = [self.c_leaves[i] for i in dc]
 
@@ -475,15 +481,9 @@ def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
     ``res``, each step recomputed from its carry and differentiated (the fallback of
     :class:`_Residuals`: higher derivatives, residuals it does not stack)."""
     nc = len(c_leaves)
-    caps = [Tensor(c, c.shape, c.type, c.names, EXPR) for c in step.captures
-            if isinstance(c, Expr) and c.type.is_inexact and c.op not in ("constant", "tensor")]
-    dc = [i for i, c in enumerate(c_leaves) if c.type.is_inexact]
-    dx = [i for i, x in enumerate(x_leaves) if x.type.is_inexact]
-    inputs = [c_leaves[i] for i in dc] + [x_leaves[i] for i in dx] + caps
+    dc, dx, caps, inputs, wanted = _targets(step, c_leaves, x_leaves)
     if not inputs:
         return carry, ys
-    wanted = ([step.params[i].data.id for i in dc] + [step.params[nc + i].data.id for i in dx]
-              + [c.data.id for c in caps])
 
     def backward(gs):
         """Cotangents of ``inputs`` given ``gs``: result index → its cotangent."""
