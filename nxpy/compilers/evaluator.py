@@ -20,7 +20,8 @@ from ..backend import default_backend, get_backend
 from ..defn import sharding as SH
 from ..defn.compiler import Compiler, register_compiler_factory
 from ..defn.expr import Expr, Fn
-from ..ops import BINARY, UNARY, op_method
+from ..ops import op_method
+from ..ops.core import ops_with
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
@@ -246,7 +247,8 @@ def _unpack(blob: bytes) -> dict:
     return out
 
 
-_FAST_OPS = frozenset(UNARY) | frozenset(BINARY)
+#: the ops a backend may have a direct kernel for (``Backend.fast_kernel``)
+_FAST_OPS = frozenset(ops_with("elementwise"))
 
 
 def _fast_step(backend, e, out, operands, ids):
@@ -358,7 +360,7 @@ def _while(ev, e, out, args, env, backend, **ctx):
 
 
 #: ops a reduction function may hold for the Evaluator to run it on whole arrays at once
-_ELEMENTWISE = set(UNARY) | set(BINARY) | {"select", "clip", "as_type", "constant", "parameter"}
+_ELEMENTWISE = _FAST_OPS | {"constant", "parameter"}
 
 
 def _fn_caller(ev, fn: Fn, env, backend, ctx):

@@ -13,6 +13,9 @@ or ``NotImplemented`` to have the engine (:mod:`nxpy.defn.vmap`) batch this node
 generic loop over the examples. Rules build their result with the front-end ops or with
 ``EXPR.node``, so batched programs are ordinary Expr graphs.
 
+The rules shared by a kind of op (elementwise, reductions, windows, ...) are derived from
+the properties the ops are declared with (:data:`nxpy.ops.core.PROPERTIES`), so a new op
+declared ``elementwise`` is batched by the broadcasting rule without being listed here.
 Ops without a rule are batched by the loop (correct for every op, one example at a time);
 ``nxpy.defn.vmap.batch_paths()`` says which path each op took.
 
@@ -27,11 +30,11 @@ Ops without a rule are batched by the loop (correct for every op, one example at
 from __future__ import annotations
 
 from .. import ops as O
-from ..ops.core import BATCH_RULES, register_batch_rule
+from ..ops.core import BATCH_RULES, derive_rule, register_batch_rule
 from .expr import EXPR
 
 __all__ = ["BATCH_RULES", "register_batch_rule", "move", "to_front", "batched", "node",
-           "multi_node", "ELEMENTWISE"]
+           "multi_node"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -81,12 +84,7 @@ def _shift(axes):
 # Elementwise ops: batch axes first, and of the result's rank (operands broadcast, with the
 # batch axis leading, against unbatched operands of the per-example shape)
 # ----------------------------------------------------------------------------------------
-#: the elementwise ops (besides the unary and binary tables) the broadcasting rule batches
-ELEMENTWISE = ("select", "clip", "as_type", "bitcast", "stop_grad",
-               "checkpoint_name", "real", "imag", "conjugate", "complex", "population_count", "count_leading_zeros")
-
-
-@register_batch_rule(*O.UNARY, *O.BINARY, *ELEMENTWISE)
+@derive_rule(BATCH_RULES, "elementwise")
 def _elementwise(ctx, e, xs, dims):
     if len(xs) != len(e.args):
         return NotImplemented  # arguments that are not all tensors: the loop
@@ -175,12 +173,12 @@ def _put_slice(ctx, e, xs, dims):
 # ----------------------------------------------------------------------------------------
 # Reductions and contractions
 # ----------------------------------------------------------------------------------------
-@register_batch_rule(*O.REDUCTIONS)
+@derive_rule(BATCH_RULES, "reduction")
 def _reduce(ctx, e, xs, dims):
     return node(ctx, e, [_front(ctx, e, xs, dims)], axes=_shift(e.attrs["axes"]))
 
 
-@register_batch_rule("argmax", "argmin")
+@derive_rule(BATCH_RULES, "arg_reduction")
 def _arg_reduce(ctx, e, xs, dims):
     return node(ctx, e, [_front(ctx, e, xs, dims)], axis=e.attrs["axis"] + 1)
 
@@ -210,15 +208,11 @@ def multi_node(ctx, e, args, **attrs):
     return [(r, 0) for r in EXPR.multi(e.op, templates, *args, **{**e.attrs, **attrs})]
 
 
-@register_batch_rule("sort", "argsort", "cumulative_sum", "cumulative_product",
-                     "cumulative_min", "cumulative_max", "fft", "ifft", "rfft", "irfft")
-def _along_axis(ctx, e, xs, dims):
-    return node(ctx, e, [_front(ctx, e, xs, dims)], axis=e.attrs["axis"] + 1)
-
-
-@register_batch_rule("fft2", "ifft2")
+@derive_rule(BATCH_RULES, "along_axes")
 def _along_axes(ctx, e, xs, dims):
-    return node(ctx, e, [_front(ctx, e, xs, dims)], axes=_shift(e.attrs["axes"]))
+    if "axes" in e.attrs:
+        return node(ctx, e, [_front(ctx, e, xs, dims)], axes=_shift(e.attrs["axes"]))
+    return node(ctx, e, [_front(ctx, e, xs, dims)], axis=e.attrs["axis"] + 1)
 
 
 @register_batch_rule("permute_by_key")
@@ -226,10 +220,10 @@ def _permute_by_key(ctx, e, xs, dims):
     return node(ctx, e, [to_front(ctx, x, d) for x, d in zip(xs, dims)], axis=e.attrs["axis"] + 1)
 
 
-@register_batch_rule("cholesky", "solve", "triangular_solve", "top_k", "lu", "qr", "eigh", "svd",
-                     "optimization_barrier")
+@derive_rule(BATCH_RULES, "batched_matrix")
+@register_batch_rule("optimization_barrier")
 def _leading_batch(ctx, e, xs, dims):
-    # these take any leading batch axes (the matrix or the sorted axis is last)
+    """The batch axis first: these take any leading batch axes."""
     args = [to_front(ctx, x, d) for x, d in zip(xs, dims)]
     return node(ctx, e, args) if e.outs is None else multi_node(ctx, e, args)
 
@@ -246,7 +240,7 @@ def _window_attrs(e):
     return out
 
 
-@register_batch_rule("window_sum", "window_max", "window_min", "window_product")
+@derive_rule(BATCH_RULES, "windowed")
 def _window(ctx, e, xs, dims):
     return node(ctx, e, [_front(ctx, e, xs, dims)], **_window_attrs(e))
 

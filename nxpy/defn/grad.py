@@ -60,7 +60,8 @@ __all__ = ["grad", "value_and_grad", "stop_grad", "custom_grad", "Backprop"]
 #: nodes that exist only while a function is being differentiated: compilers never see
 #: them (replaying the function for its gradient turns them back into their argument)
 MARKERS = {"stop_grad", "custom_grad", "checkpoint_name"}
-primitive("grad markers", *MARKERS)
+primitive("grad markers", "stop_grad", "checkpoint_name", props=("elementwise",))
+primitive("grad markers", "custom_grad")
 non_differentiable("stop_grad")
 
 #: ops whose forward replay and backward pass the engine delegates, by op name, to

@@ -20,6 +20,7 @@ from ..layout import (NamedSharding, _is_axis_entry, block_index, check_divisibl
                       global_shape, local_shape, normalize, partition_spec, replicated,
                       shard_array, shard_index, spec_to_dict, to_dict, to_p, unshard_arrays)
 from ..mesh import P, as_partition_spec
+from ..ops.core import derive_rule
 from ..registry import rule_registrar
 from ..tensor import Tensor
 from . import tree as tree_mod
@@ -330,10 +331,9 @@ def _elementwise(prop, e, args):
     return _merge(cands)
 
 
-register_sharding_rule(*O.UNARY, "as_type", "bitcast", "reverse",
-                       "window_sum",
-                       "window_max", "put_slice", "hook")(_same)
-register_sharding_rule(*O.BINARY, "select", "clip")(_elementwise)
+derive_rule(SHARDING_RULES, "elementwise")(_elementwise)
+derive_rule(SHARDING_RULES, "windowed")(_same)  # a window slides over each dim in place
+register_sharding_rule("reverse", "put_slice", "hook")(_same)
 
 
 @register_sharding_rule("elem")
@@ -414,12 +414,12 @@ def _drop(sh, axes, keep):
     return tuple(() if d in axes else a for d, a in enumerate(sh) if keep or d not in axes)
 
 
-@register_sharding_rule("sum", "product", "reduce_max", "reduce_min", "all", "any")
+@derive_rule(SHARDING_RULES, "reduction")
 def _reduce(prop, e, args):
     return _drop(args[0], set(e.attrs["axes"]), e.attrs["keep_axes"])
 
 
-@register_sharding_rule("argmax", "argmin")
+@derive_rule(SHARDING_RULES, "arg_reduction")
 def _arg_reduce(prop, e, args):
     return _drop(args[0], {e.attrs["axis"]}, e.attrs["keep_axis"])
 
@@ -454,19 +454,15 @@ def _concatenate(prop, e, args):
     return _merge(cands)
 
 
-register_sharding_rule("real", "imag", "conjugate")(_same)
-register_sharding_rule("complex")(_elementwise)
-
-
-@register_sharding_rule("fft", "ifft", "fft2", "ifft2", "rfft", "irfft")
-def _fft(prop, e, args):
-    """The transformed dims are replicated (each needs its whole axis); the others keep
+@derive_rule(SHARDING_RULES, "along_axes")
+def _along_axes(prop, e, args):
+    """The dims worked along are replicated (each needs its whole axis); the others keep
     their sharding."""
     axes = e.attrs["axes"] if "axes" in e.attrs else (e.attrs["axis"],)
     return tuple(() if d in axes else a for d, a in enumerate(args[0]))
 
 
-@register_sharding_rule("cholesky", "triangular_solve", "solve")
+@derive_rule(SHARDING_RULES, "batched_matrix")
 def _batched_linalg(prop, e, args):
     """Linear algebra on a batch of matrices: the batch dims keep the first operand's
     sharding (each matrix is solved where it lives); the matrix dims are replicated."""

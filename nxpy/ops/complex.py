@@ -32,8 +32,8 @@ from .shaping import broadcast, pad
 __all__ = ["real", "imag", "conjugate", "phase", "complex", "fft", "ifft", "fft2", "ifft2",
            "rfft", "irfft", "to_complex_type", "to_real_type"]
 
-primitive("complex", "real", "imag", "conjugate", "complex", "fft", "ifft", "fft2", "ifft2",
-          "rfft", "irfft")
+primitive("complex", "real", "imag", "conjugate", "complex", props=("elementwise",))
+primitive("complex", "fft", "ifft", "fft2", "ifft2", "rfft", "irfft", props=("along_axes",))
 
 #: Nx's default ``:eps`` of the transforms
 DEFAULT_EPS = 1.0e-10

@@ -55,7 +55,7 @@ __all__ = ["tri", "tril", "triu", "linspace", "make_diagonal", "take_diagonal", 
            "log10", "log", "all_close", "logsumexp", "variance", "standard_deviation",
            "weighted_mean", "covariance", "population_count", "count_leading_zeros", "einsum"]
 
-primitive("compositions", "population_count", "count_leading_zeros")
+primitive("compositions", "population_count", "count_leading_zeros", props=("elementwise",))
 
 
 def _is_int(v) -> bool:

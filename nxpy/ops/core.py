@@ -30,6 +30,7 @@ from ..tensor import Tensor
 __all__ = ["template", "kind_ok", "dispatch", "dispatch_multi", "register_sharded_dispatch",
            "tensor_leaves", "replace_tensors", "to_tensor", "tensor", "from_numpy", "as_type",
            "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
+           "PROPERTIES", "OP_PROPERTIES", "ops_with", "derive_rule",
            "PORTABLE", "register_portable", "portable",
            "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable",
            "BATCH_RULES", "register_batch_rule"]
@@ -191,10 +192,68 @@ OPS: dict[str, OpSpec] = {}
 PRIMITIVES: dict[str, str] = {}
 
 
-def primitive(family: str, *names: str) -> None:
-    """Declares ``names`` as built-in ops of ``family``."""
+#: the properties an op is declared with (``primitive(..., props=...)``): what each
+#: promises. The defn layer and the compilers derive rules from them (:func:`derive_rule`)
+#: instead of keeping lists of their own, so an op declared ``elementwise`` is batched,
+#: sharded and evaluated as one with nothing else to add.
+PROPERTIES = {
+    "elementwise": "each result element is computed from the operands' elements at its "
+                   "index (operands broadcast right-aligned)",
+    "reduction": "reduces its operand over the attribute ``axes`` (``keep_axes``)",
+    "arg_reduction": "reduces its operand over the attribute ``axis`` (``keep_axis``) to an index",
+    "along_axes": "transforms its operand along the attribute ``axis`` (or ``axes``); "
+                  "the other dims are independent",
+    "windowed": "slides a window (``window_dimensions``, ``strides``, ...) over every dim of "
+                "its operand; result dim d comes from operand dim d",
+    "batched_matrix": "acts on the trailing dims of its operands; any leading dims are a "
+                      "batch",
+}
+#: op -> the properties it was declared with
+OP_PROPERTIES: dict[str, frozenset] = {}
+#: ``(table, property, rule)``: rules consumers derive from a property
+_DERIVED: list = []
+
+
+def primitive(family: str, *names: str, props=()) -> None:
+    """Declares ``names`` as built-in ops of ``family``, with properties ``props`` (names
+    from :data:`PROPERTIES`)."""
+    unknown = sorted(set(props) - set(PROPERTIES))
+    if unknown:
+        raise ValueError(f"primitive: unknown properties {unknown}; known: {sorted(PROPERTIES)}")
     for n in names:
         PRIMITIVES[n] = family
+        if props:
+            OP_PROPERTIES[n] = OP_PROPERTIES.get(n, frozenset()) | frozenset(props)
+            for table, prop, rule in _DERIVED:
+                if prop in props:
+                    table.setdefault(n, rule)
+
+
+def ops_with(prop: str) -> tuple:
+    """The ops declared with property ``prop``, sorted.
+
+    >>> from nxpy.ops.core import ops_with
+    >>> {"add", "sin", "select"} <= set(ops_with("elementwise")), "sum" in ops_with("reduction")
+    (True, True)
+    """
+    if prop not in PROPERTIES:
+        raise ValueError(f"ops_with: unknown property {prop!r}; known: {sorted(PROPERTIES)}")
+    return tuple(sorted(op for op, ps in OP_PROPERTIES.items() if prop in ps))
+
+
+def derive_rule(table: dict, prop: str):
+    """Decorator: the rule becomes ``table``'s rule for every op declared with ``prop``,
+    now or later, except ops the table already has a rule for (a rule registered for the
+    op itself, before or after, wins)."""
+    if prop not in PROPERTIES:
+        raise ValueError(f"derive_rule: unknown property {prop!r}; known: {sorted(PROPERTIES)}")
+
+    def deco(rule):
+        _DERIVED.append((table, prop, rule))
+        for op in ops_with(prop):
+            table.setdefault(op, rule)
+        return rule
+    return deco
 
 
 #: each op's gradient rule (``nxpy.defn.grad`` runs them; the rule protocol is described in
@@ -230,7 +289,8 @@ register_batch_rule = rule_registrar(
 RESERVED: set[str] = set()
 
 
-primitive("conversion", "as_type", "constant", "tensor")
+primitive("conversion", "as_type", props=("elementwise",))
+primitive("conversion", "constant", "tensor")
 
 
 def fallback(name):
@@ -364,8 +424,8 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
         arr = np.array(data)  # a copy: tensors are values, later writes to `data` must not show
         t = T.parse(type) if type is not None else _numpy_type(arr, "tensor")
         if arr.dtype == object:
-            raise TypeError(f"tensor: cannot build a tensor from a NumPy array of dtype object "
-                            f"(Python objects): convert it to a numeric dtype first")
+            raise TypeError("tensor: cannot build a tensor from a NumPy array of dtype object "
+                            "(Python objects): convert it to a numeric dtype first")
     else:
         try:
             arr = np.array(data)

@@ -56,7 +56,8 @@ _ARITH_ON_PRED = {"add", "subtract", "multiply", "pow", "remainder", "quotient"}
 
 U8 = T.Type("u", 8)
 
-primitive("elementwise", *UNARY, *BINARY, "select", "clip", "bitcast", "optimization_barrier")
+primitive("elementwise", *UNARY, *BINARY, "select", "clip", "bitcast", props=("elementwise",))
+primitive("elementwise", "optimization_barrier")
 
 
 def binary_compute_type(op: str, out: Tensor, a: Tensor, b: Tensor) -> T.Type:

@@ -47,7 +47,7 @@ __all__ = ["cholesky", "triangular_solve", "lu", "qr", "eigh", "svd", "adjoint",
 #: the family's primitives (backend callbacks)
 LINALG = ("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd", "solve")
 
-primitive("linalg", *LINALG)
+primitive("linalg", *LINALG, props=("batched_matrix",))
 
 
 # ----------------------------------------------------------------------------------------

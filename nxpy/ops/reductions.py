@@ -17,7 +17,8 @@ from .shaping import reshape
 REDUCTIONS = {"sum": "aggregate", "product": "aggregate", "reduce_max": "same",
               "reduce_min": "same", "all": "pred", "any": "pred"}
 
-primitive("reductions", *REDUCTIONS, "argmax", "argmin")
+primitive("reductions", *REDUCTIONS, props=("reduction",))
+primitive("reductions", "argmax", "argmin", props=("arg_reduction",))
 
 
 def _reduce(name, x, axes=None, keep_axes=False):

@@ -36,7 +36,9 @@ __all__ = ["sort", "argsort", "top_k", "permute_by_key", "cumulative_sum",
 
 CUMULATIVE = ("cumulative_sum", "cumulative_product", "cumulative_min", "cumulative_max")
 
-primitive("sorting", "sort", "argsort", "top_k", "permute_by_key", *CUMULATIVE)
+primitive("sorting", "sort", "argsort", *CUMULATIVE, props=("along_axes",))
+primitive("sorting", "top_k", props=("batched_matrix",))
+primitive("sorting", "permute_by_key")
 
 
 def _direction(op, direction):

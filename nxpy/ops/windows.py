@@ -38,7 +38,8 @@ __all__ = ["window_sum", "window_mean", "window_max", "window_min", "window_prod
            "window_reduce", "window_scatter_max", "window_scatter_min", "reduce"]
 
 primitive("windows", "window_sum", "window_max", "window_min", "window_product",
-          "window_reduce", "window_scatter_max", "window_scatter_min", "reduce")
+          props=("windowed",))
+primitive("windows", "window_reduce", "window_scatter_max", "window_scatter_min", "reduce")
 
 _Number = (numbers.Number, np.generic)
 
