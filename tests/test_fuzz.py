@@ -69,10 +69,11 @@ def test_a_mismatch_names_the_program_and_a_repro_command():
 
 
 def test_the_tolerance_follows_the_least_precise_type():
-    assert fuzz._tolerance(Program(0, 0, [], ["f64", "f32", "s8"], ())) == fuzz.TOLERANCES["float32"]
-    assert fuzz._values_match(np.float64([1.0]), np.float64([1.0 + 1e-7]), fuzz.TOLERANCES["float32"]) is None
-    assert fuzz._values_match(np.float64([1.0]), np.float64([1.0 + 1e-7]), (0, 0)) is not None
-    assert fuzz._values_match(np.int32([1]), np.int32([2]), fuzz.TOLERANCES["float32"]) is not None
+    assert fuzz.tolerances(Program(0, 0, [], ["f64", "f32", "s8"], (0,))) == [fuzz.TOLERANCES["float32"]]
+    match = fuzz.compare._values_match
+    assert match(np.float64([1.0]), np.float64([1.0 + 1e-7]), fuzz.TOLERANCES["float32"]) is None
+    assert match(np.float64([1.0]), np.float64([1.0 + 1e-7]), (0, 0)) is not None
+    assert match(np.int32([1]), np.int32([2]), fuzz.TOLERANCES["float32"]) is not None
 
 
 # ----------------------------------------------------------------------------------------
@@ -80,7 +81,7 @@ def test_the_tolerance_follows_the_least_precise_type():
 # ----------------------------------------------------------------------------------------
 def _fixed(nodes, outputs, grad=False, seed=0, index=0):
     """A hand-written description as a Program (types inferred as the generator does)."""
-    with fuzz._numpy_backend():
+    with fuzz.program._numpy_backend():
         vals = []
         for n in nodes:
             if isinstance(n, Leaf):
@@ -150,13 +151,13 @@ class _OffByOneOnTheLastDevice:
 def test_a_wrong_loaded_sharded_module_is_a_mismatch(monkeypatch, kind, compiler):
     prog = _sharded_of_kind(kind)
     fuzz.check(prog)  # the real loader: no mismatch
-    real = fuzz.load
+    real = fuzz.sharded.load
     seen = []
 
     def broken(text):
         seen.append(text)
         return _OffByOneOnTheLastDevice(real(text), compiler)
-    monkeypatch.setattr(fuzz, "load", broken)
+    monkeypatch.setattr(fuzz.sharded, "load", broken)
     with pytest.raises(fuzz.Mismatch) as e:
         fuzz.check(prog)
     msg = str(e.value)
@@ -172,7 +173,7 @@ def test_a_sharded_module_that_does_not_load_is_a_mismatch(monkeypatch, kind):
 
     def broken(text):
         raise ValueError("the loader is broken")
-    monkeypatch.setattr(fuzz, "load", broken)
+    monkeypatch.setattr(fuzz.sharded, "load", broken)
     with pytest.raises(fuzz.Mismatch, match="stablehlo failed: ValueError: the loader is broken") as e:
         fuzz.check(prog)
     assert f"--sharded --seed {SEED} --index {prog.index} --show" in str(e.value)
@@ -248,7 +249,7 @@ def test_the_examples_stay_in_the_programs_domain():
             if leaf.data is None and len(exs) == len({x.seed for x in exs}):
                 seen.add("fresh")
         for j in range(1, fuzz.VMAP_SIZE):
-            assert fuzz._rules_hold(prog, [exs[j] for exs in spec.examples])
+            assert fuzz.checks._rules_hold(prog, [exs[j] for exs in spec.examples])
     assert seen == {"none", "other", "fresh"}
 
 
@@ -270,7 +271,7 @@ def test_an_example_that_breaks_a_value_rule_is_drawn_again():
 
 def test_run_many_batches_every_nth_program(monkeypatch):
     seen = []
-    monkeypatch.setattr(fuzz, "check_vmap", lambda prog, **kw: seen.append(prog.index))
+    monkeypatch.setattr(fuzz.run, "check_vmap", lambda prog, **kw: seen.append(prog.index))
     assert fuzz.run_many(SEED, 5, start=0, vmap_every=2) == []
     assert seen == [0, 2, 4]
 
