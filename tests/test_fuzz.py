@@ -68,12 +68,40 @@ def test_a_mismatch_names_the_program_and_a_repro_command():
     assert "n1 = exp(n0)" in msg and "python -m nxpy.testing.fuzz --seed 3 --index 4 --show" in msg
 
 
-def test_the_tolerance_follows_the_least_precise_type():
-    assert fuzz.tolerances(Program(0, 0, [], ["f64", "f32", "s8"], (0,))) == [fuzz.TOLERANCES["float32"]]
+def test_the_tolerance_follows_the_least_precise_type_a_result_is_computed_from():
+    tol = fuzz.TOLERANCES
+    # n2 = f64(n1), n1 = exp(n0) in f32: n2 carries f32's error; n4 = exp(n3) is f64 only
+    prog = Program(0, 0, [Leaf((2,), "f32"), Step("exp", (0,), {}), Step("as_type", (1,), {"type": "f64"}),
+                          Leaf((2,), "f64"), Step("exp", (3,), {}), Leaf((2,), "bf16"), Leaf((2,), "s8")],
+                   ["f32", "f32", "f64", "f64", "f64", "bf16", "s8"], (2, 4, 1, 5, 6))
+    assert fuzz.tolerances(prog) == [tol["float32"], tol["float64"], tol["float32"], tol["bfloat16"], (0, 0)]
+    # a grad program's gradients: every type its forward output is computed from
+    prog = Program(0, 0, [Leaf((2,), "f64"), Step("as_type", (0,), {"type": "f32"}), Step("exp", (1,), {}),
+                          Leaf((2,), "f64")], ["f64", "f32", "f32", "f64"], (2,), grad=True)
+    assert fuzz.tolerances(prog) == [tol["float32"], tol["float32"]]
     match = fuzz.compare._values_match
-    assert match(np.float64([1.0]), np.float64([1.0 + 1e-7]), fuzz.TOLERANCES["float32"]) is None
+    assert match(np.float64([1.0]), np.float64([1.0 + 1e-7]), tol["float32"]) is None
     assert match(np.float64([1.0]), np.float64([1.0 + 1e-7]), (0, 0)) is not None
-    assert match(np.int32([1]), np.int32([2]), fuzz.TOLERANCES["float32"]) is not None
+    assert match(np.int32([1]), np.int32([2]), tol["float32"]) is not None
+
+
+@pytest.mark.parametrize("bf16_output", [False, True])
+def test_an_f32_error_beside_an_unrelated_bf16_value_is_a_mismatch(monkeypatch, bf16_output):
+    # exp off by 1e-3 (relative): beyond f32's tolerance (2e-4), within bf16's (6e-2). The
+    # bf16 value (an output, or not) is not computed from the f32 one nor feeds it, so the
+    # f32 result is held to f32's tolerance (the fuzzer once held every result to the
+    # loosest type anywhere in the program, and let this pass)
+    nodes = [Leaf((3,), "f32", data=[0.5, 1.0, 1.5]), Step("exp", (0,), {}),
+             Leaf((3,), "bf16", data=[0.5, 1.0, 1.5]), Step("exp", (2,), {})]
+    prog = _fixed(nodes, (1, 3) if bf16_output else (1,))
+    fuzz.check(prog)
+    nxf, jx = fuzz.OPS["exp"]
+    monkeypatch.setitem(fuzz.OPS, "exp", (lambda x: nxf(x) * 1.001, jx))
+    with pytest.raises(fuzz.Mismatch, match=r"result 0: the NumPy backend vs JAX: values differ beyond "
+                                            r"rtol=0\.0002"):
+        fuzz.check(prog)
+    # the same error in a bf16 result is within bf16's tolerance
+    fuzz.check(_fixed(nodes[2:3] + [Step("exp", (0,), {})], (1,)))
 
 
 # ----------------------------------------------------------------------------------------

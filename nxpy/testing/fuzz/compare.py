@@ -1,6 +1,6 @@
 """How results are compared: :data:`TOLERANCES` per type, the tolerance each result of a
-program is held to (:func:`tolerances`), and the comparison of two arrays
-(``docs/fuzzing.md``)."""
+program is held to (:func:`tolerances`: its own type's, or that of the least precise
+type it is computed from), and the comparison of two arrays (``docs/fuzzing.md``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,10 +27,23 @@ def _loosest(types) -> tuple:
 
 def tolerances(prog) -> list:
     """The (rtol, atol) each result of ``prog`` is compared at, in the order of its
-    flattened results: the loosest of the float types anywhere in ``prog`` (a value
-    computed in f32 and widened to f64 carries f32's error)."""
-    n = len(prog.argnums()) if prog.grad else len(prog.outputs)
-    return [_loosest(prog.types)] * n
+    flattened results: the loosest of its own type and of every inexact type of the nodes
+    it is computed from (a value computed in bf16 and widened to f32 carries bf16's error;
+    an f32 result beside an unrelated bf16 one does not). A grad program's results (one
+    gradient per float input) are computed from every node its forward output is: the
+    cotangent flows back through them all.
+
+    >>> from nxpy.testing.fuzz import Leaf, Program, Step
+    >>> p = Program(0, 0, [Leaf((2,), "f32"), Step("exp", (0,), {}), Leaf((2,), "bf16"),
+    ...                    Step("exp", (2,), {})], ["f32", "f32", "bf16", "bf16"], (1, 3))
+    >>> tolerances(p) == [TOLERANCES["float32"], TOLERANCES["bfloat16"]]
+    True
+    """
+    if not prog.grad:
+        return [_loosest(prog.types[i] for i in prog.sources([k])) for k in prog.outputs]
+    forward = {prog.types[i] for i in prog.sources(prog.outputs)}
+    leaves = [i for i, n in enumerate(prog.nodes) if isinstance(n, Leaf)]
+    return [_loosest(forward | {prog.types[leaves[a]]}) for a in prog.argnums()]
 
 
 def _values_match(expected: np.ndarray, got: np.ndarray, tol: tuple) -> str | None:
