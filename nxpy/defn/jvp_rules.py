@@ -29,10 +29,11 @@ checks it), in four kinds:
   pivots or factorizations (``sort``, ``top_k``, ``window_max``, ``cholesky``,
   ``eigh``, ``qr``, ``svd``, ``lu``, ``solve``, ...). Exact, and XLA folds the extra
   transpose away; a formula can replace any of them later without other changes;
-* **zero tangents** (:data:`ZERO_TANGENT`): ops whose results are integers or booleans,
-  or piecewise constant (``floor``, ``sign``, ``round``, comparisons, ``argmax``,
-  ``argsort``, bitwise ops, ``iota``, constants, ``stop_grad``): their tangent is zero
-  (JAX's ``float0``), stated here rather than left out.
+* **zero tangents** (:data:`ZERO_TANGENT`): the ops declared non-differentiable where
+  they are defined (``non_differentiable(...)``: integer or boolean results, piecewise
+  constant ones such as ``floor``, ``sign``, comparisons, ``argsort``, values that depend
+  on no input, ``stop_grad``): a zero derivative is a zero tangent (JAX's ``float0``),
+  so the one declaration serves both modes.
 
 Control flow (``cond``, ``while``, ``shard_map``), ``checkpoint``, ``elem`` and the markers
 (``custom_grad``, ``checkpoint_name``) are handled by the engine itself, which carries
@@ -50,7 +51,7 @@ import functools
 from .. import _context
 from .. import ops as O
 from .. import types as T
-from ..ops.core import GRAD_RULES, rule_registrar
+from ..ops.core import GRAD_RULES, NON_DIFFERENTIABLE, rule_registrar
 from ..tensor import Tensor
 from .collectives import current_mesh, mesh_context, psum
 from .expr import EXPR, Expr
@@ -63,8 +64,9 @@ __all__ = ["JVP_RULES", "ZERO_TANGENT", "ENGINE", "register_jvp_rule", "zero_tan
 #: each op's forward-mode rule (see the module's docstring)
 JVP_RULES: dict = {}
 
-#: ops whose result has a zero tangent whatever their inputs' tangents
-ZERO_TANGENT: set = set()
+#: ops whose result has a zero tangent whatever their inputs' tangents: the set of ops
+#: declared non-differentiable (one declaration for both modes)
+ZERO_TANGENT: set = NON_DIFFERENTIABLE
 
 #: ops the engine (:mod:`nxpy.defn.jvp`) differentiates itself: control flow and
 #: sub-functions, the graph's own nodes, the markers
@@ -79,7 +81,8 @@ register_jvp_rule = rule_registrar(
 
 def zero_tangent(*ops: str) -> None:
     """Declares that ``ops``' results have zero tangents (integer, boolean or piecewise
-    constant results)."""
+    constant results): the same declaration as :func:`nxpy.ops.core.non_differentiable`,
+    so their inputs get no cotangent either."""
     ZERO_TANGENT.update(ops)
 
 
@@ -108,25 +111,6 @@ def emit(e, values, fns=None):
     new = Expr(e.op, args, dict(e.attrs), e.shape, e.type, e.names, _context.current(),
                tuple(fns if fns is not None else e.fns), e.outs)
     return new if e.outs is not None else Tensor(new, e.shape, e.type, e.names, EXPR)
-
-
-# ----------------------------------------------------------------------------------------
-# Zero tangents: integer-valued, boolean or piecewise-constant results
-# ----------------------------------------------------------------------------------------
-zero_tangent(
-    # piecewise constant (their derivative is zero wherever it exists, as in JAX)
-    "sign", "floor", "ceil", "round",
-    # boolean results
-    "is_nan", "is_infinity", "equal", "not_equal", "less", "less_equal", "greater",
-    "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "all", "any",
-    # integer results
-    "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
-    "quotient", "argmax", "argmin", "argsort", "count_leading_zeros", "population_count",
-    "axis_index", "bitcast",
-    # values that depend on no input
-    "iota", "eye", "constant", "tensor", "parameter",
-    # the marker whose whole point is a zero derivative
-    "stop_grad")
 
 
 # ----------------------------------------------------------------------------------------
