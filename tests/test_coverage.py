@@ -2,15 +2,20 @@
 declared with its reason; no declaration outlives its gap; docs/ops.md is the matrix."""
 from pathlib import Path
 
+import nxpy as nx
+
 import pytest
 
 from nxpy.compilers.evaluator import EVAL_RULES
 from nxpy.compilers.exla.lowering import LOWERINGS
 from nxpy.compilers.spmd import SPMD_RULES
 from nxpy.defn.jvp_rules import JVP_RULES
+from nxpy.defn import shard_map
+from nxpy.defn.core import trace
 from nxpy.ops import core
 from nxpy.ops.core import PRIMITIVES, primitive
 from nxpy.testing import coverage
+from nxpy.testing.fuzz.sharded import COLLECTIVE_PRIMITIVES, _nx_collective
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "ops.md"
 
@@ -88,3 +93,22 @@ def test_every_rule_is_for_a_declared_op():
     stray = {name: sorted(set(t) - set(PRIMITIVES) - set(core.OPS)) for name, t in tables.items()}
     stray = {k: v for k, v in stray.items() if v}
     assert not stray, f"rules for names no primitive(...) declares: {stray}"
+
+
+def _ops_in(fn) -> set:
+    ops = set()
+    for n in fn.nodes:
+        ops.add(n.op)
+        for sub in n.fns or ():
+            ops |= _ops_in(sub)
+    return ops
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTIVE_PRIMITIVES))
+def test_sharded_fuzz_collectives_trace_to_their_primitive(name):
+    mesh = nx.Mesh("cov", (2,), axis_names=("x",))
+    kw = {"dim": 0, "tiled": True, "split": 0, "concat": 0, "perm": [(0, 1), (1, 0)]}
+    body = _nx_collective(name, "x", kw)
+    f = shard_map(body, mesh=mesh, in_specs=nx.P("x"), out_specs=nx.P("x"))
+    ops = _ops_in(trace(f, (nx.template((4, 2), "f32"),), {}))
+    assert COLLECTIVE_PRIMITIVES[name] in ops, (name, sorted(ops))

@@ -30,6 +30,7 @@ from ..ops.core import (BATCH_RULES, GRAD_RULES, NON_DIFFERENTIABLE, OP_PROPERTI
                         PORTABLE, PRIMITIVES)
 from ..stablehlo import load
 from . import fuzz
+from .fuzz.sharded import COLLECTIVE_PRIMITIVES
 from .cases import CASES
 
 __all__ = ["CONSUMERS", "GAPS", "matrix", "undeclared", "stale", "render", "with_matrix",
@@ -146,6 +147,8 @@ def _imports(op) -> bool:
     return True
 
 
+_FUZZ_SHARDED = frozenset(COLLECTIVE_PRIMITIVES.values())
+
 _CHECKS = {
     "kernel": lambda op: (hasattr(NumpyBackend, op) or op in PORTABLE or op in EVAL_RULES
                           or op in SPMD_RULES),
@@ -156,7 +159,7 @@ _CHECKS = {
     "sharding": lambda op: op in SHARDING_RULES,
     "importer": lambda op: op in _first_cases() and _imports(op),
     "conformance": lambda op: op in _first_cases(),
-    "fuzz": lambda op: op in fuzz.OPS or op in getattr(fuzz, "SHARDED_PRIMITIVES", ("all_reduce", "all_gather", "axis_index", "reduce_scatter", "all_to_all", "collective_permute")),
+    "fuzz": lambda op: op in fuzz.OPS or op in _FUZZ_SHARDED,
 }
 
 

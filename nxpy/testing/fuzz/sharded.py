@@ -71,6 +71,14 @@ def _jmesh(jax, shape):
     return _JMESHES[shape]
 
 
+#: the primitive each collective the sharded programs draw traces to (read by
+#: nxpy/testing/coverage.py's fuzz column)
+COLLECTIVE_PRIMITIVES = {"psum": "all_reduce", "pmax": "all_reduce", "pmin": "all_reduce",
+                         "pmean": "all_reduce", "all_gather": "all_gather",
+                         "axis_index": "axis_index", "psum_scatter": "reduce_scatter",
+                         "all_to_all": "all_to_all", "ppermute": "collective_permute"}
+
+
 def _nx_collective(name, axes, kw):
     f = {"psum": psum, "pmax": pmax, "pmin": pmin, "pmean": pmean}.get(name)
     if f:
