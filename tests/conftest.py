@@ -30,11 +30,12 @@ def compiles(monkeypatch):
     ``pjrt.compile``'s cache misses. The process-wide executable cache is set aside for
     the test, so a program an earlier test compiled counts again."""
     calls = []
-    real = pjrt._compile_or_load
+    real = pjrt.compiler._compile_or_load
 
     def counting(text, *a, **k):
         calls.append(text)
         return real(text, *a, **k)
-    monkeypatch.setattr(pjrt, "_compile_or_load", counting)
-    monkeypatch.setattr(pjrt, "_EXECUTABLES", type(pjrt._EXECUTABLES)())
+    # patched where they are defined: pjrt.compile looks them up in nxpy.pjrt.compiler
+    monkeypatch.setattr(pjrt.compiler, "_compile_or_load", counting)
+    monkeypatch.setattr(pjrt.compiler, "_EXECUTABLES", type(pjrt.compiler._EXECUTABLES)())
     return calls

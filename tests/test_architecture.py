@@ -1,6 +1,7 @@
 """The package's layering, as docs/architecture.md draws it, checked import by import:
 every module of nxpy/ belongs to one layer of the table there; no module imports one of a
-higher layer; no import circle, of any length; no import of nxpy inside a function.
+higher layer; no import circle, of any length; no import of nxpy inside a function; no
+import of jax or jaxlib outside the package nxpy/pjrt/.
 
 Run this file directly to print each module's layer and the nxpy modules it imports."""
 import ast
@@ -145,6 +146,30 @@ def test_no_nxpy_import_inside_a_function():
     bad = [f"{KNOWN[m].relative_to(ROOT)}:{line}: imports {t} inside a function"
            for m, edges in IMPORTS.items() for t, line, local in edges if local]
     assert not bad, "\n".join(bad)
+
+
+def jax_imports(path: Path) -> list[tuple[str, int]]:
+    """``(module, line)`` for each import of jax or jaxlib in ``path`` (anywhere in it)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        out += [(n, node.lineno) for n in names if n.split(".")[0] in ("jax", "jaxlib")]
+    return out
+
+
+def test_only_the_pjrt_package_imports_jaxlib():
+    """Every jaxlib call lives in the package nxpy/pjrt/ (version-checked there): no other
+    module of nxpy imports jax or jaxlib, at the top or inside a function."""
+    pjrt = PACKAGE / "pjrt"
+    assert (pjrt / "__init__.py").is_file() and jax_imports(pjrt / "lib.py")
+    bad = [f"{p.relative_to(ROOT)}:{line}: imports {name}" for p in KNOWN.values()
+           if pjrt not in p.parents for name, line in jax_imports(p)]
+    assert not bad, "jax/jaxlib imported outside nxpy/pjrt/:\n" + "\n".join(bad)
 
 
 def test_the_checker_sees_violations(tmp_path):

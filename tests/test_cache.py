@@ -24,7 +24,7 @@ from nxpy.defn import default_options, jit, shard_jit
 def fresh(monkeypatch):
     """Counts the events of the test; executables compiled by earlier tests are set aside
     (the same module text would otherwise be found in the process-wide cache)."""
-    monkeypatch.setattr(pjrt, "_EXECUTABLES", LockedCache())
+    monkeypatch.setattr(pjrt.compiler, "_EXECUTABLES", LockedCache())
     monkeypatch.setitem(pjrt._state, "cache_dir", None)  # restored afterwards
     before = telemetry.counters()
 
@@ -299,7 +299,7 @@ def test_default_options_cache_dir(tmp_path, fresh):
         assert pjrt.cache_dir() == str(tmp_path)
         jit(lambda x: x * 11, compiler="exla")(nx.tensor([1, 2, 3, 4, 5, 6, 7]))
         assert fresh()["disk_miss"] == 1 and len(glob.glob(str(tmp_path / "*.exe"))) == 1
-        pjrt._EXECUTABLES.clear()  # as a new process would: loads from the directory
+        pjrt.compiler._EXECUTABLES.clear()  # as a new process would: loads from the directory
         out = jit(lambda x: x * 11, compiler="exla")(nx.tensor([1, 2, 3, 4, 5, 6, 7]))
         assert out.tolist() == [11, 22, 33, 44, 55, 66, 77]
         assert fresh()["disk_hit"] == 1 and fresh()["compile"] == 1

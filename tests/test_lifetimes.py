@@ -47,8 +47,8 @@ def hooked(log, payload, k=2.0):
 def executables(monkeypatch):
     """A process-wide executable cache of this test's own (the others' programs stay in
     theirs), emptied by the test when it drops its programs."""
-    cache = LockedCache(pjrt._EXECUTABLES.maxsize)
-    monkeypatch.setattr(pjrt, "_EXECUTABLES", cache)
+    cache = LockedCache(pjrt.compiler._EXECUTABLES.maxsize)
+    monkeypatch.setattr(pjrt.compiler, "_EXECUTABLES", cache)
     return cache
 
 
@@ -147,7 +147,7 @@ def test_no_executable_inherits_the_flag_of_an_evicted_one(monkeypatch):
     """With a one-entry executable cache, each hooked executable is freed as the next
     program compiles; the next plain executable must not be taken for a synchronous one
     (``id()`` of a freed executable is often the next one's)."""
-    monkeypatch.setattr(pjrt, "_EXECUTABLES", LockedCache(maxsize=1))
+    monkeypatch.setattr(pjrt.compiler, "_EXECUTABLES", LockedCache(maxsize=1))
     log, payload = [], Payload()
     wrong = []
     for i in range(30):
@@ -170,7 +170,7 @@ def test_compiling_many_hooked_programs_keeps_the_registry_bounded(monkeypatch):
     holds the callbacks of the programs not yet collected, not of all 200 (and the
     process-wide cache, 8 entries here, holds none of them)."""
     cache = LockedCache(maxsize=8)
-    monkeypatch.setattr(pjrt, "_EXECUTABLES", cache)
+    monkeypatch.setattr(pjrt.compiler, "_EXECUTABLES", cache)
     before = registered()
     payloads = weakref.WeakSet()
     peak = 0

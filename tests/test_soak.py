@@ -142,7 +142,7 @@ def test_1000_shapes_through_one_function_keep_the_caches_bounded():
             assert f(nx.tensor(np.ones((1, 2), np.float32))).to_numpy().tolist() == [2.0, 2.0]
             # the first shape was dropped: traced again
             print(len(f._fast), telemetry.counters()["trace"] - before)
-        print(len(PROGRAMS.of(shapes)), len(pjrt._EXECUTABLES))
+        print(len(PROGRAMS.of(shapes)), len(pjrt.compiler._EXECUTABLES))
         """, env={"NXPY_PROGRAM_CACHE_SIZE": "16"})
     (ev_fast, ev_retraced), (ex_fast, ex_retraced), (programs, executables) = \
         [tuple(map(int, line.split())) for line in out.split("\n") if line]

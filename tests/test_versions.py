@@ -68,7 +68,7 @@ def test_cache_key_uses_the_running_jaxlib(monkeypatch):
     devs = pjrt.devices()[:1]
     one = pjrt._digest("module", _Options(), devs)
     assert one == pjrt._digest("module", _Options(), devs)
-    monkeypatch.setattr(pjrt, "jaxlib_version", lambda: "0.99.0")
+    monkeypatch.setattr(pjrt.lib, "jaxlib_version", lambda: "0.99.0")
     assert pjrt._digest("module", _Options(), devs) != one
 
 
