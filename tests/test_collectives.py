@@ -419,6 +419,144 @@ def test_divergent_collectives_are_reported_by_the_evaluator():
         f(nx.iota((4,)))
 
 
+# ----------------------------------------------------------------------------------------
+# Collectives under control flow whose path may differ between devices: check_vma rejects
+# them while tracing, on every compiler (never run: on XLA they deadlock or mix values)
+# ----------------------------------------------------------------------------------------
+def _three_clauses(a):
+    return nx.cond([(axis_index("x") == 0, lambda: a), (nx.sum(a) > 3, lambda: psum(a, "x")),
+                    (True, lambda: -a)])
+
+
+DIVERGENT_CONDS = [
+    ("psum", lambda a: nx.cond(axis_index("x") == 0, lambda: psum(a, "x"), lambda: a),
+     r"the cond at \S*test_collectives.py:\d+ has a predicate that varies along mesh axes "
+     r"\['x'\] .* the on_true branch runs the collective all_reduce \(psum\) over mesh axes "
+     r"\['x'\]: on XLA the devices of a group along \['x'\] would not all run it"),
+    ("ppermute-on-false", lambda a: nx.cond(nx.sum(a) > 3, lambda: a,
+                                            lambda: ppermute(a, "x", [(0, 1), (1, 0)])),
+     r"the on_false branch runs the collective collective_permute \(ppermute\) over mesh "
+     r"axes \['x'\]"),
+    ("pred-over-xy-psum-over-y",
+     lambda a: nx.cond(axis_index(("x", "y")) == 0, lambda: pmax(a, "y"), lambda: a),
+     r"varies along mesh axes \['x', 'y'\] .* all_reduce \(pmax\) over mesh axes \['y'\]: "
+     r"on XLA the devices of a group along \['y'\]"),
+    ("all_gather-in-a-loop-in-a-branch",
+     lambda a: nx.cond(nx.sum(a) > 3, lambda: nx.fori_loop(
+         0, 2, lambda i, s: all_gather(s, axes="x", all_gather_dim=0)[:2], a), lambda: a),
+     r"the cond at .* varies along mesh axes \['x'\] .* on_true branch runs the collective "
+     r"all_gather over mesh axes \['x'\]"),
+    ("cond-in-a-loop", lambda a: nx.fori_loop(
+        0, 2, lambda i, s: nx.cond(nx.sum(s) > 3, lambda: psum(s, ("x", "y")), lambda: s), a),
+     r"the cond at .* varies along mesh axes \['x'\] .* all_reduce \(psum\) over mesh axes "
+     r"\['x', 'y'\]"),
+    ("three-clauses", _three_clauses, r"and branch 1 runs the collective all_reduce \(psum\)"),
+]
+
+
+def _trace_or_run(compiler, body):
+    """The Evaluator runs the shard_map; EXLA only lowers it (to_mlir), so that a program
+    the check missed fails the test instead of hanging XLA (XLA:CPU kills the process
+    after 40 s)."""
+    mesh = mesh_of((2, 2), ("x", "y"))
+    x = nx.tensor([1.0, 2.0, 3.0, 4.0])
+    if compiler == "exla":
+        return exla.to_mlir(lambda a: shard_map(body, mesh, in_specs=nx.P("x"),
+                                                out_specs=nx.P("x"))(a), x)
+    return shard_map(body, mesh, in_specs=nx.P("x"), out_specs=nx.P("x"), compiler=compiler)(x)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("body, message", [c[1:] for c in DIVERGENT_CONDS],
+                         ids=[c[0] for c in DIVERGENT_CONDS])
+def test_collective_under_a_varying_cond_is_an_error(compiler, body, message):
+    with pytest.raises(ValueError, match=message) as info:
+        _trace_or_run(compiler, body)
+    assert "Fix: make the predicate the same on every device of a group" in str(info.value)
+    assert "or move the collective out of the cond" in str(info.value)
+
+
+def _varying_trips(a):
+    """A loop whose trip count differs between the devices of an "x" group, around psum."""
+    n = nx.as_type(nx.sum(a), "s32")
+    return while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, psum(s[1], "x") * 0.5),
+                      (0, a))[1]
+
+
+def _varying_condition_with_psum(a):
+    return while_loop(lambda s: nx.sum(psum(s, "x")) + nx.as_type(axis_index("x"), "f32") < 50,
+                      lambda s: s * 2.0, a)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("body, part", [(_varying_trips, "body"),
+                                        (_varying_condition_with_psum, "condition")],
+                         ids=["in-the-body", "in-the-condition"])
+def test_collective_under_a_varying_while_loop_is_an_error(compiler, body, part):
+    message = (r"the while_loop at \S*test_collectives.py:\d+ has a condition that varies "
+               r"along mesh axes \['x'\] \(devices may run different numbers of "
+               rf"iterations\), and its {part} runs the collective all_reduce \(psum\) over "
+               r"mesh axes \['x'\].* Fix: make the condition the same on every device of a "
+               r"group .* pmax\(n, 'x'\)\), or move the collective out of the loop")
+    with pytest.raises(ValueError, match=message):
+        _trace_or_run(compiler, body)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_collectives_under_uniform_control_flow_run(compiler):
+    """Predicates made uniform over the collective's axes, or varying along other axes
+    only, pass the check and run, with the same results on both compilers."""
+    mesh = mesh_of((2, 2), ("x", "y"))
+    x = nx.tensor([1.0, 2.0, 3.0, 4.0])          # "x" shards [1, 2] and [3, 4]
+
+    def run(body, out_specs=nx.P("x")):
+        return shard_map(body, mesh, in_specs=nx.P("x"), out_specs=out_specs,
+                         compiler=compiler)(x).tolist()
+    assert run(lambda a: nx.cond(pmax(nx.sum(a), "x") > 4, lambda: psum(a, "x"),
+                                 lambda: a)) == [4.0, 6.0, 4.0, 6.0]
+    assert run(lambda a: nx.cond(axis_index("x") == 0, lambda: psum(a, "y"),
+                                 lambda: -a)) == [2.0, 4.0, -3.0, -4.0]
+
+    def uniform_trips(a):
+        n = pmax(nx.as_type(nx.sum(a), "s32"), "x")        # 7 on every device
+        return while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, psum(s[1], "x") * 0.5 + 1),
+                          (0, a))[1]
+    assert run(uniform_trips) == [9.0, 10.0, 9.0, 10.0]
+
+    def trips_along_y(a):                                   # 1 or 2 trips, psum over "x"
+        n = axis_index("y") + 1
+        return while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, psum(s[1], "x") * 0.5 + 1),
+                          (0, a))[1]
+    assert run(trips_along_y, nx.P(("x", "y"))) == [3.0, 4.0, 4.0, 5.0] * 2
+
+
+def test_check_vma_false_runs_a_divergent_cond_as_xla_and_jax_do():
+    """With check_vma=False (docs/sharding.md): EXLA runs what XLA runs, here a psum in
+    each branch that combines the values of devices on different paths, as JAX does; the
+    Evaluator raises. (A collective in one branch only would deadlock XLA: not run.)"""
+    mesh = mesh_of((2, 2), ("x", "y"))
+    x = np.arange(1, 5, dtype=np.float32) * 10
+
+    def body(a):
+        return nx.cond(axis_index("x") == 0, lambda: psum(a, "x"), lambda: psum(a * 3, "x"))
+
+    def jbody(a):
+        return jax.lax.cond(jax.lax.axis_index("x") == 0, lambda: jax.lax.psum(a, "x"),
+                            lambda: jax.lax.psum(a * 3, "x"))
+    with pytest.raises(ValueError, match="has a predicate that varies"):
+        shard_map(body, mesh, in_specs=nx.P("x"), out_specs=nx.P("x"), compiler="exla")(x)
+    want = np.asarray(jax.jit(jax.shard_map(jbody, mesh=_jax_mesh((2, 2), ("x", "y")),
+                                            in_specs=P("x"), out_specs=P("x"),
+                                            check_vma=False))(x))
+    got = shard_map(body, mesh, in_specs=nx.P("x"), out_specs=nx.P("x"), check_vma=False,
+                    compiler="exla")(nx.tensor(x)).to_numpy()
+    np.testing.assert_array_equal(got, want)
+    assert got.tolist() == [100.0, 140.0, 100.0, 140.0]     # 10 + 3 * 30, 20 + 3 * 40
+    with pytest.raises(RuntimeError, match="on XLA this deadlocks"):
+        shard_map(body, mesh, in_specs=nx.P("x"), out_specs=nx.P("x"), check_vma=False,
+                  compiler="evaluator")(nx.tensor(x))
+
+
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_per_device_cond_without_collectives(compiler):
     mesh = mesh_of((2, 2), ("x", "y"))

@@ -18,7 +18,7 @@ import pytest
 import nxpy as nx
 from nxpy.defn import (all_gather, all_to_all, axis_index, collective_broadcast, grad, jit,
                        pmax, pmean, pmin, ppermute, psum, psum_scatter, shard_jit, shard_map,
-                       value_and_grad)
+                       value_and_grad, while_loop)
 from nxpy.defn import sharding as SH
 from nxpy.defn.shard_map import spec_to_dict
 
@@ -82,6 +82,10 @@ class NXL:
         return nx.new_axis(v, 0)
 
     @staticmethod
+    def cond(pred, on_true, on_false):
+        return nx.cond(pred, on_true, on_false)
+
+    @staticmethod
     def idx(axes):
         return nx.as_type(axis_index(axes), "f32")
 
@@ -138,6 +142,10 @@ class JXL:
     @staticmethod
     def expand(v):
         return v[None]
+
+    @staticmethod
+    def cond(pred, on_true, on_false):
+        return jax.lax.cond(pred, on_true, on_false)
 
     @staticmethod
     def idx(axes):
@@ -821,6 +829,98 @@ def test_grad_through_fori_loop_in_shard_map(where, compiler):
     want = np.asarray(jax.jit(make(JXL, jax.lax.fori_loop))(x))
     got = jit(make(NXL, nx.fori_loop), compiler=compiler)(nx.tensor(x)).to_numpy()
     assert_close(got, want, "gradient")
+
+
+# ----------------------------------------------------------------------------------------
+# Control flow in the body: the cotangent of a replicated value read inside a cond or a
+# loop is summed over the devices once (it was summed twice), and, where the predicate
+# varies, after the cond or loop (a psum inside it would be a collective that only some
+# devices run: shard_map's check_vma rejects that)
+# ----------------------------------------------------------------------------------------
+def _uniform_pred(L, v):
+    return L.psum(L.sum(v), ALL) > 0
+
+
+def _varying_pred(L, v):
+    return L.sum(v) > 0
+
+
+def _branches(pred):
+    def make(L):
+        return lambda w, v: L.cond(pred(L, v), lambda: L.sin(v * w), lambda: v + w * w)
+    return make
+
+
+def _counting_loop(loop):
+    def make(L):
+        return lambda w, v: loop(0, 3, lambda i, s: s + L.sin(w * v + s), v * 0.0)
+    return make
+
+
+def _with_grad(L, body, m, where):
+    """The gradient w.r.t. the replicated ``w`` of ``sum(sin(body(w, v)))``, taken outside
+    the shard_map or inside it (one row per device)."""
+    if where == "outside":
+        sm = L.smap(body, m, [(), SH_XY], SH_XY)
+        return L.grad(lambda w, v: L.sum(L.sin(sm(w, v))))
+    return L.smap(lambda w, v: L.expand(L.grad(lambda w: L.sum(L.sin(body(w, v))))(w)), m,
+                  [(), SH_XY], (ALL,))
+
+
+def _control_inputs(m):
+    """``w`` (4,) and ``v`` (4, 8), ``v``'s blocks on a 2x2 mesh summing to +/-8: the
+    devices of every group disagree on ``sum(v) > 0``."""
+    w, v = inputs([(4,), (4, 8)], _seed("control flow", m))
+    v = v * 0.1 + np.kron(np.array([[1.0, -1.0], [-1.0, 1.0]], np.float32),
+                          np.ones((2, 4), np.float32))
+    return w, v.astype(np.float32)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("where", ["outside", "inside"])
+@pytest.mark.parametrize("kind", ["cond", "fori_loop"])
+def test_grad_of_replicated_value_through_uniform_control_flow(kind, where, compiler):
+    m = (2, 2)
+    w, v = _control_inputs(m)
+    if kind == "cond":
+        nxb, jxb = _branches(_uniform_pred)(NXL), _branches(_uniform_pred)(JXL)
+    else:
+        nxb, jxb = _counting_loop(nx.fori_loop)(NXL), _counting_loop(jax.lax.fori_loop)(JXL)
+    want = np.asarray(jax.jit(_with_grad(JXL, jxb, m, where))(w, v))
+    got = jit(_with_grad(NXL, nxb, m, where), compiler=compiler)(nx.tensor(w),
+                                                                 nx.tensor(v)).to_numpy()
+    assert_close(got, want, "gradient")
+
+
+def _nx_varying_trips(w, v):
+    """Device p runs p + 1 iterations."""
+    n = nx.as_type(axis_index(("x", "y")), "s32") + 1
+    return while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] + nx.sin(w * v + s[1])),
+                      (0, v * 0.0), max_iterations=4)[1]
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("where", ["outside", "inside"])
+@pytest.mark.parametrize("kind", ["cond", "while_loop"])
+def test_grad_of_replicated_value_through_varying_control_flow(kind, where, compiler):
+    """Devices take different branches (run different numbers of iterations): the
+    gradient is the sum of each device's own, computed by JAX device by device (JAX's
+    own shard_map puts the psum inside the branch, which XLA deadlocks or mixes)."""
+    m = (2, 2)
+    w, v = _control_inputs(m)
+    local = []
+    for p, block in enumerate(blocks(v, m, SH_XY)):
+        if kind == "cond":
+            body = _branches(_varying_pred)(JXL)
+        else:
+            def body(w, b, n=p + 1):
+                return jax.lax.fori_loop(0, n, lambda i, s: s + jnp.sin(w * b + s), b * 0.0)
+        local.append(np.asarray(jax.grad(lambda w: jnp.sum(jnp.sin(body(w, block))))(w)))
+    want = np.sum(local, axis=0)
+    nxb = _branches(_varying_pred)(NXL) if kind == "cond" else _nx_varying_trips
+    got = jit(_with_grad(NXL, nxb, m, where), compiler=compiler)(nx.tensor(w),
+                                                                 nx.tensor(v)).to_numpy()
+    assert_close(got, want if where == "outside" else np.tile(want, (4, 1)), "gradient")
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)

@@ -53,7 +53,7 @@ from .grad_rules import (GRAD_RULES, NON_DIFFERENTIABLE, non_differentiable, unb
                          zeros)
 from .kernel import cond, while_loop
 from .shard_map import shard_map
-from .varying import analyze, analyze_nodes, op_axes
+from .varying import analyze, analyze_nodes, control_axes, op_axes
 
 __all__ = ["grad", "value_and_grad", "stop_grad", "custom_grad", "Backprop"]
 
@@ -184,15 +184,23 @@ class Backprop:
     :meth:`replay` copies ``fn``'s nodes here (its parameters and captured values read
     from ``env``, a map from ``fn``'s node ids to values of this scope, with ``parent``'s
     map behind it); :meth:`backward` then walks ``fn``'s nodes from the last to the first,
-    turning cotangents of results into cotangents of arguments."""
+    turning cotangents of results into cotangents of arguments.
 
-    def __init__(self, fn: Fn, env=None, *, parent=None, vma=None, mesh=None, keep=False):
+    In a shard_map body, ``diverge`` holds the mesh axes along which devices may run ``fn``
+    differently (it is a branch of a cond, or the body of a while_loop, whose predicate
+    varies along them): no psum over them runs here, where some devices of a group would
+    not run it; the cotangents stay per-device along them and the enclosing scope sums
+    them after the cond or loop, where every device runs the sum."""
+
+    def __init__(self, fn: Fn, env=None, *, parent=None, vma=None, mesh=None, keep=False,
+                 diverge=frozenset()):
         self.fn = fn
         self.env = dict(env or {})
         self.parent = parent
         self.vma = vma if vma is not None or parent is None else parent.vma
         self.mesh = mesh if mesh is not None or parent is None else parent.mesh
         self.keep = keep if parent is None else parent.keep
+        self.diverge = diverge if parent is None else parent.diverge | diverge
         self.ctx = _RuleContext(self.mesh, self.vma)
         self.aug: dict = {}
 
@@ -424,21 +432,22 @@ class Backprop:
         cts = rule(self.ctx, e, [self.fwd(x) for x in xs_f], self.fwd(e), g)
         self._accumulate(e, xs_f, cts, ct, dep)
 
-    def _accumulate(self, e, xs_f, cts, ct, dep):
+    def _accumulate(self, e, xs_f, cts, ct, dep, used=None):
         for x, c in zip(xs_f, cts):
             if c is not None and x.id in dep and _differentiable(x):
-                _add(ct, x.id, self._fit(c, x, e))
+                _add(ct, x.id, self._fit(c, x, e, used))
 
-    def _fit(self, c, x, e):
+    def _fit(self, c, x, e, used=None):
         """A rule's cotangent for operand ``x`` of ``e``, made ``x``'s own: summed over the
         dims ``x`` was broadcast along, in ``x``'s type, and (in a shard_map body) summed
-        over the mesh axes along which ``x`` was used as a replicated copy."""
+        over the mesh axes along which ``x`` was used as a replicated copy (``used``, by
+        default :meth:`_used_vma`), except those of ``diverge``."""
         c = unbroadcast(c, x.shape)
         if c.type != x.type:
             c = O.as_type(c, x.type)
         if self.vma is not None:
-            used = self._used_vma(e, x)
-            extra = used - self.ctx.vma(x)
+            used = self._used_vma(e, x) if used is None else used
+            extra = used - self.ctx.vma(x) - self.diverge
             if extra:
                 c = psum(c, tuple(sorted(extra)))
         return c
@@ -486,9 +495,11 @@ class Backprop:
         if not caps:
             return
 
+        axes = control_axes(e, self.ctx.vma)
+
         def branch(fn):
             def run():
-                sub = Backprop(fn, parent=self)
+                sub = Backprop(fn, parent=self, diverge=axes)
                 wanted = [c.id for c in caps]
                 sub_dep = sub.depends(wanted)
                 sub.replay(sub_dep)
@@ -503,7 +514,8 @@ class Backprop:
 
         clauses = [(self.fwd(p), branch(fn)) for p, fn in zip(e.args, e.fns)]
         outs = cond(clauses + [(True, branch(e.fns[-1]))])
-        self._accumulate(e, caps, outs, ct, dep)
+        # what the branches left per-device: the predicate's axes (they summed the rest)
+        self._accumulate(e, caps, outs, ct, dep, used=axes)
 
     def _backward_while(self, e, gs, ct, dep):
         c_fn, b_fn = e.fns
@@ -521,6 +533,7 @@ class Backprop:
                 f"by a constant and is compared with a constant), or pass max_iterations=N")
         bound, count, bufs, stride, strides = self.aug[e.id]
         outs_t = [Tensor(None, *e.outs[i]) for i in range(k)]
+        trips = control_axes(e, self.ctx.vma)
         state0 = ([O.tensor(0)] + [gs[i] if gs[i] is not None else _zeros_like(outs_t[i])
                                    for i in diff] + [_zeros_like(c) for c in caps])
 
@@ -532,7 +545,7 @@ class Backprop:
         def body_fun(state):
             carry = self._carry_at(e, count - 1 - state[0], bufs, stride, strides, outs_t)
             sub = Backprop(b_fn, {p.data.id: v for p, v in zip(b_fn.params, carry)},
-                           parent=self)
+                           parent=self, diverge=trips)
             wanted = [b_fn.params[i].data.id for i in diff] + [c.id for c in caps]
             sub_dep = sub.depends(wanted)
             sub.replay(sub_dep)
@@ -555,8 +568,12 @@ class Backprop:
         for n, i in enumerate(diff):
             init_cts[i] = out[1 + n]
         xs = [x.data if isinstance(x, Tensor) else x for x in init_f]
-        self._accumulate(e, xs, init_cts, ct, dep)
-        self._accumulate(e, caps, list(out[1 + len(diff):]), ct, dep)
+        # what the body left per-device: a carry's own axes (they include the trip
+        # count's), a captured value's the trip count's (the body summed the rest)
+        carried = self.vma.get(e.id) if self.vma is not None else None
+        for i, (x, c) in enumerate(zip(xs, init_cts)):
+            self._accumulate(e, [x], [c], ct, dep, used=carried[i] if carried else None)
+        self._accumulate(e, caps, list(out[1 + len(diff):]), ct, dep, used=trips)
 
     def _backward_shard_map(self, e, gs, ct, dep):
         (body,) = e.fns

@@ -114,7 +114,10 @@ def cond(pred, on_true=_MISSING, on_false=_MISSING):
     if not preds:
         return _call(branches[-1])
     parent = _context.current()
+    where = _caller()
     fns = [trace_fn(lambda b=b: _call(b), [], parent=parent) for b in branches]
+    for fn in fns:
+        fn.where = where  # for error messages about this cond (shard_map's check_vma)
     for fn in fns[1:]:
         if fn.tree != fns[0].tree:
             raise ValueError(f"cond: {'both' if len(fns) == 2 else 'all'} branches must return "

@@ -26,7 +26,6 @@ from .. import _context
 from ..cache import program_cache_size, put_bounded
 from ..mesh import Mesh
 from ..ops import primitive, to_tensor
-from ..tensor import Tensor, shape_str
 from . import sharding as SH
 from . import tree as tree_mod
 from .collectives import current_mesh, mesh_context
@@ -34,7 +33,7 @@ from .core import jit
 from .static_args import check_static_options
 from .tracing import _arg_names, check_donate_argnums
 from .expr import EXPR, Expr, trace_fn
-from .varying import analyze
+from .varying import analyze, divergent_collective, op_axes
 
 __all__ = ["shard_map", "ShardMap", "spec_to_dict", "varying_axes"]
 
@@ -149,7 +148,12 @@ class ShardMap:
         templates = [(SH.global_shape(o.shape, sh, mesh), o.type, o.names)
                      for o, sh in zip(body.outputs, out_sh)]
         if self.check_vma:
-            for (label, _), v, sh in zip(out_labels, varying_axes(body, in_axes, mesh), out_sh):
+            memo = analyze(body, in_axes, mesh)
+            found = divergent_collective(body, memo)
+            if found:
+                raise ValueError(_divergence_message(mesh, *found))
+            outs_vma = [memo.get(o.data.id, frozenset()) for o in body.outputs]
+            for (label, _), v, sh in zip(out_labels, outs_vma, out_sh):
                 missing = v - {a for d in sh for a in d}
                 if missing:
                     raise ValueError(
@@ -162,15 +166,64 @@ class ShardMap:
         return tree_mod.unflatten(body.tree, outs)
 
 
+#: what the front end calls the collective a node records
+_FRONT_NAMES = {("all_reduce", "sum"): "psum", ("all_reduce", "max"): "pmax",
+                ("all_reduce", "min"): "pmin", ("reduce_scatter", None): "psum_scatter",
+                ("collective_permute", None): "ppermute"}
+
+
+def _divergence_message(mesh, ctl, index, axes, coll):
+    """The error for a collective under control flow that devices may run differently."""
+    where = ctl.fns[-1].where
+    at = f" at {where.split(', body ')[0]}" if where else ""
+    c_axes = op_axes(coll)
+    front = _FRONT_NAMES.get((coll.op, coll.attrs.get("reduction")))
+    name = f"{coll.op} ({front})" if front else coll.op
+    both = axes & c_axes
+    arg = _axes_arg(mesh, both)
+    if ctl.op == "cond":
+        part = (("the on_true branch", "the on_false branch")[index] if len(ctl.fns) == 2
+                else f"branch {index}")
+        what = (f"the cond{at} has a predicate that varies along mesh axes "
+                f"[{_fmt_axes(mesh, axes)}] (devices may take different branches), and "
+                f"{part} runs the collective {name} over mesh axes [{_fmt_axes(mesh, c_axes)}]")
+        fix = (f"make the predicate the same on every device of a group first (compute it "
+               f"from values reduced over {arg} with pmax/pmin/psum, or all_gathered), or "
+               f"move the collective out of the cond")
+    else:
+        part = "condition" if index == 0 else "body"
+        what = (f"the while_loop{at} has a condition that varies along mesh axes "
+                f"[{_fmt_axes(mesh, axes)}] (devices may run different numbers of "
+                f"iterations), and its {part} runs the collective {name} over mesh axes "
+                f"[{_fmt_axes(mesh, c_axes)}]")
+        fix = (f"make the condition the same on every device of a group (compute it from "
+               f"values reduced over {arg} with pmax/pmin/psum, for example a trip count "
+               f"pmax(n, {arg})), or move the collective out of the loop")
+    return (f"shard_map: {what}: on XLA the devices of a group along "
+            f"[{_fmt_axes(mesh, both)}] would not all run it (they wait for each other "
+            f"forever, or the collective combines values of devices on different paths). "
+            f"Fix: {fix}. check_vma=False skips this check (docs/sharding.md says what each "
+            f"compiler then does)")
+
+
+def _axes_arg(mesh, axes):
+    names = [mesh.axis_names[a] for a in sorted(axes)]
+    return repr(names[0]) if len(names) == 1 else repr(tuple(names))
+
+
 def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, static_argnums=None,
               static_argnames=None, **jit_opts) -> ShardMap:
     """Runs ``fun`` on each device's shard. ``in_specs``: one spec per argument (or one
     spec for all); ``out_specs``: one per output (or one for all); which a tuple is
     follows :func:`nxpy.defn.sharding.is_one_spec`. With ``check_vma`` (the
     default) an output declared replicated over an axis along which its value provably
-    varies is an error. ``static_argnums``/``static_argnames`` pass those arguments to
-    ``fun`` as the values themselves, one program per distinct values (as for
-    :func:`~nxpy.defn.jit`); ``in_specs`` then gives the specs of the other arguments."""
+    varies is an error, and so is a collective inside a ``cond`` (or ``while_loop``) whose
+    predicate (condition) varies along the collective's axes: the devices of one of its
+    groups could take different paths (with ``check_vma=False`` the Evaluator raises when
+    they do, and EXLA runs what XLA runs: see docs/sharding.md).
+    ``static_argnums``/``static_argnames`` pass those arguments to ``fun`` as the values
+    themselves, one program per distinct values (as for :func:`~nxpy.defn.jit`);
+    ``in_specs`` then gives the specs of the other arguments."""
     return ShardMap(fun, mesh, in_specs, out_specs, check_vma, static_argnums=static_argnums,
                     static_argnames=static_argnames, **jit_opts)
 

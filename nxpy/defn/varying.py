@@ -6,8 +6,13 @@ collectives that leave each device a different part (``reduce_scatter``, ``all_t
 still differs between groups); any other op varies along the union of its operands'
 axes; ``cond`` adds its predicate's axes, ``while_loop`` iterates to a fixed point.
 
-``shard_map`` uses it to check ``out_specs``; ``grad`` to transpose collectives and to
-sum a cotangent over the axes along which its value was used as a replicated copy.
+``shard_map`` uses it to check ``out_specs`` and, with :func:`divergent_collective`, that
+no collective runs under a ``cond`` or ``while_loop`` whose path may differ between the
+devices of the collective's groups (on XLA some devices of a group would wait for the
+others forever, or a collective would pair up devices running different branches);
+``grad`` uses it to transpose collectives and to sum a cotangent over the axes along which
+its value was used as a replicated copy, and :func:`control_axes` to keep those sums out
+of branches and loops that devices may run differently.
 """
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ import math
 
 from .expr import Expr
 
-__all__ = ["analyze", "analyze_nodes", "op_axes", "over_subgroups"]
+__all__ = ["analyze", "analyze_nodes", "op_axes", "over_subgroups", "control_axes",
+           "divergent_collective", "COMMUNICATING"]
 
 
 def op_axes(e: Expr) -> frozenset:
@@ -32,6 +38,11 @@ def over_subgroups(e: Expr, mesh) -> bool:
         return False
     return len(groups[0]) != math.prod(mesh.shape[a] for a in op_axes(e))
 
+
+#: the collectives that exchange data: every device of a group must run them together
+#: (``axis_index`` and ``all_slice`` only read the device's own position)
+COMMUNICATING = frozenset({"all_gather", "all_reduce", "reduce_scatter", "all_to_all",
+                           "collective_permute", "collective_broadcast"})
 
 _ADD = {"axis_index", "reduce_scatter", "all_to_all", "collective_permute", "all_slice"}
 _REMOVE = {"all_reduce", "all_gather", "collective_broadcast"}
@@ -107,3 +118,41 @@ def _node(e, get, mesh, memo):
     if e.outs is not None:  # several results (runtime_call, top_k): each varies as the inputs
         return [u] * len(e.outs)
     return u
+
+
+def control_axes(e: Expr, get) -> frozenset:
+    """The mesh axes along which devices may take different paths through ``e``: for a
+    ``cond``, the axes its predicates vary along; for a ``while``, the axes its condition
+    varies along (at the fixed point: its trip count); empty for any other op. ``get(node)``
+    answers the axes of a value (:func:`analyze`'s result)."""
+    if e.op == "cond":
+        return frozenset().union(*(get(a) for a in e.tensor_args()))
+    if e.op == "while":
+        return get(e.fns[0].outputs[0].data)
+    return frozenset()
+
+
+def divergent_collective(fn, memo):
+    """The first collective of ``fn`` (a shard_map body) that runs inside a ``cond`` or a
+    ``while_loop`` whose path may differ between the devices of one of its groups: the
+    predicate varies along one of the collective's axes. Returns ``(control node, index of
+    its sub-function holding the collective, the predicate's axes, the collective node)``,
+    or None. ``memo``: :func:`analyze`'s result for ``fn``."""
+    def get(x):
+        return memo.get(x.id, frozenset())
+
+    def walk(f, frames):
+        for e in f.nodes:
+            if e.op in COMMUNICATING:
+                for ctl, i, axes in reversed(frames):  # the innermost cause
+                    if axes & op_axes(e):
+                        return ctl, i, axes, e
+            if not e.fns:
+                continue
+            axes = control_axes(e, get)
+            for i, sub in enumerate(e.fns):
+                found = walk(sub, frames + [(e, i, axes)] if axes else frames)
+                if found:
+                    return found
+        return None
+    return walk(fn, [])
