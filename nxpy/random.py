@@ -8,12 +8,15 @@ function takes one and never changes it. The functions are compositions of nxpy'
 
 The bit streams are JAX's (``jax.random`` 0.10.2, default config, which has
 ``jax_threefry_partitionable=True``): ``split``, ``fold_in``, ``bits_split``,
-``uniform_split``, ``normal_split``, ``randint_split`` and ``gumbel_split`` give exactly
-the bits ``jax.random.split/fold_in/bits/uniform/normal/randint/gumbel`` give for the same
-key, shape and type. As in Nx, each function also has a form without ``_split`` that
-splits the key first and returns ``(value, next_key)``: ``uniform(key)`` is
-``(uniform_split(split(key)[1]), split(key)[0])``. docs/random.md compares the streams
-with Nx's.
+``uniform_split``, ``normal_split``, ``randint_split`` and ``gumbel_split`` give the bits
+``jax.random.split/fold_in/bits/uniform/normal/randint/gumbel`` give for the same key,
+shape and type: exactly on EXLA, and on the NumPy backend and the Evaluator too except
+for a few floats, which are a few ulps apart there (f64 ``uniform`` on a range other
+than ``[0, 1)``, f64 ``normal``, ``gumbel``, and ``multivariate_normal``): docs/random.md,
+"Bit equality with JAX, and where it stops", lists them and why. As in Nx, each function
+also has a form without ``_split`` that splits the key first and returns ``(value,
+next_key)``: ``uniform(key)`` is ``(uniform_split(split(key)[1]), split(key)[0])``.
+docs/random.md compares the streams with Nx's.
 
 >>> import nxpy as nx
 >>> from nxpy import random

@@ -121,7 +121,9 @@ def test_bits_like_jax(seed, shape, t, nf, jf, exact):
         assert got.shape == want.shape and got.dtype == want.dtype, where
         if exact or where == "exla":
             np.testing.assert_array_equal(_bits_of(got), _bits_of(want), err_msg=where)
-        else:  # XLA's f64 erf_inv and f32 log are not NumPy's: a few ulps apart
+        else:  # the documented exceptions off EXLA (docs/random.md, "Bit equality with
+            # JAX"): f64 uniform on a range (XLA's f64 FMA), f64 normal (XLA's f64
+            # erf_inv), gumbel (XLA's f32 log): a few ulps apart
             assert _ulps(got, want) <= 8, where
 
 
@@ -234,11 +236,8 @@ def test_shard_map_like_jax(compiler):
     per = got.reshape(4, 7)
     assert len({tuple(r[:3]) for r in per}) == 4      # folded: one stream per device
     assert len({tuple(r[3:5]) for r in per}) == 1     # the same key: the same values
-    if compiler == "exla":
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_array_equal(np.delete(per, [3, 4], 1), np.delete(want.reshape(4, 7), [3, 4], 1))
-        assert _ulps(per[:, 3:5], want.reshape(4, 7)[:, 3:5]) <= 8
+    # f32 uniform, normal and randint: JAX's bits on every path (docs/random.md)
+    np.testing.assert_array_equal(_bits_of(got), _bits_of(want))
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -301,8 +300,11 @@ def test_grad_through_random_mask(compiler):
 # The importer: JAX's random programs load and give JAX's bits
 # ----------------------------------------------------------------------------------------
 IMPORTED = [
-    ("normal", lambda k: jax.random.normal(k, (3, 4)), False),
-    ("uniform", lambda k: jax.random.uniform(k, (5,), minval=-1.0, maxval=2.0), False),  # FMA
+    ("normal", lambda k: jax.random.normal(k, (3, 4)), True),
+    # the documented exception (docs/random.md, "The importer"): JAX's program computes
+    # u * (hi - lo) + lo as a multiply and an add, which XLA contracts into one fused
+    # multiply-add and the Evaluator rounds twice
+    ("uniform", lambda k: jax.random.uniform(k, (5,), minval=-1.0, maxval=2.0), False),
     ("randint", lambda k: jax.random.randint(k, (6,), 0, 50), True),
     ("split_fold", lambda k: jax.random.fold_in(jax.random.split(k, 3)[1], 7), True),
     ("bits_u8", lambda k: jax.random.bits(k, (4,), jnp.uint8), True),
@@ -319,8 +321,8 @@ def test_import_jax_random_programs(name, f, exact):
         got = prog.jit(c)(nx.tensor(np.asarray(kd))).to_numpy()
         if exact or c == "exla":
             np.testing.assert_array_equal(_bits_of(got), _bits_of(want), err_msg=c)
-        else:
-            assert _ulps(got, want) <= 8, c
+        else:  # two roundings for one: half an ulp of the product (< 3), half of the sum (< 2)
+            assert np.abs(got - want).max() <= np.spacing(np.float32(2.0)), c
 
 
 # ----------------------------------------------------------------------------------------
@@ -431,6 +433,7 @@ def test_multivariate_normal_like_jax(method):
         got = got.to_numpy()
         assert got.shape == want.shape == (4, 2, 3), where
         if method == "cholesky" or where == "exla":  # the same factor, up to rounding
+            # (docs/random.md: multivariate_normal is not bit for bit)
             np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=where)
         else:  # eigenvector signs are the LAPACK build's choice: compare F @ F.T's samples
             z = R.normal_split(R.key(7), shape=(4, 2, 3)).to_numpy()
