@@ -186,17 +186,15 @@ for _op, _jf, _da, _db in _BINARY_CASES:
 
 case("divide_negative_divisor", lambda a, b: wsum(a / b), lambda a, b: jwsum(a / b),
      u(-2, 2), u(-2, -0.5), argnums=(0, 1), ops=("divide",))
-# integer exponents (JAX's rule: 0 where the exponent is 0, even at base 0). nxpy's rule
-# cannot tell an integer exponent from a float one after promotion and uses this rule for
-# both, so at base 0 with a float exponent 0 it gives 0 where JAX gives NaN (0 * 0 ** -1):
-# the float-exponent case below avoids that one point on purpose.
+# integer exponents (JAX's rule: 0 where the exponent is 0, even at base 0); float
+# exponents (JAX's rule as it comes: NaN at 0 ** 0.0, 0 * 0 ** -1), as JAX on every path
 case("pow_integer_exponents_and_zero_base", lambda a, b: wsum(nx.pow(a, b)),
      lambda a, b: jwsum(lax.pow(a, b)),
      arr([[0.0, 1.0, 2.0], [0.5, 0.0, 3.0]]), s32([[0, 2, 0], [3, 2, 1]]), ops=("pow",),
      fd=False)
 case("pow_zero_base_float_exponents", lambda a, b: wsum(nx.pow(a, b)),
      lambda a, b: jwsum(lax.pow(a, b)),
-     arr([[0.0, 1.0, 2.0], [0.5, 0.0, 3.0]]), arr([[1.5, 2.0, 0.0], [3.0, 2.0, 1.0]]),
+     arr([[0.0, 1.0, 2.0], [0.5, 0.0, 3.0]]), arr([[1.5, 2.0, 0.0], [3.0, 0.0, 1.0]]),
      argnums=(0, 1), ops=("pow",), fd=False)
 case("pow_python_exponent", lambda x: wsum(x ** 3 + 2.0 ** x), lambda x: jwsum(x ** 3 + 2.0 ** x),
      u(-2, 2), ops=("pow",))
@@ -1099,6 +1097,30 @@ def test_mixed_integer_and_float_inputs(path):
     assert gx.to_numpy().tolist() == [3.0, 4.0]
     assert gn.type == nx.types.parse("f32") and gn.to_numpy().tolist() == [0.0, 0.0]
     assert gy.to_numpy().tolist() == [3.0, 4.0]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_pow_constant_zero_exponent_at_zero_base(path):
+    """The one departure of pow's gradient from JAX (docs/guarantees.md): a constant
+    exponent follows JAX's integer rule, as x ** 0 does in JAX, because a Python number
+    takes the tensor's type (x ** 0 and x ** 0.0 are one graph); JAX's x ** 0.0 is NaN
+    there. A traced float exponent 0 gives JAX's NaN."""
+    x = nx.tensor([0.0, 2.0])
+    for f, jf in [(lambda x: nx.sum(x ** 0), lambda x: jnp.sum(x ** 0)),
+                  (lambda x: nx.sum(x ** 0.0), None)]:
+        c = Case("pow0", f, None, ())
+        assert PATHS[path](c, (x,)).to_numpy().tolist() == [0.0, 0.0]
+        if jf is not None:
+            assert np.asarray(jax.grad(jf)(jnp.array([0.0, 2.0]))).tolist() == [0.0, 0.0]
+    want = np.asarray(jax.grad(lambda x: jnp.sum(x ** 0.0))(jnp.array([0.0, 2.0])))
+    assert np.isnan(want[0]) and want[1] == 0.0  # JAX's float rule: 0 * 0 ** -1
+    c = Case("pow0_traced", lambda x, y: nx.sum(nx.pow(x, y)), None, ())
+    got = PATHS[path](c, (x, nx.tensor(0.0))).to_numpy()
+    np.testing.assert_array_equal(got, want)
+    c = Case("pow0_int", lambda x, n: nx.sum(nx.pow(x, n)), None, ())
+    assert PATHS[path](c, (x, nx.tensor(0))).to_numpy().tolist() == [0.0, 0.0]
+    assert np.asarray(jax.grad(lambda x: jnp.sum(lax.pow(x, jnp.int32(0))))(
+        jnp.array([0.0, 2.0]))).tolist() == [0.0, 0.0]
 
 
 def test_integer_leaf_in_container():

@@ -251,6 +251,20 @@ def test_singular_gives_nan_never_a_crash():
         assert np.isnan(w.to_numpy()).all(), path
 
 
+@pytest.mark.parametrize("a", [[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 1.0]],
+                               [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]])
+def test_singular_solve_and_invert_are_nan_where_jnp_linalg_has_infinities(a):
+    """A departure from JAX (docs/guarantees.md): a singular matrix (a zero pivot) gives
+    NaN in every entry of solve and invert on every path, as Nx; jnp.linalg gives
+    whatever LAPACK's arithmetic on the zero pivot gives, infinities among it."""
+    a = np.asarray(a, np.float32)
+    b = np.ones(a.shape[0], np.float32)
+    for path, (x, inv) in run(lambda m, v: (L.solve(m, v), L.invert(m)), a, b).items():
+        assert np.isnan(x.to_numpy()).all() and np.isnan(inv.to_numpy()).all(), path
+    jx, jinv = np.asarray(jnp.linalg.solve(a, b)), np.asarray(jnp.linalg.inv(a))
+    assert np.isinf(jx).any() and np.isinf(jinv).any()
+
+
 def test_solve_errors():
     with pytest.raises(ValueError, match=r"`b` tensor has incompatible dimensions, expected "
                                          r"\(2, 2\) or \(2,\), got: \(4,\)"):

@@ -132,13 +132,26 @@ def _constant_of(t):
     return e.attrs["value"].item() if getattr(e, "op", None) == "constant" else None
 
 
+def _integer_exponent(b) -> bool:
+    """Whether pow's exponent ``b`` (converted to the result's type by the rule's wrapper,
+    :func:`_binary`) was an integer tensor."""
+    e = b.data
+    return getattr(e, "op", None) == "as_type" and not e.args[0].type.is_inexact
+
+
 def _pow(a, b, y, g):
-    # as JAX's rule for integer exponents (0 where b == 0, even at a == 0)
+    # JAX's rules: an integer exponent n gives n * a ** (n - 1), but 0 where n == 0, even
+    # at a == 0 (lax.integer_pow, and lax.pow's integer branch); a floating-point one
+    # gives b * a ** (b - 1) as it comes (NaN at 0 ** 0.0). A constant exponent follows
+    # the integer rule: a Python number takes the tensor's type, so x ** 0 and x ** 0.0
+    # are one graph (docs/guarantees.md, departures from JAX)
     k = _constant_of(b)
     if k is not None:  # a constant exponent (x ** 2): no select, k - 1 folded here
         ga = _same(_c(y, 0), y) if k == 0 else g * (_c(y, k) * O.pow(a, _c(y, k - 1)))
-    else:
+    elif _integer_exponent(b):
         ga = g * O.select(O.equal(b, 0), _same(_c(y, 0), y), b * O.pow(a, b - 1))
+    else:
+        ga = g * (b * O.pow(a, b - 1))
     gb = g * (O.log(O.select(O.equal(a, 0), _same(_c(a, 1), a), a)) * y)
     return ga, gb
 
