@@ -1383,7 +1383,8 @@ def test_window_errors():
 def test_iota():
     for shape, axis, t in [((5,), 0, "s32"), ((2, 3), 1, "f32"), ((2, 3), 0, "u8"),
                            ((2, 3, 4), None, "s64"), ((), None, "f64"), ((0, 3), 1, "bf16"),
-                           ((3, 2), -1, "f16"), ((4,), 0, "c64"), ((2, 2), None, "s8")]:
+                           ((3, 2), -1, "f16"), ((4,), 0, "c64"), ((2, 2), None, "s8"),
+                           ((2, 3), 1, "pred"), ((3,), None, "pred")]:  # pred: fuzzer-found
         n = int(np.prod(shape))
         if axis is None:
             exp = np.arange(n).reshape(shape)

@@ -479,7 +479,10 @@ def _constant(c: Ctx, e: Expr):
 
 @register_lowering("iota")
 def _iota(c: Ctx, e: Expr):
-    return c.op("stablehlo.iota", [], out_of(e), {"iota_dimension": f"{e.attrs['axis']} : i64"})
+    dim = {"iota_dimension": f"{e.attrs['axis']} : i64"}
+    if e.type.is_pred:  # stablehlo.iota has no i1: count in s32, then != 0 (as NumPy's astype)
+        return c.convert(c.op("stablehlo.iota", [], (e.shape, T.S32), dim), e.type)
+    return c.op("stablehlo.iota", [], out_of(e), dim)
 
 
 @register_lowering("eye")
