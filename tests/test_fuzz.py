@@ -45,11 +45,9 @@ def test_the_generator_is_deterministic_and_covers_the_families():
     a, b = fuzz.generate(SEED, 5), fuzz.generate(SEED, 5)
     assert str(a) == str(b) and [x.array().tolist() for x in a.leaves()] == \
         [x.array().tolist() for x in b.leaves()]
-    ops = {n.op for k in range(300) for n in fuzz.generate(SEED, k).nodes if isinstance(n, Step)}
-    for family in ["sin", "add", "sum", "argmax", "reshape", "dot", "cond", "while", "take", "gather",
-                   "put_slice", "indexed_add", "sort", "argsort", "cumulative_sum", "conv", "pad",
-                   "top_k", "bitcast", "window_sum", "window_max", "window_reduce", "window_scatter_max"]:
-        assert family in ops, family
+    # every op with a twin is drawn (a twin without a draw would be fuzzed never)
+    ops = {n.op for k in range(1000) for n in fuzz.generate(0, k).nodes if isinstance(n, Step)}
+    assert not set(fuzz.OPS) - ops, f"twins never drawn: {sorted(set(fuzz.OPS) - ops)}"
     assert any(fuzz.generate(SEED, k).grad for k in range(50))
     kinds = {fuzz.generate_sharded(SEED, k).kind for k in range(20)}
     assert kinds == {"shard_map", "shard_jit"}

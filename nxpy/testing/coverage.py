@@ -119,10 +119,6 @@ GAPS = {
         "needs structured inputs (SPD, triangular, well-conditioned): "
         "tests/test_ops_linalg.py checks it against jnp.linalg": (
             "cholesky", "triangular_solve", "solve", "lu", "qr", "eigh", "svd"),
-        "no JAX twin in the fuzzer yet": (
-            "population_count", "count_leading_zeros", "real", "imag", "conjugate", "complex",
-            "fft", "ifft", "fft2", "ifft2", "rfft", "irfft", "iota", "eye", "reduce",
-            "permute_by_key", "optimization_barrier"),
     },
 }
 

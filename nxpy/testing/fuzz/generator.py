@@ -15,8 +15,8 @@ from ...ops.elementwise import BINARY, UNARY
 from ...ops.reductions import REDUCTIONS
 from ..cases.base import DOMAINS
 from .program import NAMES, TYPES, Leaf, Program, Step, _numpy_backend
-from .twins import (COMPLEX_UNARY, DISCONTINUOUS, EXACT, EXACT_ARITH, EXACT_TRANSFORMS, OPS,
-                    REDUCE_FNS, TRANSFORMS)
+from .twins import (COMPLEX_UNARY, DISCONTINUOUS, DRAWS, EXACT, EXACT_ARITH, EXACT_TRANSFORMS,
+                    OPS, REDUCE_FNS, TRANSFORMS)
 
 
 class _Gen:
@@ -358,6 +358,10 @@ class _Gen:
             return None
         return self.step(op, [i, src], init=init, window=window, strides=strides, padding=padding)
 
+    def drawn(self, i):
+        """An op that draws its own arguments (twins.py's ``DRAWS``)."""
+        return DRAWS[self.pick(sorted(DRAWS))](self, i)
+
     def conv(self):
         nsp = int(self.rng.integers(1, 3))
         g = int(self.pick([1, 1, 2]))
@@ -407,7 +411,7 @@ def _scatter_operand_ok(op, x, src_type, padding) -> bool:
 
 
 _FAMILIES = ["unary", "unary", "binary", "binary", "reduction", "shaping", "shaping", "dot",
-             "control", "indexing", "sorting", "windows"]
+             "control", "indexing", "sorting", "windows", "drawn", "drawn"]
 _SMOOTH = ["sin", "cos", "tanh", "exp", "log", "sqrt", "sigmoid", "negate", "atan", "erf"]
 
 

@@ -2,9 +2,9 @@
 twin, and what the generator must know of the op's floats (exact, discontinuous,
 complex-safe). ``docs/fuzzing.md`` states the rules the twins follow."""
 # A new op touches this file (and nothing else of the fuzzer) to be fuzzed: an OPS entry
-# (its nxpy call and its JAX twin) and, for a float op, its place in EXACT/DISCONTINUOUS.
-# Elementwise ops and reductions are drawn from their tables (UNARY, BINARY, REDUCTIONS);
-# an op with other arguments also needs a draw in a family of generator.py.
+# (its nxpy call and its JAX twin), for a float op its place in EXACT/DISCONTINUOUS, and,
+# unless a family of generator.py already draws it (the elementwise and reduction tables,
+# shapes, indexing, sorting, windows, dot, conv, control flow), a DRAWS entry.
 from __future__ import annotations
 
 import numpy as np
@@ -302,6 +302,53 @@ def _bitcast_jx(J, ts, out, x, type):
     return J.lax.bitcast_convert_type(x, to.dtype)
 
 
+def _real_of(t):
+    return str(T.to_real(T.parse(t)))
+
+
+_FFTS = {"fft": "fft", "ifft": "ifft", "rfft": "rfft", "irfft": "irfft"}
+
+
+def _fft(name):
+    def nxf(x, length, axis):
+        return getattr(nx, name)(x, length=length, axis=axis)
+
+    def jx(J, ts, out, x, length, axis):
+        # nxpy computes in the result's complex type (real input for rfft; irfft: complex)
+        src = out if name in ("fft", "ifft") else (ts[0] if name == "irfft" else _real_of(out))
+        return J.c(getattr(J.jnp.fft, _FFTS[name])(J.c(x, src), n=length, axis=axis), out)
+    return nxf, jx
+
+
+def _fft2(name):
+    def nxf(x, lengths):
+        return getattr(nx, name)(x, lengths=lengths)
+
+    def jx(J, ts, out, x, lengths):
+        return J.c(getattr(J.jnp.fft, name)(J.c(x, out), s=lengths, axes=(-2, -1)), out)
+    return nxf, jx
+
+
+_REDUCE_IDENTITY = {"add": 0, "multiply": 1, "max": "lowest", "min": "highest"}
+
+
+def _reduce_nx(x, fn, axes, keep):
+    acc = _REDUCE_IDENTITY[fn]
+    acc = {"lowest": T.min_value, "highest": T.max_value}[acc](x.type) if isinstance(acc, str) else acc
+    return nx.reduce(x, nx.tensor(acc, type=x.type), {"axes": axes, "keep_axes": keep},
+                     REDUCE_FNS[fn][1])
+
+
+def _reduce_jx(J, ts, out, x, fn, axes, keep):
+    t = T.parse(out)
+    ident = _REDUCE_IDENTITY[fn]
+    init = {"lowest": _lowest, "highest": _highest}[ident](J, out) if isinstance(ident, str) else ident
+    dims = tuple(range(x.ndim)) if axes is None else tuple(axes)
+    op = {"add": J.lax.add, "multiply": J.lax.mul, "max": J.lax.max, "min": J.lax.min}[fn]
+    r = J.lax.reduce(J.c(x, out), np.array(init, t.dtype), op, dims)
+    return J.jnp.expand_dims(r, dims) if keep else r
+
+
 OPS = {
     **{n: _unary(n) for n in UNARY},
     **{n: _binary(n) for n in BINARY},
@@ -352,6 +399,30 @@ OPS = {
     "window_scatter_max": _window_scatter("max"), "window_scatter_min": _window_scatter("min"),
     "top_k": (lambda x, k, part: nx.top_k(x, k=k)[0 if part == "values" else 1], _top_k_jx),
     "bitcast": (lambda x, type: nx.bitcast(x, type), _bitcast_jx),
+    "population_count": (lambda x: nx.population_count(x),
+                         lambda J, ts, out, x: J.c(J.lax.population_count(x), out)),
+    "count_leading_zeros": (lambda x: nx.count_leading_zeros(x),
+                            lambda J, ts, out, x: J.c(J.lax.clz(x), out)),
+    "real": (lambda x: nx.real(x), lambda J, ts, out, x: J.c(J.jnp.real(x), out)),
+    "imag": (lambda x: nx.imag(x), lambda J, ts, out, x: J.c(J.jnp.imag(x), out)),
+    "conjugate": (lambda x: nx.conjugate(x), lambda J, ts, out, x: J.c(J.jnp.conj(x), out)),
+    "complex": (lambda a, b: nx.complex(a, b), lambda J, ts, out, a, b: J.lax.complex(
+        J.c(a, _real_of(out)), J.c(b, _real_of(out)))),
+    **{n: _fft(n) for n in _FFTS}, **{n: _fft2(n) for n in ("fft2", "ifft2")},
+    "reduce": (_reduce_nx, _reduce_jx),
+    "iota": (lambda x, axis: nx.iota(x.shape, axis=axis, type=x.type),
+             lambda J, ts, out, x, axis: J.c(
+                 J.lax.broadcasted_iota("int64", x.shape, axis) if axis is not None else
+                 J.jnp.arange(int(np.prod(x.shape, dtype=np.int64))).reshape(x.shape), out)),
+    "eye": (lambda x: nx.eye(x.shape, type=x.type),
+            lambda J, ts, out, x: J.c(J.jnp.eye(*x.shape), out)),
+    "optimization_barrier": (lambda x: nx.optimization_barrier(x),
+                             lambda J, ts, out, x: J.lax.optimization_barrier(x)),
+    "permute_by_key": (lambda k, v, desc: nx.permute_by_key(k, v, axis=-1,
+                                                             direction="desc" if desc else "asc"),
+                       lambda J, ts, out, k, v, desc: J.c(J.jnp.take_along_axis(
+                           v, J.jnp.argsort(_canonical_zero(J, k, ts[0]), axis=-1, stable=True,
+                                            descending=desc), axis=-1), out)),
     "cond": (lambda p, x, then, other: cond(nx.sum(p) > 0, lambda: TRANSFORMS[then][0](x),
                                             lambda: TRANSFORMS[other][0](x)), _cond_jx),
     "while": (lambda x, n, body: while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, TRANSFORMS[body][0](s[1])),
@@ -363,7 +434,8 @@ EXACT = {"negate", "floor", "ceil", "round", "max", "min", "select", "clip", "re
          "transpose", "broadcast", "squeeze", "new_axis", "pad", "reverse", "concatenate",
          "slice", "dynamic_slice", "put_slice", "take", "gather", "indexed_put", "sort",
          "cumulative_max", "cumulative_min", "reduce_max", "reduce_min", "as_type",
-         "window_max", "window_min", "top_k", "bitcast"}
+         "window_max", "window_min", "top_k", "bitcast", "real", "imag", "conjugate",
+         "complex", "optimization_barrier", "permute_by_key", "iota", "eye"}
 EXACT_ARITH = {"add", "subtract", "multiply"}   # correctly rounded in f32/f64
 # ops whose result jumps when a float operand moves by an ulp
 DISCONTINUOUS = ({"floor", "ceil", "round", "sign", "argmax", "argmin", "argsort", "remainder", "atan2",
@@ -373,3 +445,94 @@ DISCONTINUOUS = ({"floor", "ceil", "round", "sign", "argmax", "argmin", "argsort
 COMPLEX_UNARY = {"negate", "abs", "exp", "sin", "cos", "tanh", "is_nan", "is_infinity",
                  "logical_not"}
 
+
+
+# ----------------------------------------------------------------------------------------
+# Draws: how the generator (generator.py's ``drawn`` family) makes a node of the ops no
+# family draws. ``draw(g, i)`` appends the op to operand ``i`` with ``g.step`` (and any
+# operand it needs: ``g.leaf``, ``g.operand_like``), returning the node or None.
+# ----------------------------------------------------------------------------------------
+def _draw_bits(op):
+    return lambda g, i: g.step(op, [i]) if g.t(i).is_int else None
+
+
+def _complex_of(g, i):
+    """A complex node from ``i``: itself when complex, else complex(i, a float like it)."""
+    if g.t(i).is_complex:
+        return i
+    if not g.t(i).is_float:
+        return None
+    j = g.operand_like(i, "real")
+    if not g.t(j).is_float or g.vals[j].shape != g.vals[i].shape:
+        return None
+    return g.step("complex", [i, j])
+
+
+def _draw_part(op):
+    def draw(g, i):
+        z = _complex_of(g, i)
+        return None if z is None else g.step(op, [z])
+    return draw
+
+
+def _draw_fft(op):
+    def draw(g, i):
+        x = g.vals[i]
+        if not x.rank or x.type.is_pred or (op == "rfft" and x.type.is_complex):
+            return None
+        axis = int(g.rng.integers(-x.rank, x.rank))
+        length = None if g.chance(0.5) else int(g.rng.integers(1, 6))
+        if op == "irfft" and not x.type.is_complex:  # the inverse of a spectrum
+            i = g.step("rfft", [i], length=None, axis=axis)
+            if i is None:
+                return None
+        return g.step(op, [i], length=length, axis=axis)
+    return draw
+
+
+def _draw_fft2(op):
+    def draw(g, i):
+        x = g.vals[i]
+        if x.rank < 2 or x.type.is_pred:
+            return None
+        lengths = None if g.chance(0.5) else [int(g.rng.integers(1, 5)) for _ in range(2)]
+        return g.step(op, [i], lengths=lengths)
+    return draw
+
+
+def _draw_reduce(g, i):
+    x = g.vals[i]
+    if x.type.is_pred or x.type.is_complex:
+        return None
+    axes = None if g.chance(0.4) or not x.rank else [int(g.rng.integers(x.rank))]
+    return g.step("reduce", [i], fn=g.pick(list(REDUCE_FNS)), axes=axes,
+                  keep=axes is not None and g.chance(0.3))
+
+
+def _draw_permute_by_key(g, i):
+    x = g.vals[i]
+    if not x.rank or x.type.is_complex:
+        return None
+    keys = g.leaf(x.shape, g.pick(["s32", "u8", "s8"]))
+    return g.step("permute_by_key", [keys, i], desc=g.chance(0.5))
+
+
+def _draw_iota(g, i):
+    x = g.vals[i]
+    axis = None if g.chance(0.3) or not x.rank else int(g.rng.integers(x.rank))
+    return g.step("iota", [i], axis=axis)
+
+
+DRAWS = {
+    "population_count": _draw_bits("population_count"),
+    "count_leading_zeros": _draw_bits("count_leading_zeros"),
+    "complex": _complex_of,
+    **{op: _draw_part(op) for op in ("real", "imag", "conjugate")},
+    **{op: _draw_fft(op) for op in _FFTS}, **{op: _draw_fft2(op) for op in ("fft2", "ifft2")},
+    "reduce": _draw_reduce,
+    "permute_by_key": _draw_permute_by_key,
+    "optimization_barrier": lambda g, i: g.step("optimization_barrier", [i]),
+    "iota": _draw_iota,
+    "eye": lambda g, i: g.step("eye", [i]) if g.vals[i].rank == 2 else None,
+}
+assert set(DRAWS) <= set(OPS)
