@@ -285,6 +285,20 @@ def test_unary_table_has_oracles():
     assert set(nx.UNARY) == set(UNARY_ORACLES)
 
 
+def test_elementwise_tables_have_docs():
+    """Every row of UNARY and BINARY has its docstring row in ``DOCS`` (description,
+    formula, doctest example), and no row outlives its op: each op's docstring is composed
+    from it (its example runs with the module's doctests); an op without one stops the
+    import, naming the table."""
+    from nxpy.ops import elementwise
+    assert set(elementwise.DOCS) == set(nx.UNARY) | set(nx.BINARY)
+    for op, (summary, details, example, printed) in elementwise.DOCS.items():
+        doc = getattr(elementwise, op).__doc__  # nx.log is log/2, wrapping it
+        assert doc.startswith(summary + "\n\n") and doc.endswith(f">>> {example}\n{printed}"), op
+    with pytest.raises(LookupError, match="no row in DOCS"):
+        elementwise._doc("not_an_op")
+
+
 def test_round_half_away_from_zero():
     vals = [0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997, -0.49999997, 1.4999999, 2.5000002,
             0.0, -0.0, 8388609.0, -8388609.0, np.inf, -np.inf, np.nan]

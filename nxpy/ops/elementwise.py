@@ -1,5 +1,6 @@
 """Elementwise ops: the unary and binary tables (one line per op: its type rule and the
-kinds it accepts), plus select, clip, bitcast and Python's ``//`` and ``%``.
+kinds it accepts), plus select, clip, bitcast and Python's ``//`` and ``%``. Each op's
+docstring is composed from its row and its row of ``DOCS`` (description, formula, example).
 
 >>> import nxpy as nx
 >>> str((nx.tensor([1, 2], type="s8") + 1).type)   # Python scalars are weak
@@ -11,16 +12,18 @@ kinds it accepts), plus select, clip, bitcast and Python's ``//`` and ``%``.
 """
 from __future__ import annotations
 
+import textwrap
+
 from .. import shape as S, types as T
 from ..tensor import Tensor
 from .core import (_binary_operands, _out, as_type, check_kind, dispatch, dispatch_multi,
-                   primitive, to_tensor)
+                   kind_ok, primitive, to_tensor)
 
 # ----------------------------------------------------------------------------------------
 # Op tables: the elementwise families, one line per op (type rule, accepted kinds).
 #   type rules: same | float (ints→f32) | pred | real (complex→float)
-#   kinds: any | num (no pred) | real (no complex) | int (integers and pred) | realf (real,
-#          floats keep, ints→f32)
+#   kinds: any | num (no pred) | real (no complex) | int (integers and pred) | intonly
+#          (integers)
 # ----------------------------------------------------------------------------------------
 UNARY = {
     "negate": ("same", "num"), "abs": ("real", "any"), "sign": ("same", "num"),
@@ -53,6 +56,292 @@ BINARY = {
 }
 # arithmetic on two preds computes in u8, as Nx (which has no boolean type) does
 _ARITH_ON_PRED = {"add", "subtract", "multiply", "pow", "remainder", "quotient"}
+
+# ----------------------------------------------------------------------------------------
+# The ops' docstrings, composed by _doc from a row here and the op's row above (whose type
+# rule and kinds give the types sentence): op -> (what it computes, in one line; its
+# formula and edge behaviour; a doctest expression; its printed value). An op of UNARY or
+# BINARY without a row here stops the import (tests/test_ops.py checks the converse).
+# ----------------------------------------------------------------------------------------
+DOCS = {
+    # unary
+    "negate": ("The negation of ``x`` (Python's unary ``-`` on tensors).",
+               "``negate(x) = -x``; integers wrap around: ``negate(-128)`` is ``-128`` in "
+               "s8, and unsigned values negate modulo 2^bits.",
+               'nx.negate(nx.tensor([1, -128], type="s8")).tolist()', "[-1, -128]"),
+    "abs": ("The absolute value of ``x``; for complex ``x``, its magnitude.",
+            "``abs(x) = |x|``, ``abs(a + bi) = sqrt(a^2 + b^2)``; signed integers wrap: "
+            "``abs(-128)`` is ``-128`` in s8.",
+            "nx.abs(nx.tensor([3 + 4j, -2])).tolist()", "[5.0, 2.0]"),
+    "sign": ("The sign of ``x``: -1, 0 or 1; for complex ``x``, ``x / |x|``.",
+             "``sign(0) = 0`` (complex 0 too), NaN stays NaN, and a complex ``x`` with an "
+             "infinite part gives NaN; unsigned integers give 0 or 1.",
+             "nx.sign(nx.tensor([-2.5, 0.0, 3.0])).tolist()", "[-1.0, 0.0, 1.0]"),
+    "floor": ("The largest integer not greater than ``x``.",
+              "``floor(-1.5) = -2``; integers are returned as they are, NaN and ±inf stay.",
+              "nx.floor(nx.tensor([-1.5, 1.5])).tolist()", "[-2.0, 1.0]"),
+    "ceil": ("The smallest integer not less than ``x``.",
+             "``ceil(-1.5) = -1``; integers are returned as they are, NaN and ±inf stay.",
+             "nx.ceil(nx.tensor([-1.5, 1.5])).tolist()", "[-1.0, 2.0]"),
+    "round": ("``x`` rounded to the nearest integer, halves away from zero (as Nx).",
+              "``round(2.5) = 3`` and ``round(-0.5) = -1`` (not to even, as NumPy's "
+              "``round``); integers are returned as they are, NaN and ±inf stay.",
+              "nx.round(nx.tensor([0.5, 1.5, 2.5, -2.5])).tolist()", "[1.0, 2.0, 3.0, -3.0]"),
+    "exp": ("The exponential of ``x``.",
+            "``exp(x) = e^x``; ``exp(-inf) = 0``, and large ``x`` overflows to inf.",
+            'nx.exp(nx.tensor([0.0, float("-inf")])).tolist()', "[1.0, 0.0]"),
+    "expm1": ("``e^x - 1``, accurate for ``x`` near 0.",
+              "``expm1(x) = e^x - 1`` without the cancellation of ``exp(x) - 1``, which is 0 "
+              "in f32 for ``x = 1e-10``.",
+              "(nx.expm1(1e-10) * 1e10).tolist(), (nx.exp(1e-10) - 1).tolist()", "(1.0, 0.0)"),
+    "log": ("The natural logarithm of ``x``.",
+            "``log(x) = ln(x)``; ``log(0) = -inf`` and a negative real gives NaN; complex "
+            "``x`` gives the principal value (``log(-1 + 0i) = πi``).",
+            "nx.log(nx.tensor([1.0, 0.0, -1.0])).tolist()", "[0.0, -inf, nan]"),
+    "log1p": ("``ln(1 + x)``, accurate for ``x`` near 0.",
+              "``log1p(x) = ln(1 + x)`` without the rounding of ``1 + x`` (``log(1 + 1e-10)`` "
+              "is 0 in f32); ``log1p(-1) = -inf``, below -1 NaN.",
+              "(nx.log1p(1e-10) * 1e10).tolist(), nx.log(1 + 1e-10).tolist()", "(1.0, 0.0)"),
+    "sqrt": ("The square root of ``x``.",
+             "``sqrt(x) = x^(1/2)``; a negative real gives NaN; complex ``x`` gives the "
+             "principal root (``sqrt(-4 + 0i) = 2i``).",
+             "nx.sqrt(nx.tensor([4.0, 0.25, -1.0])).tolist()", "[2.0, 0.5, nan]"),
+    "rsqrt": ("The reciprocal square root of ``x``.",
+              "``rsqrt(x) = 1 / sqrt(x)``; ``rsqrt(0) = inf``, a negative real gives NaN.",
+              "nx.rsqrt(nx.tensor([4.0, 0.0, -1.0])).tolist()", "[0.5, inf, nan]"),
+    "cbrt": ("The cube root of ``x``.",
+             "``cbrt(x) = x^(1/3)`` for real ``x``, the sign kept: ``cbrt(-8) = -2`` (where "
+             "``pow(-8.0, 1/3)`` is NaN).",
+             "nx.cbrt(nx.tensor([-8, 27])).tolist()", "[-2.0, 3.0]"),
+    "sin": ("The sine of ``x`` (in radians).",
+            "``sin(±inf)`` is NaN.",
+            "nx.sin(nx.tensor([0.0, 1.5707963267948966])).tolist()", "[0.0, 1.0]"),
+    "cos": ("The cosine of ``x`` (in radians).",
+            "``cos(±inf)`` is NaN.",
+            "nx.cos(nx.tensor([0.0, 3.141592653589793])).tolist()", "[1.0, -1.0]"),
+    "tan": ("The tangent of ``x`` (in radians).",
+            "``tan(x) = sin(x) / cos(x)``; ``tan(±inf)`` is NaN, and near odd multiples of "
+            "π/2 it is large but finite (π/2 has no exact float).",
+            "nx.tan(nx.tensor([0.0, 0.7853981633974483])).tolist()", "[0.0, 1.0]"),
+    "asin": ("The inverse sine (arcsine) of ``x``, in radians.",
+             "Defined on [-1, 1], with values in [-π/2, π/2]; outside it NaN.",
+             "nx.asin(nx.tensor([0.0, 1.0, 2.0])).tolist()", "[0.0, 1.5707963705062866, nan]"),
+    "acos": ("The inverse cosine (arccosine) of ``x``, in radians.",
+             "Defined on [-1, 1], with values in [0, π]; outside it NaN.",
+             "nx.acos(nx.tensor([1.0, -1.0, 2.0])).tolist()", "[0.0, 3.1415927410125732, nan]"),
+    "atan": ("The inverse tangent (arctangent) of ``x``, in radians.",
+             "Values in [-π/2, π/2]: ``atan(±inf) = ±π/2``; ``atan2`` gives the angle of a "
+             "point in all four quadrants.",
+             'nx.atan(nx.tensor([0.0, float("inf")])).tolist()', "[0.0, 1.5707963705062866]"),
+    "sinh": ("The hyperbolic sine of ``x``.",
+             "``sinh(x) = (e^x - e^-x) / 2``; it overflows to ±inf for large ``|x|``.",
+             'nx.sinh(nx.tensor([0.0, float("-inf")])).tolist()', "[0.0, -inf]"),
+    "cosh": ("The hyperbolic cosine of ``x``.",
+             "``cosh(x) = (e^x + e^-x) / 2 >= 1``; it overflows to inf for large ``|x|``.",
+             'nx.cosh(nx.tensor([0.0, float("-inf")])).tolist()', "[1.0, inf]"),
+    "tanh": ("The hyperbolic tangent of ``x``.",
+             "``tanh(x) = (e^x - e^-x) / (e^x + e^-x)``, in [-1, 1]: ``tanh(±inf) = ±1``.",
+             'nx.tanh(nx.tensor([0.0, float("inf"), float("-inf")])).tolist()',
+             "[0.0, 1.0, -1.0]"),
+    "asinh": ("The inverse hyperbolic sine of ``x``.",
+              "``asinh(x) = ln(x + sqrt(x^2 + 1))``, defined for every real ``x``.",
+              'nx.asinh(nx.tensor([0.0, float("inf")])).tolist()', "[0.0, inf]"),
+    "acosh": ("The inverse hyperbolic cosine of ``x``.",
+              "``acosh(x) = ln(x + sqrt(x^2 - 1))``, defined on [1, inf); below 1 NaN.",
+              "nx.acosh(nx.tensor([1.0, 0.5])).tolist()", "[0.0, nan]"),
+    "atanh": ("The inverse hyperbolic tangent of ``x``.",
+              "``atanh(x) = ln((1 + x) / (1 - x)) / 2``, finite on (-1, 1); "
+              "``atanh(±1) = ±inf``, and beyond NaN.",
+              "nx.atanh(nx.tensor([0.0, 1.0, 2.0])).tolist()", "[0.0, inf, nan]"),
+    "sigmoid": ("The logistic sigmoid of ``x``.",
+                "``sigmoid(x) = 1 / (1 + e^-x)``, in [0, 1]: ``sigmoid(0) = 0.5``, "
+                "``sigmoid(-inf) = 0``, ``sigmoid(inf) = 1``.",
+                'nx.sigmoid(nx.tensor([0.0, float("-inf"), float("inf")])).tolist()',
+                "[0.5, 0.0, 1.0]"),
+    "erf": ("The error function of ``x``.",
+            "``erf(x) = 2/sqrt(π) * integral of e^(-t^2) from 0 to x``, odd, in [-1, 1]: "
+            "``erf(±inf) = ±1``.",
+            'nx.erf(nx.tensor([0.0, float("inf"), float("-inf")])).tolist()',
+            "[0.0, 1.0, -1.0]"),
+    "erfc": ("The complementary error function of ``x``.",
+             "``erfc(x) = 1 - erf(x)``, in [0, 2], without the cancellation of ``1 - erf(x)`` "
+             "for large ``x`` (``erfc(5)`` is about 1.5e-12).",
+             'nx.erfc(nx.tensor([0.0, float("-inf"), float("inf")])).tolist()',
+             "[1.0, 2.0, 0.0]"),
+    "erf_inv": ("The inverse error function: ``erf_inv(erf(x)) = x``.",
+                "Finite on the open interval (-1, 1); ``erf_inv(±1) = ±inf``, and outside "
+                "[-1, 1] NaN.",
+                "nx.erf_inv(nx.tensor([0.0, 1.0, -1.0, 2.0])).tolist()",
+                "[0.0, inf, -inf, nan]"),
+    "is_nan": ("Whether ``x`` is NaN.",
+               "A complex number is NaN where either part is; integers and pred are never NaN.",
+               'nx.is_nan(nx.tensor([float("nan"), float("inf"), 1.0])).tolist()',
+               "[True, False, False]"),
+    "is_infinity": ("Whether ``x`` is +inf or -inf.",
+                    "A complex number is infinite where either part is; integers and pred "
+                    "never are.",
+                    'nx.is_infinity(nx.tensor([float("inf"), -float("inf"), float("nan")]))'
+                    ".tolist()", "[True, True, False]"),
+    "bitwise_not": ("The bitwise complement of ``x``: every bit flipped (Python's ``~``"
+                    " on tensors).",
+                    "``bitwise_not(x) = -x - 1`` for signed integers and ``2^bits - 1 - x`` "
+                    "for unsigned ones; on pred it is ``logical_not``.",
+                    'nx.bitwise_not(nx.tensor([0, 5], type="s8")).tolist()', "[-1, -6]"),
+    "logical_not": ("Whether ``x`` is zero: ``x`` read as a boolean, negated.",
+                    "Non-zero values, NaN included, are true (``logical_not(NaN)`` is "
+                    "false); a complex number is true where either part is non-zero.",
+                    'nx.logical_not(nx.tensor([0.0, 2.0, float("nan")])).tolist()',
+                    "[True, False, False]"),
+    # binary
+    "add": ("The sum of ``a`` and ``b`` (Python's ``+`` on tensors).",
+            "``add(a, b) = a + b``; integers wrap around on overflow.",
+            "nx.add(nx.tensor([1, 2]), nx.tensor([[10], [20]])).tolist()",
+            "[[11, 12], [21, 22]]"),
+    "subtract": ("The difference of ``a`` and ``b`` (Python's ``-`` on tensors).",
+                 "``subtract(a, b) = a - b``; integers wrap around: ``0 - 1`` is 255 in u8.",
+                 'nx.subtract(nx.tensor([0, 5], type="u8"), 1).tolist()', "[255, 4]"),
+    "multiply": ("The product of ``a`` and ``b`` (Python's ``*`` on tensors).",
+                 "``multiply(a, b) = a * b``; integers wrap around on overflow.",
+                 'nx.multiply(nx.tensor([1, 2], type="s8"), 2.5).tolist()', "[2.5, 5.0]"),
+    "divide": ("The quotient ``a / b`` in floating point (Python's ``/`` on tensors).",
+               "Integers divide as floats (``divide(7, 2) = 3.5``; ``quotient`` truncates); "
+               "a non-zero ``x / 0`` is ±inf and ``0 / 0`` is NaN.",
+               "nx.divide(nx.tensor([7, 1, 0]), nx.tensor([2, 0, 0])).tolist()",
+               "[3.5, inf, nan]"),
+    "quotient": ("The integer quotient of ``a`` by ``b``, truncated toward zero (C's ``/``).",
+                 "``quotient(-7, 2) = -3`` (``floor_divide``, Python's ``//``, gives -4); "
+                 "``x / 0`` has every bit set (-1 signed, the maximum unsigned) and "
+                 "``MIN / -1`` wraps to ``MIN``, as in XLA.",
+                 "nx.quotient(nx.tensor([7, -7]), 2).tolist()", "[3, -3]"),
+    "remainder": ("The remainder of ``a / b``, with the sign of ``a`` (C's ``fmod``, as Nx).",
+                  "``remainder(a, b) = a - b * trunc(a / b)``: ``remainder(-7, 2) = -1`` "
+                  "(``mod``, Python's ``%``, gives 1); ``remainder(a, 0)`` is ``a`` for "
+                  "integers and NaN for floats.",
+                  "nx.remainder(nx.tensor([7, -7, 7]), nx.tensor([2, 2, -2])).tolist()",
+                  "[1, -1, 1]"),
+    "pow": ("``a`` raised to the power ``b`` (Python's ``**`` on tensors).",
+            "``pow(a, b) = a^b``; ``pow(x, 0) = 1``, NaN included, and a negative float base "
+            "with a non-integer exponent gives NaN; integer powers wrap around, and a "
+            "negative integer exponent gives 0 unless ``|a| = 1``.",
+            "nx.pow(nx.tensor([2, 2, -1]), nx.tensor([10, -1, -3])).tolist()", "[1024, 0, -1]"),
+    "atan2": ("The angle of the point (``b``, ``a``) in radians: ``atan2(y, x)``, ``a`` as y.",
+              "The arctangent of ``a / b``, its quadrant taken from the signs of both, in "
+              "[-π, π]: ``atan2(±1, 0) = ±π/2``, ``atan2(±0, -1) = ±π``, "
+              "``atan2(0, 0) = 0``.",
+              "nx.atan2(nx.tensor([0.0, 1.0, -1.0]), nx.tensor([-1.0, 0.0, 1.0])).tolist()",
+              "[3.1415927410125732, 1.5707963705062866, -0.7853981852531433]"),
+    "min": ("The smaller of ``a`` and ``b``.",
+            "NaN in either operand gives NaN.",
+            'nx.min(nx.tensor([1.0, float("nan")]), nx.tensor([2.0, 0.0])).tolist()',
+            "[1.0, nan]"),
+    "max": ("The larger of ``a`` and ``b``.",
+            "NaN in either operand gives NaN.",
+            'nx.max(nx.tensor([1.0, float("nan")]), nx.tensor([2.0, 0.0])).tolist()',
+            "[2.0, nan]"),
+    "bitwise_and": ("The bitwise AND of ``a`` and ``b`` (Python's ``&`` on tensors).",
+                    "A bit is set where it is set in both; on pred it is ``logical_and``.",
+                    "nx.bitwise_and(12, 10).tolist()", "8"),
+    "bitwise_or": ("The bitwise OR of ``a`` and ``b`` (Python's ``|`` on tensors).",
+                   "A bit is set where it is set in either; on pred it is ``logical_or``.",
+                   "nx.bitwise_or(12, 10).tolist()", "14"),
+    "bitwise_xor": ("The bitwise exclusive OR of ``a`` and ``b`` (Python's ``^`` on tensors).",
+                    "A bit is set where it is set in exactly one; on pred it is "
+                    "``logical_xor``.",
+                    "nx.bitwise_xor(12, 10).tolist()", "6"),
+    "left_shift": ("``a`` shifted left by ``b`` bits (Python's ``<<`` on tensors).",
+                   "``left_shift(a, b) = a * 2^b``, wrapping around; a shift outside "
+                   "[0, bits) gives 0.",
+                   "nx.left_shift(nx.tensor([1, 1, 1]), nx.tensor([3, 31, 32])).tolist()",
+                   "[8, -2147483648, 0]"),
+    "right_shift": ("``a`` shifted right by ``b`` bits (Python's ``>>`` on tensors).",
+                    "Arithmetic for signed types, the sign bit filling in "
+                    "(``right_shift(-16, 2) = -4``), logical for unsigned ones; a shift "
+                    "outside [0, bits) gives -1 for a negative ``a``, else 0.",
+                    "nx.right_shift(nx.tensor([16, -16, -16]), nx.tensor([2, 2, 40])).tolist()",
+                    "[4, -4, -1]"),
+    "equal": ("Whether ``a == b`` (Python's ``==`` on tensors).",
+              "NaN equals nothing, itself included; complex numbers are equal where both "
+              "parts are.",
+              'nx.equal(nx.tensor([1.0, float("nan")]), nx.tensor([1, float("nan")])).tolist()',
+              "[True, False]"),
+    "not_equal": ("Whether ``a != b`` (Python's ``!=`` on tensors).",
+                  "True wherever either operand is NaN, ``not_equal(NaN, NaN)`` included.",
+                  'nx.not_equal(nx.tensor([1.0, float("nan")]), nx.tensor([1.0, float("nan")]))'
+                  ".tolist()", "[False, True]"),
+    "less": ("Whether ``a < b`` (Python's ``<`` on tensors).",
+             "Any comparison with NaN is false.",
+             "nx.less(nx.tensor([1, 2, 3]), 2.5).tolist()", "[True, True, False]"),
+    "less_equal": ("Whether ``a <= b`` (Python's ``<=`` on tensors).",
+                   "Any comparison with NaN is false.",
+                   "nx.less_equal(nx.tensor([1, 2, 3]), 2).tolist()", "[True, True, False]"),
+    "greater": ("Whether ``a > b`` (Python's ``>`` on tensors).",
+                "Any comparison with NaN is false.",
+                'nx.greater(nx.tensor([1.0, 3.0, float("nan")]), 2.0).tolist()',
+                "[False, True, False]"),
+    "greater_equal": ("Whether ``a >= b`` (Python's ``>=`` on tensors).",
+                      "Any comparison with NaN is false.",
+                      "nx.greater_equal(nx.tensor([1, 2, 3]), 2).tolist()",
+                      "[False, True, True]"),
+    "logical_and": ("Whether both ``a`` and ``b`` are non-zero.",
+                    "Each operand is read as a boolean: non-zero, NaN included, is true.",
+                    "nx.logical_and(nx.tensor([2, 0, 1]), nx.tensor([0.5, 1.0, 0.0])).tolist()",
+                    "[True, False, False]"),
+    "logical_or": ("Whether ``a`` or ``b`` (or both) is non-zero.",
+                   "Each operand is read as a boolean: non-zero, NaN included, is true.",
+                   'nx.logical_or(nx.tensor([0, 0]), nx.tensor([0.0, float("nan")])).tolist()',
+                   "[False, True]"),
+    "logical_xor": ("Whether exactly one of ``a`` and ``b`` is non-zero.",
+                    "Each operand is read as a boolean: non-zero, NaN included, is true.",
+                    "nx.logical_xor(nx.tensor([1, 0, 3]), nx.tensor([1, 1, 0])).tolist()",
+                    "[False, True, True]"),
+}
+
+
+# the accepted-kinds column, and the type rules, in words
+_ACCEPTS = {"any": "any type", "num": "any type but pred", "real": "real types (not complex)",
+            "int": "integer and pred types", "intonly": "integer types"}
+
+
+def _types_doc(name, binary):
+    """The docstring's sentence on the types ``name`` accepts and the type it returns."""
+    rule, kinds = (BINARY if binary else UNARY)[name]
+    ints = "integers and pred" if kind_ok(T.PRED, kinds) else "integers"
+    floats = ("floating and complex types are kept" if kind_ok(T.Type("c", 64), kinds)
+              else "floating types are kept")
+    if not binary:
+        result = {"same": "the result has ``x``'s type",
+                  "float": f"{ints} give f32, {floats}",
+                  "pred": "the result is pred",
+                  "real": "complex types give their parts' type (c64 gives f32, c128 f64), "
+                          "the others are kept"}[rule]
+    elif rule == "merge":
+        result = ("``a`` and ``b`` broadcast together, and the result has their common type"
+                  + (" (two preds give u8, as in Nx)"
+                     if name in _ARITH_ON_PRED and kind_ok(T.PRED, kinds) else ""))
+    elif rule == "float":
+        result = ("``a`` and ``b`` broadcast together, and the result has their common type "
+                  f"made floating: {ints} give f32, {floats}")
+    elif rule == "compare":
+        result = ("``a`` and ``b`` broadcast together and are compared in their common type; "
+                  "the result is pred")
+    else:  # logical
+        result = "``a`` and ``b`` broadcast together; the result is pred"
+    return f"Accepts {_ACCEPTS[kinds]}; {result}."
+
+
+def _doc(name, binary=False):
+    """The docstring of the op ``name``: its row of ``DOCS``, with the types sentence."""
+    if name not in DOCS:
+        raise LookupError(f"elementwise op {name!r} has no row in DOCS (nxpy/ops/"
+                          "elementwise.py): give it a description, formula and example")
+    summary, details, example, printed = DOCS[name]
+    # wrapped at 88 columns, never inside a ``literal`` (its spaces held as NULs meanwhile)
+    text = "``".join(part.replace(" ", "\0") if i % 2 else part for i, part in
+                     enumerate(f"{details} {_types_doc(name, binary)}".split("``")))
+    body = textwrap.fill(text, 88, break_long_words=False,
+                         break_on_hyphens=False).replace("\0", " ")
+    return f"{summary}\n\n{body}\n\n>>> import nxpy as nx\n>>> {example}\n{printed}"
+
 
 U8 = T.Type("u", 8)
 
@@ -152,7 +441,7 @@ def _make_unary(name):
                 return _unary(name, x, cache, key)
         return _unary(name, x)
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise ``{name}``; type rule: {UNARY[name][0]}."
+    f.__doc__ = _doc(name)
     return f
 
 
@@ -179,7 +468,7 @@ def _make_binary(name):
                 return _binary(name, a, b, cache, key)
         return _binary(name, a, b)
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise ``{name}`` with broadcasting; type rule: {BINARY[name][0]}."
+    f.__doc__ = _doc(name, binary=True)
     return f
 
 
