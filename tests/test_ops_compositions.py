@@ -359,6 +359,18 @@ def test_bit_counts_every_int_type():
           [np.zeros((0, 3), np.int32)] * 2, "s32", what="empty")
 
 
+@pytest.mark.parametrize("t", ["s8", "s16", "s32", "s64"])
+def test_count_leading_zeros_of_constants(t):
+    """Values XLA knows at compile time: its constant folder counts a negative signed
+    value's zeros after sign-extending it (jax.jit(lambda: lax.clz(jnp.int16(-1))) gives
+    -48); nxpy counts the bits as unsigned (found by the fuzzer)."""
+    bits = np.iinfo(dt(t)).bits
+    want = np.array([0, 0, 0, bits, bits - 1], dt(t))
+    f = jit(lambda: nx.count_leading_zeros(nx.tensor([-1, -2, np.iinfo(dt(t)).min, 0, 1], type=t)),
+            compiler="exla")
+    np.testing.assert_array_equal(f().to_numpy(), want)
+
+
 EINSUMS = [
     ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("ij->ji", [(2, 3)]), ("ij->", [(2, 3)]),
     ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("i,j->ij", [(3,), (4,)]),
