@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
 LIMIT := timeout -k 30 1800
 
-.PHONY: test roundtrip distributed soak fuzz demo train bench gpu-check clean
+.PHONY: lint test roundtrip distributed soak fuzz demo train bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -c "import jax, jaxlib, sys; print('$(VENV): Python', sys.version.split()[0], 'jax', jax.__version__, 'jaxlib', jaxlib.__version__)"
 	touch $(STAMP)
+
+# ruff: pyflakes and pycodestyle at 100 columns ([tool.ruff] in pyproject.toml)
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 test: $(STAMP)
 	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
