@@ -197,6 +197,19 @@ def _as_window(window_dimensions):
 # ----------------------------------------------------------------------------------------
 # Reductions with a function
 # ----------------------------------------------------------------------------------------
+def _check_fun_when_empty(name, fun, x, t):
+    """An empty operand makes an eager backend call ``fun`` never, where a defn traces it
+    always: it is called once on zeros of type ``t`` so it fails (or not) on every path
+    alike."""
+    if x.backend is None or x.backend.is_expr or 0 not in x.shape:
+        return
+    zero = full((), 0, type=t)
+    r = fun(zero, zero)
+    if not isinstance(r, Tensor) or r.shape != ():
+        raise ValueError(f"{name}: the reduction function must return one scalar tensor, "
+                         f"got {type(r).__name__ if not isinstance(r, Tensor) else r.shape}")
+
+
 def _fun_and_opts(name, args, kwargs, allowed):
     """``(fun)`` or ``(opts, fun)`` positional forms (Nx's argument order) plus keywords."""
     if len(args) == 1:
@@ -273,6 +286,7 @@ def reduce(tensor, acc, *args, **kwargs) -> Tensor:
     else:
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         names = tuple(n for i, n in enumerate(x.names) if i not in axes)
+    _check_fun_when_empty("reduce", fun, x, t)
     return dispatch("reduce", _out(shape, t, names), x, acc, axes=tuple(sorted(axes)),
                     keep_axes=keep, fun=fun)
 
@@ -299,6 +313,7 @@ def window_reduce(tensor, acc, window_dimensions, *args, **kwargs) -> Tensor:
     window, strides, pads, dil, shape = _window_args(
         "window_reduce", x, window_dimensions, opts.get("strides"),
         opts.get("padding", "valid"), opts.get("window_dilations"))
+    _check_fun_when_empty("window_reduce", fun, x, x.type)
     return dispatch("window_reduce", _out(shape, x.type, x.names), x, acc,
                     window_dimensions=window, strides=strides, padding=pads,
                     window_dilations=dil, fun=fun)
