@@ -13,7 +13,7 @@ from . import types
 from .backend import (Backend, backend_copy, backend_transfer, block_until_ready,
                       default_backend, get_backend, register_backend, register_backend_factory,
                       with_default_backend)
-from .ops import *  # noqa: F401,F403 - the op set is the public API
+from .ops import *  # noqa: F403 - the op set is the public API
 from .ops import (UNARY, BINARY, REDUCTIONS, template, tensor, from_numpy, iota, eye, full,
                   broadcast, to_tensor)
 from ._context import HostOnlyError

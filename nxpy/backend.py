@@ -21,8 +21,8 @@ from .registry import Registry
 from .tensor import Tensor
 
 __all__ = ["Backend", "BACKENDS", "default_backend", "with_default_backend", "get_backend",
-           "backend_transfer", "backend_copy", "block_until_ready", "register_backend", "register_backend_factory",
-           "pick"]
+           "backend_transfer", "backend_copy", "block_until_ready", "register_backend",
+           "register_backend_factory", "pick"]
 
 
 class Backend:

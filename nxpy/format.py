@@ -25,7 +25,8 @@ def _fmt_scalar(v, kind):
     if kind == "b":
         return "true" if v else "false"
     if kind == "c":
-        return f"{_fmt_scalar(v.real, 'f')}{'+' if math.isnan(v.imag) or math.copysign(1.0, v.imag) > 0 else '-'}{_fmt_scalar(abs(v.imag), 'f')}i"
+        sign = "+" if math.isnan(v.imag) or math.copysign(1.0, v.imag) > 0 else "-"
+        return f"{_fmt_scalar(v.real, 'f')}{sign}{_fmt_scalar(abs(v.imag), 'f')}i"
     if kind in "fV":
         v = float(v)
         if math.isnan(v):

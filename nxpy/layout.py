@@ -31,8 +31,8 @@ from . import shape as S
 from .mesh import Mesh, P, as_partition_spec
 
 __all__ = ["NamedSharding", "normalize", "spec_to_dict", "local_shape", "global_shape",
-           "factor", "block_count", "replicated", "to_dict", "to_p", "partition_spec", "block_index",
-           "shard_index", "shard_array", "unshard_arrays"]
+           "factor", "block_count", "replicated", "to_dict", "to_p", "partition_spec",
+           "block_index", "shard_index", "shard_array", "unshard_arrays"]
 
 
 def replicated(rank: int) -> tuple:

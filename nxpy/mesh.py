@@ -24,11 +24,11 @@ class Mesh:
     """``Mesh(name, shape, axis_names=None, devices=None)``; ``devices`` are device
     positions of the XLA client: global positions, in process order, when several
     processes share the distributed runtime (``processes`` says which process owns each
-    partition, ``local_partitions`` which are this process's). A mesh built without devices is *abstract*: a
-    ``shard_jit`` over it runs on the devices its arguments already live on (EXLA tensors,
-    one distinct device per partition) and otherwise on the first ``size`` devices, which
-    ``devices`` reports. Programs are traced and lowered per abstract mesh (name, shape,
-    axis names) and compiled per device assignment.
+    partition, ``local_partitions`` which are this process's). A mesh built without devices
+    is *abstract*: a ``shard_jit`` over it runs on the devices its arguments already live
+    on (EXLA tensors, one distinct device per partition) and otherwise on the first
+    ``size`` devices, which ``devices`` reports. Programs are traced and lowered per
+    abstract mesh (name, shape, axis names) and compiled per device assignment.
 
     >>> m = Mesh("m", (2,))
     >>> m.is_abstract, m.devices, m.bind([3, 1]).devices, m.bind([3, 1]).is_abstract
@@ -40,7 +40,8 @@ class Mesh:
             raise ValueError(f"mesh name must be a non-empty string, got {name!r}")
         shape = S.dims(shape, "mesh shape")
         if not shape or any(d < 1 for d in shape):
-            raise ValueError(f"mesh shape must be a non-empty tuple of positive ints, got {shape!r}")
+            raise ValueError(f"mesh shape must be a non-empty tuple of positive ints, "
+                             f"got {shape!r}")
         if axis_names is None:
             axis_names = tuple(f"axis_{i}" for i in range(len(shape)))
         axis_names = tuple(axis_names)
@@ -164,10 +165,11 @@ class PartitionSpec:
     >>> spec = P("data", None, ("x", "y"))
     >>> spec, len(spec), spec[2], P() == P(), P("x") == P(("x",))
     (P('data', None, ('x', 'y')), 3, ('x', 'y'), True, False)
-    >>> P(["x"])
+    >>> P(["x"])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    TypeError: P: each entry must be None, a mesh axis (a name or an index) or a tuple of axes; entry 0 is ['x']
+    TypeError: P: each entry must be None, a mesh axis (a name or an index) or a tuple of
+    axes; entry 0 is ['x']
     """
 
     __slots__ = ("_entries",)

@@ -65,7 +65,8 @@ def gelu(x, approximate: bool = True):
     ``x * (1 + erf(x / sqrt(2))) / 2``.
 
     >>> import nxpy as nx
-    >>> round(gelu(nx.tensor(1.0)).item(), 4), round(gelu(nx.tensor(1.0), approximate=False).item(), 4)
+    >>> x = nx.tensor(1.0)
+    >>> round(gelu(x).item(), 4), round(gelu(x, approximate=False).item(), 4)
     (0.8412, 0.8413)
     """
     x = _float(x)

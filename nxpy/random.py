@@ -360,8 +360,8 @@ def _float_or_complex(t, shape, fn):
     imaginary parts)."""
     if t.is_complex:
         data = fn(T.to_real(t), shape + (2,))
-        part = lambda i: O.squeeze(O.slice_along_axis(data, i, 1, axis=len(shape)),
-                                   [len(shape)])
+        def part(i):
+            return O.squeeze(O.slice_along_axis(data, i, 1, axis=len(shape)), [len(shape)])
         return O.complex(part(0), part(1))
     return fn(t, shape)
 

@@ -15,10 +15,11 @@ class or factory, when it is first instantiated.
 >>> r.register("plain", Plain)           # a class: instantiated on first use
 >>> r.get("plain").hello(), r.names()
 ('hi', ['plain'])
->>> r.register("mute", Greeter())        # an instance: checked now
+>>> r.register("mute", Greeter())  # an instance: checked now  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-nxpy.registry.PluginError: greeter plugin 'mute' (nxpy.registry.Greeter) does not implement the required method 'hello'; a greeter says hello
+nxpy.registry.PluginError: greeter plugin 'mute' (nxpy.registry.Greeter) does not implement
+the required method 'hello'; a greeter says hello
 """
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ class Registry:
         if isinstance(plugin, self.base) or (not callable(plugin) and not isinstance(plugin, type)):
             self.check(name, plugin)
             instance = plugin
-            factory = lambda: instance  # noqa: E731
+            def factory():
+                return instance
         else:
             factory = plugin
         self._entries[name] = (factory, origin)
@@ -87,8 +89,9 @@ class Registry:
         for m in self.required:
             impl = getattr(type(obj), m, None) or getattr(obj, m, None)
             if impl is None or not callable(impl) or impl is getattr(base, m, None):
+                cls = type(obj)
                 raise PluginError(
-                    f"{self.kind} plugin {name!r} ({type(obj).__module__}.{type(obj).__qualname__}) "
+                    f"{self.kind} plugin {name!r} ({cls.__module__}.{cls.__qualname__}) "
                     f"does not implement the required method {m!r}; {self._describe}")
         if self._validate is not None:
             self._validate(name, obj)

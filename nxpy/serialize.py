@@ -19,10 +19,11 @@ is damaged raises :class:`SerializationError` saying which.
 >>> back = nx.deserialize(blob)
 >>> str(back["w"].type), back["w"].names, back["w"].tolist(), back["step"].tolist()
 ('bf16', ('i', None), [[1.0, 2.0]], 3)
->>> nx.deserialize(b"PK\\x03\\x04 not ours")
+>>> nx.deserialize(b"PK\\x03\\x04 not ours")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-nxpy.serialize.SerializationError: deserialize: not an nxpy serialized value (it starts with b'PK\\x03\\x04 not our', expected b'NXPYSER\\x00')
+nxpy.serialize.SerializationError: deserialize: not an nxpy serialized value (it starts with
+b'PK\\x03\\x04 not our', expected b'NXPYSER\\x00')
 """
 from __future__ import annotations
 

@@ -8,10 +8,11 @@
 Traceback (most recent call last):
 ...
 ValueError: given axis (3) invalid for shape with rank 2
->>> dims((2, 2.5), "shape")
+>>> dims((2, 2.5), "shape")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-TypeError: expected shape to be a tuple of non-negative integers, got (2, 2.5): 2.5 (float) is not an integer
+TypeError: expected shape to be a tuple of non-negative integers, got (2, 2.5): 2.5 (float)
+is not an integer
 """
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ import operator
 
 import numpy as np
 
-__all__ = ["integer", "as_int", "dims", "normalize_axis", "normalize_axes", "broadcast", "broadcast_names",
-           "merge_names", "integers", "check_name", "check_names", "size", "window_padding", "window_out_shape"]
+__all__ = ["integer", "as_int", "dims", "normalize_axis", "normalize_axes", "broadcast",
+           "broadcast_names", "merge_names", "integers", "check_name", "check_names", "size",
+           "window_padding", "window_out_shape"]
 
 
 def size(shape) -> int:
@@ -32,7 +34,8 @@ def as_int(value):
     """``value`` as an int if it is a real integer (a Python int, a NumPy integer, a 0-d
     integer array or tensor), else None: bools and floats are not integers here, even
     where Python would take them (``True`` as 1, ``2.0`` as 2)."""
-    if isinstance(value, (bool, np.bool_)) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
+    if (isinstance(value, (bool, np.bool_))
+            or getattr(getattr(value, "dtype", None), "kind", "") == "b"):
         return None
     if isinstance(value, int):
         return int(value)
@@ -218,6 +221,7 @@ def window_out_shape(shape, window, strides, padding, dilations=None):
             if d == 0:  # an empty dim stays empty (as in XLA)
                 out.append(0)
                 continue
-            raise ValueError(f"window {tuple(window)} does not fit in padded shape of {tuple(shape)}")
+            raise ValueError(f"window {tuple(window)} does not fit in padded shape of "
+                             f"{tuple(shape)}")
         out.append(span // s + 1)
     return tuple(out)

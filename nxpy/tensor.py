@@ -271,7 +271,8 @@ class Tensor:
             if not self.is_fully_addressable and not self.backend.covers(self):
                 return f"#Nx.Tensor<\n  {head}\n  (shards on several processes)\n>"
         body = self.backend.inspect(self)
-        return f"#Nx.Tensor<\n  {head}\n" + "\n".join("  " + l for l in body.splitlines()) + "\n>"
+        inner = "\n".join("  " + line for line in body.splitlines())
+        return f"#Nx.Tensor<\n  {head}\n" + inner + "\n>"
 
     __str__ = __repr__
 

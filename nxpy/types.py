@@ -84,10 +84,12 @@ def parse(t) -> Type:
 
     >>> str(parse("float32")), str(parse(np.int8))
     ('f32', 's8')
-    >>> parse("u4")
+    >>> parse("u4")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    TypeError: invalid type 'u4' (Nx's 4-bit unsigned integer, which nxpy does not support): expected one of s8, s16, s32, s64, u8, u16, u32, u64, f16, bf16, f32, f64, c64, c128, pred, bool (a string, a (kind, bits) tuple or a NumPy dtype)
+    TypeError: invalid type 'u4' (Nx's 4-bit unsigned integer, which nxpy does not support):
+    expected one of s8, s16, s32, s64, u8, u16, u32, u64, f16, bf16, f32, f64, c64, c128,
+    pred, bool (a string, a (kind, bits) tuple or a NumPy dtype)
     """
     if isinstance(t, Type):
         return t
@@ -127,9 +129,8 @@ def merge(a: Type, b: Type) -> Type:
         return a
     if a.is_complex or b.is_complex:
         other = b if a.is_complex else a
-        c = a if a.is_complex else b
-        need = 128 if (other.kind == "f" and other.bits == 64) or a.bits == 128 or b.bits == 128 else 64
-        return Type("c", need)
+        wide = (other.kind == "f" and other.bits == 64) or a.bits == 128 or b.bits == 128
+        return Type("c", 128 if wide else 64)
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:
             if a.kind != b.kind:  # bf16 with f16, or bf16 with a wider f

@@ -6,7 +6,8 @@ that are not plain backend calls (control flow, and plugins' own ops).
 
 >>> import nxpy as nx
 >>> from nxpy.defn import jit
->>> jit(lambda x: nx.exp(x) / nx.sum(nx.exp(x)), compiler="evaluator")(nx.tensor([0.0, 0.0])).tolist()
+>>> softmax = jit(lambda x: nx.exp(x) / nx.sum(nx.exp(x)), compiler="evaluator")
+>>> softmax(nx.tensor([0.0, 0.0])).tolist()
 [0.5, 0.5]
 """
 from __future__ import annotations
@@ -123,7 +124,9 @@ class Evaluator(Compiler):
         return run
 
     def result_backend(self, opts):
-        return get_backend(opts["backend"]) if opts.get("backend") is not None else default_backend()
+        if opts.get("backend") is not None:
+            return get_backend(opts["backend"])
+        return default_backend()
 
     def compile_sharded(self, graph, mesh, in_shardings, out_shardings, propagator, opts):
         """The sharded entry point: simulates the mesh on the host. Shards are assembled into

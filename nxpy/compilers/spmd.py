@@ -217,7 +217,8 @@ def _all_reduce(s: Spmd, e, out, per, active, env):
     for g in groups:
         if g[0] not in active:
             continue
-        r = s.wrap(_reduce_group(s, [s.np(per[p][0]) for p in g], e.attrs["reduction"], out.type), out)
+        r = s.wrap(_reduce_group(s, [s.np(per[p][0]) for p in g], e.attrs["reduction"],
+                                 out.type), out)
         for p in g:
             res[p] = r
     return res

@@ -70,8 +70,8 @@ from .vmap import batch_paths, vmap
 from .jvp import jvp, linearize
 from .custom_jvp import custom_jvp
 from .jacobian import hessian, jacfwd, jacobian, jacrev
-from .scan import associative_scan, map, scan  # noqa: A004 (jax.lax.map's name)
-from . import portable  # noqa: F401 - registers the linear-algebra primitives' portable implementations
+from .scan import associative_scan, map, scan  # jax.lax.map's name
+from . import portable  # registers the linear-algebra primitives' portable implementations
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler", "Jit",
            "Compiled", "register_compiler", "register_compiler_factory", "trace", "cond",
@@ -83,4 +83,5 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler"
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
            "ppermute", "shift", "collective_broadcast", "axis_index", "all_slice",
            "device_put", "with_sharding_constraint", "scan", "associative_scan", "checkpoint",
-           "remat", "checkpoint_name", "checkpoint_policies", "jvp", "linearize", "jacfwd", "jacrev", "custom_jvp"]
+           "remat", "checkpoint_name", "checkpoint_policies", "jvp", "linearize", "jacfwd",
+           "jacrev", "custom_jvp"]

@@ -81,7 +81,8 @@ class Compiler:
 
 
 def _plugin_name(comp) -> str:
-    return f"compiler {getattr(comp, 'name', '?')!r} ({type(comp).__module__}.{type(comp).__qualname__})"
+    cls = type(comp)
+    return f"compiler {getattr(comp, 'name', '?')!r} ({cls.__module__}.{cls.__qualname__})"
 
 
 def compile_graph(comp, graph, opts):

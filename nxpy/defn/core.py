@@ -595,10 +595,13 @@ def jit(fun, compiler=None, *, donate_argnums=None, in_shardings=None, out_shard
     >>> w2 = step(w, nx.tensor([2.0, 2.0]))
     >>> w2.tolist(), w.donated
     ([0.0, 1.0], True)
-    >>> w.tolist()
+    >>> w.tolist()  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    nxpy.tensor.DonatedError: this tensor was donated to <lambda> (donate_argnums=(0,)) (argument leaf 0) and cannot be used after that call (its memory may hold the result now); pass a copy (nx.backend_copy(t, 'exla') for example) if you need it afterwards, or do not donate it
+    nxpy.tensor.DonatedError: this tensor was donated to <lambda> (donate_argnums=(0,))
+    (argument leaf 0) and cannot be used after that call (its memory may hold the result
+    now); pass a copy (nx.backend_copy(t, 'exla') for example) if you need it afterwards,
+    or do not donate it
 
     ``static_argnums`` (positions) and ``static_argnames`` (names) make arguments static,
     as in JAX: the function gets the values themselves (a shape, an axis, a count), each
@@ -719,7 +722,7 @@ def _laid_out(s) -> str:
     return "not sharded" if s is None else f"sharded {s!r}"
 
 
-def compile(fun, *templates, compiler=None, **opts) -> Compiled:  # noqa: A001
+def compile(fun, *templates, compiler=None, **opts) -> Compiled:
     """Compiles ``fun`` ahead of time for ``templates`` (``nx.template(shape, type)`` or
     example tensors); the result rejects arguments of other shapes or types.
 
@@ -728,10 +731,11 @@ def compile(fun, *templates, compiler=None, **opts) -> Compiled:  # noqa: A001
     >>> f = compile(lambda x: x + 1, nx.template((2,), "s32"))
     >>> f(nx.tensor([1, 2])).tolist()
     [2, 3]
-    >>> f(nx.tensor([1.0, 2.0]))
+    >>> f(nx.tensor([1.0, 2.0]))  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: argument 0 (x): expected s32[2], got f32[2] (compiled ahead of time for fixed shapes and types)
+    ValueError: argument 0 (x): expected s32[2], got f32[2] (compiled ahead of time for
+    fixed shapes and types)
 
     Static arguments (``static_argnums``/``static_argnames``) are given as their values
     among the templates; the result is called with the dynamic arguments only (or with

@@ -296,10 +296,11 @@ class ExprBackend(Backend):
         return self.from_tensor(t)
 
     def to_numpy(self, t):
-        raise _context.HostOnlyError("to_numpy (reading a tensor's values) is a host-only operation and "
-                           "cannot be called inside a defn: the values do not exist yet while "
-                           "the defn is traced; return the tensor from the defn instead, and "
-                           "use nx.cond / nx.select instead of Python if on tensors")
+        raise _context.HostOnlyError("to_numpy (reading a tensor's values) is a host-only "
+                                     "operation and cannot be called inside a defn: the values "
+                                     "do not exist yet while the defn is traced; return the "
+                                     "tensor from the defn instead, and use nx.cond / nx.select "
+                                     "instead of Python if on tensors")
 
     def inspect(self, t):
         return "\nNx.Defn.Expr\n" + format_graph([t])
@@ -362,8 +363,8 @@ def format_graph(outputs, indent="") -> str:
         e = t.data if isinstance(t, Tensor) else t
         if e.op == "constant":
             lines.append((f"{indent}{_ref(e, names)}", f"{e.type}{shape_str(e.shape, e.names)}"))
-    width = max((len(l) for l, _ in lines), default=0) + 3
-    return "\n".join(l.ljust(width) + r if r else l for l, r in lines)
+    width = max((len(left) for left, _ in lines), default=0) + 3
+    return "\n".join(left.ljust(width) + right if right else left for left, right in lines)
 
 
 def _ref(a, names):

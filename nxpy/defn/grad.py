@@ -16,10 +16,11 @@ of which knows about gradients. Called outside a defn, ``grad(fun)`` jits itself
 >>> value, (dx, dy) = f(nx.tensor([1.0, 2.0]), nx.tensor([3.0, 4.0]))
 >>> value.tolist(), dx.tolist(), dy.tolist()
 (11.0, [3.0, 4.0], [1.0, 2.0])
->>> grad(lambda x: nx.sin(x))(nx.tensor([1.0]))   # the output must be a scalar
+>>> grad(lambda x: nx.sin(x))(nx.tensor([1.0]))  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-ValueError: grad: the function must return a scalar to differentiate, got f32[1] (reduce it, for example with nx.sum)
+ValueError: grad: the function must return a scalar to differentiate, got f32[1] (reduce it,
+for example with nx.sum)
 
 Control flow: ``cond`` differentiates through the branch taken; ``while_loop`` in reverse
 mode needs a bound on its trip count known while tracing: a counting loop

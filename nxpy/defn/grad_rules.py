@@ -298,7 +298,7 @@ def _dynamic_slice(ctx, e, xs, out, g):
     # spread the strided result over the slice's window, then write it where the (clamped)
     # slice was read
     window = _scatter_strided(g, lengths, [0] * x.rank, strides)
-    clamped = [O.clip(s, 0, d - l) for s, d, l in zip(starts, x.shape, lengths)]
+    clamped = [O.clip(s, 0, d - n) for s, d, n in zip(starts, x.shape, lengths)]
     return [O.put_slice(zeros(x.shape, g.type), clamped, window)] + [None] * len(starts)
 
 
@@ -377,7 +377,8 @@ def _product(ctx, e, xs, out, g):
     rest = [i for i in range(x.rank) if i not in axes]
     perm = list(axes) + rest
     moved = O.transpose(x, perm) if perm != list(range(x.rank)) else x
-    flat = O.reshape(moved, (math.prod(x.shape[i] for i in axes),) + tuple(x.shape[i] for i in rest))
+    flat = O.reshape(moved, (math.prod(x.shape[i] for i in axes),)
+                     + tuple(x.shape[i] for i in rest))
     before, after = _exclusive_products(flat, 0)
     others = O.reshape(before * after, moved.shape)
     others = O.transpose(others, [perm.index(i) for i in range(x.rank)]) if perm != list(

@@ -7,10 +7,10 @@ are ``e.attrs``), ``xs`` the primal values of its tensor arguments in the order
 :meth:`Expr.tensor_args` lists them, ``ts`` their tangents (``None`` for a tangent known to
 be zero: zeros are symbolic and cost nothing), ``out`` its primal result (for an op with
 several results, the node, as gradient rules receive it); it returns the result's tangent
-(a list for several results; ``None`` for zero). The engine (:mod:`nxpy.defn.jvp`) calls a rule only when some input
-tangent is not zero, and broadcasts and converts what it returns to the result's shape
-and type. Rules build their result with the front-end ops, so tangents are ordinary Expr
-graphs.
+(a list for several results; ``None`` for zero). The engine (:mod:`nxpy.defn.jvp`) calls
+a rule only when some input tangent is not zero, and broadcasts and converts what it
+returns to the result's shape and type. Rules build their result with the front-end ops,
+so tangents are ordinary Expr graphs.
 
 The table is explicit for every op of ``nxpy.ops.PRIMITIVES`` (``tests/test_jvp.py``
 checks it), in four kinds:

@@ -33,7 +33,8 @@ primitive("debugging", "hook")
 primitive("host", "runtime_call")
 
 __all__ = ["cond", "while_loop", "fori_loop", "hook", "print_value", "print_expr",
-           "runtime_call", "RuntimeCall", "all_gather", "all_reduce", "psum", "pmax", "pmin", "pmean",
+           "runtime_call", "RuntimeCall", "all_gather", "all_reduce", "psum", "pmax", "pmin",
+           "pmean",
            "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute", "ppermute",
            "shift", "collective_broadcast", "axis_index", "all_slice"]
 
@@ -526,7 +527,8 @@ def runtime_call(out, tensors, fn, static=None):
     it raises (wrap its inputs in ``stop_grad`` to treat the result as a constant, or give
     it one with ``custom_grad``). EXLA calls ``fn`` from XLA's thread through jaxlib's
     host-callback custom call (docs/debugging.md); an exception in ``fn`` fails the run
-    and reaches the caller as itself. Outside a defn ``fn`` is called at once with the tensors as given.
+    and reaches the caller as itself. Outside a defn ``fn`` is called at once with the
+    tensors as given.
 
     >>> import numpy as np
     >>> import nxpy as nx

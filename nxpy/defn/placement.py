@@ -132,8 +132,8 @@ def with_sharding_constraint(x, sharding):
     >>> import nxpy as nx
     >>> from nxpy.defn import jit, with_sharding_constraint
     >>> mesh = nx.Mesh("m", (2, 2), axis_names=("data", "model"))
-    >>> f = jit(lambda x: with_sharding_constraint(x * 2, nx.NamedSharding(mesh, nx.P(None, "model"))),
-    ...         compiler="exla")
+    >>> by_model = nx.NamedSharding(mesh, nx.P(None, "model"))
+    >>> f = jit(lambda x: with_sharding_constraint(x * 2, by_model), compiler="exla")
     >>> y = f(nx.iota((2, 4)))
     >>> y.sharding.spec, y.addressable_shards[1].data.tolist()
     (P(None, 'model'), [[4, 6], [12, 14]])

@@ -124,14 +124,14 @@ def portable_cholesky(out, x):
     a = ops.add(a, _conj(_swap(ops.tril(x, -1))))       # Hermitian from the lower triangle
     rows = ops.iota(x.shape[:-1], axis=x.rank - 2)
 
-    def body(j, l):
-        lj = _row(l, j)                                  # row j, columns < j filled
-        col = ops.subtract(_col(a, j), _dot_row(_conj(lj), _swap(l)))   # a[:, j] - L L[j]^H
+    def body(j, low):
+        lj = _row(low, j)                                # row j, columns < j filled
+        col = ops.subtract(_col(a, j), _dot_row(_conj(lj), _swap(low)))  # a[:, j] - L L[j]^H
         d = ops.sqrt(ops.real(_pick(col, rows, j)) if col.type.is_complex else _pick(col, rows, j))
-        d = ops.as_type(d, l.type)
+        d = ops.as_type(d, low.type)
         new = ops.select(ops.greater(rows, j), ops.divide(col, ops.new_axis(d, -1)),
                          ops.select(ops.equal(rows, j), ops.new_axis(d, -1), 0))
-        return _put_col(l, j, ops.as_type(new, l.type))
+        return _put_col(low, j, ops.as_type(new, low.type))
     return fori_loop(0, n, body, ops.multiply(a, 0))
 
 
@@ -242,9 +242,11 @@ def portable_eigh(outs, x, *, max_iter=1000, eps=1e-4):
                 mag = ops.abs(apq) if cplx else apq   # real: the sign is the phase
                 zero = ops.equal(mag, 0)
                 re_pp, re_qq = (ops.real(app), ops.real(aqq)) if cplx else (app, aqq)
-                theta = ops.divide(ops.subtract(re_qq, re_pp), ops.multiply(2, ops.select(zero, 1, mag)))
+                theta = ops.divide(ops.subtract(re_qq, re_pp),
+                                   ops.multiply(2, ops.select(zero, 1, mag)))
                 sgn = ops.select(ops.less(theta, 0), -1.0, 1.0)
-                t = ops.divide(sgn, ops.add(ops.abs(theta), ops.sqrt(ops.add(ops.multiply(theta, theta), 1))))
+                t = ops.divide(sgn, ops.add(ops.abs(theta),
+                                            ops.sqrt(ops.add(ops.multiply(theta, theta), 1))))
                 t = ops.select(zero, 0, ops.as_type(t, rt))
                 c = ops.rsqrt(ops.add(ops.multiply(t, t), 1))
                 s = ops.multiply(t, c)
@@ -342,7 +344,8 @@ def householder(x):
                             axes=[col.rank - 1])
         skip = ops.equal(tail_norm, 0) if not x.type.is_complex else ops.logical_and(
             ops.equal(tail_norm, 0), ops.equal(ops.imag(alpha), 0))
-        v = ops.add(ops.divide(tail, ops.new_axis(ops.select(skip, 1, ops.subtract(alpha, beta)), -1)),
+        v = ops.add(ops.divide(tail, ops.new_axis(ops.select(skip, 1, ops.subtract(alpha, beta)),
+                                                  -1)),
                     ops.as_type(ops.equal(rows, j), x.type))
         tau = ops.select(skip, 0, ops.divide(ops.subtract(beta, alpha), ops.select(skip, 1, beta)))
         w = _dot_row(_conj(v), r)
@@ -416,10 +419,10 @@ def portable_lu(outs, x, *, eps=1e-10):
         return a, perm
     a, perm = fori_loop(0, max(n - 1, 0), body, (x, rows)) if n else (x, rows)
     eye = ops.as_type(ops.equal(rows2, cols2), x.type)
-    l = ops.add(ops.tril(a, -1), eye)
+    low = ops.add(ops.tril(a, -1), eye)
     u = ops.triu(a)
     p = ops.equal(ops.new_axis(perm, -2), rows2)                    # p[r, c] = perm[c] == r
-    return [ops.as_type(p, p_out.type), ops.as_type(l, l_out.type), ops.as_type(u, u_out.type)]
+    return [ops.as_type(p, p_out.type), ops.as_type(low, l_out.type), ops.as_type(u, u_out.type)]
 
 
 def _jacobi_svd_tall(a, max_iter):
@@ -447,9 +450,11 @@ def _jacobi_svd_tall(a, max_iter):
                 beta = ops.sum(ops.multiply(aq, aq), axes=[aq.rank - 1])
                 gamma = ops.sum(ops.multiply(ap, aq), axes=[ap.rank - 1])
                 zero = ops.equal(gamma, 0)
-                zeta = ops.divide(ops.subtract(beta, alpha), ops.multiply(2, ops.select(zero, 1, gamma)))
+                zeta = ops.divide(ops.subtract(beta, alpha),
+                                  ops.multiply(2, ops.select(zero, 1, gamma)))
                 sgn = ops.select(ops.less(zeta, 0), -1.0, 1.0)
-                t = ops.divide(sgn, ops.add(ops.abs(zeta), ops.sqrt(ops.add(ops.multiply(zeta, zeta), 1))))
+                t = ops.divide(sgn, ops.add(ops.abs(zeta),
+                                            ops.sqrt(ops.add(ops.multiply(zeta, zeta), 1))))
                 t = ops.select(zero, 0, ops.as_type(t, a.type))
                 c = ops.rsqrt(ops.add(ops.multiply(t, t), 1))
                 s = ops.multiply(t, c)

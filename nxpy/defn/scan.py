@@ -70,10 +70,12 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     [0.9039, 0.9865, 0.9951]
     >>> scan(lambda c, _: (c * 2, c), nx.tensor(1), length=4)[1].tolist()
     [1, 2, 4, 8]
-    >>> scan(lambda c, x: (nx.sum(c + x), None), nx.tensor([0.0]), nx.tensor([1.0, 2.0]))
+    >>> scan(lambda c, x: (nx.sum(c + x), None), nx.tensor([0.0]),
+    ...      nx.tensor([1.0, 2.0]))  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: scan: the body must return a carry with init's structure, shapes and types: carry leaf 0 (carry) is f32[1] in init, but the body returned f32 for it
+    ValueError: scan: the body must return a carry with init's structure, shapes and types:
+    carry leaf 0 (carry) is f32[1] in init, but the body returned f32 for it
     """
     if not callable(f):
         raise TypeError(f"scan: expected f to be a callable, got {f!r}")
@@ -560,7 +562,7 @@ def _attach(outs, inputs, backward, nc):
 # ----------------------------------------------------------------------------------------
 # map
 # ----------------------------------------------------------------------------------------
-def map(f, xs, *, batch_size=None):  # noqa: A001 (jax.lax.map's name)
+def map(f, xs, *, batch_size=None):  # jax.lax.map's name
     """``f`` applied to each slice of ``xs`` along its leading axis, the results stacked
     (``jax.lax.map``): a ``scan`` with no carry. With ``batch_size``, ``f`` is ``vmap``-ed
     over batches of that many slices (the remainder in one last batch), as JAX does.

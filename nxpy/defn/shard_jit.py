@@ -11,8 +11,9 @@ per-device results.
 >>> f = shard_jit(lambda x: all_gather(x * 10, all_gather_dim=0), mesh,
 ...               input_shardings=[{0: [0], 1: [1]}], compiler="evaluator")
 >>> args = [[t] for t in nx.defn.sharding.shard(nx.iota((4, 2)), mesh, {0: [0], 1: [1]})]
->>> [r.tolist() for r in f(args)]
-[[[0], [20], [40], [60]], [[10], [30], [50], [70]], [[0], [20], [40], [60]], [[10], [30], [50], [70]]]
+>>> [r.tolist() for r in f(args)]  # doctest: +NORMALIZE_WHITESPACE
+[[[0], [20], [40], [60]], [[10], [30], [50], [70]],
+ [[0], [20], [40], [60]], [[10], [30], [50], [70]]]
 >>> f.output_shardings, f.output_sharding_dicts
 (P(None, 'axis_1'), {1: [1]})
 >>> f.compile_for(args).input_shardings

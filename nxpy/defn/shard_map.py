@@ -15,10 +15,13 @@ readings differ (:func:`nxpy.defn.sharding.is_one_spec`, docs/containers_and_spe
 >>> f(nx.tensor([[1, 1], [10, 10]])).tolist()
 [[21, 21]]
 >>> g = shard_map(lambda a: a, mesh, in_specs=(("x", "y"),), out_specs=nx.P())
->>> g(nx.iota((4, 2)))
+>>> g(nx.iota((4, 2)))  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-nxpy.defn.sharding.AmbiguousSpecError: shard_map: in_specs for the 1 argument(s) (a): (('x', 'y'),) is ambiguous: a plain tuple of axes reads as one spec for every entry, P(('x', 'y')), or as one spec per entry, (P('x', 'y'),). Write P(('x', 'y')) for the first or (P('x', 'y'),) for the second
+nxpy.defn.sharding.AmbiguousSpecError: shard_map: in_specs for the 1 argument(s) (a):
+(('x', 'y'),) is ambiguous: a plain tuple of axes reads as one spec for every entry,
+P(('x', 'y')), or as one spec per entry, (P('x', 'y'),). Write P(('x', 'y')) for the first
+or (P('x', 'y'),) for the second
 """
 from __future__ import annotations
 

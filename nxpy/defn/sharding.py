@@ -28,7 +28,8 @@ from .expr import Expr
 
 __all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argument_specs",
            "output_specs", "normalize_list", "local_shape", "global_shape", "shard_array",
-           "unshard_arrays", "to_dict", "to_p", "AmbiguousSpecError", "Propagator", "SHARDING_RULES",
+           "unshard_arrays", "to_dict", "to_p", "AmbiguousSpecError", "Propagator",
+           "SHARDING_RULES",
            "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec",
            "block_index", "shard_index", "check_divisible", "factor", "spec_key"]
 
@@ -95,10 +96,12 @@ def is_one_spec(spec, subtree=None) -> bool:
     >>> args = flatten((1, 2))[1]  # two arguments
     >>> is_one_spec(("x", None), args), is_one_spec((None, None), args)
     (True, False)
-    >>> is_one_spec((("x", "y"),), flatten((1,))[1])
+    >>> is_one_spec((("x", "y"),), flatten((1,))[1])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    nxpy.defn.sharding.AmbiguousSpecError: (('x', 'y'),) is ambiguous: a plain tuple of axes reads as one spec for every entry, P(('x', 'y')), or as one spec per entry, (P('x', 'y'),). Write P(('x', 'y')) for the first or (P('x', 'y'),) for the second
+    nxpy.defn.sharding.AmbiguousSpecError: (('x', 'y'),) is ambiguous: a plain tuple of axes
+    reads as one spec for every entry, P(('x', 'y')), or as one spec per entry,
+    (P('x', 'y'),). Write P(('x', 'y')) for the first or (P('x', 'y'),) for the second
     """
     if spec is None or as_partition_spec(spec) is not None:
         return True

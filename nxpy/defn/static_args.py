@@ -17,10 +17,11 @@ parameters are an error when the function is wrapped.
 ((2, 3), (3, 2), 2)
 >>> f(nx.iota((6,)), 2).shape, f.trace_count             # 2 again: cached
 ((2, 3), 2)
->>> f(nx.iota((6,)), [2])
+>>> f(nx.iota((6,)), [2])  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-TypeError: <lambda>: static argument 1 (n) must be hashable, as it is part of the cache key (Non-hashable static arguments are not supported); got an unhashable list: [2]
+TypeError: <lambda>: static argument 1 (n) must be hashable, as it is part of the cache key
+(Non-hashable static arguments are not supported); got an unhashable list: [2]
 """
 from __future__ import annotations
 
@@ -92,10 +93,11 @@ class StaticArgs:
     >>> st = StaticArgs(lambda x, n, axis=0: x, None, "axis", "jit(f)")
     >>> st.argnums, st.argnames
     ((2,), ('axis',))
-    >>> StaticArgs(lambda x, n: x, 2, None, "jit(f)")
+    >>> StaticArgs(lambda x, n: x, 2, None, "jit(f)")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: jit(f): static_argnums=(2,) but the function takes only 2 positional arguments (x, n)
+    ValueError: jit(f): static_argnums=(2,) but the function takes only 2 positional
+    arguments (x, n)
     """
 
     def __init__(self, fun, static_argnums, static_argnames, what):

@@ -21,10 +21,11 @@ defn, ``vmap(fun)`` jits itself.
 [21.0, 43.0]
 >>> vmap(lambda x: x * 2, out_axes=1)(nx.iota((2, 3))).tolist()
 [[0, 6], [2, 8], [4, 10]]
->>> vmap(lambda x, y: x + y)(nx.iota((2, 3)), nx.iota((3, 3)))
+>>> vmap(lambda x, y: x + y)(nx.iota((2, 3)), nx.iota((3, 3)))  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-ValueError: vmap: the mapped arguments have different batch sizes: args[0] has 2 along axis 0 (shape (2, 3)), args[1] has 3 along axis 0 (shape (3, 3))
+ValueError: vmap: the mapped arguments have different batch sizes: args[0] has 2 along axis
+0 (shape (2, 3)), args[1] has 3 along axis 0 (shape (3, 3))
 """
 from __future__ import annotations
 
@@ -443,7 +444,8 @@ def vmap(fun, in_axes=0, out_axes=0):
     >>> per_example = vmap(grad(lambda w, x: nx.sum(w * x)), in_axes=(None, 0))
     >>> per_example(nx.tensor([1.0, 2.0]), nx.tensor([[1.0, 0.0], [0.0, 3.0]])).tolist()
     [[1.0, 0.0], [0.0, 3.0]]
-    >>> vmap(vmap(lambda a, b: a * b), in_axes=(0, None))(nx.iota((2, 2)), nx.tensor([1, 10])).tolist()
+    >>> outer = vmap(vmap(lambda a, b: a * b), in_axes=(0, None))
+    >>> outer(nx.iota((2, 2)), nx.tensor([1, 10])).tolist()
     [[0, 10], [2, 30]]
     """
     return _Vmap(fun, in_axes, out_axes)

@@ -6,7 +6,8 @@ only compute. The families, in the order they build on each other:
 
 =================  =======================================================================
 ``core``           dispatch, the registered-op table, tensor/from_numpy/to_tensor/as_type
-``elementwise``    the UNARY and BINARY tables, select, clip, bitcast, optimization_barrier, ``//``, ``%``
+``elementwise``    the UNARY and BINARY tables, select, clip, bitcast, optimization_barrier,
+                   ``//``, ``%``
 ``shaping``        reshape, squeeze, new_axis, broadcast, transpose, pad, reverse, concatenate
 ``creation``       iota, eye, full
 ``indexing``       slice, put_slice, ``x[...]``, gather, take(_along_axis), indexed_*
@@ -34,16 +35,16 @@ here when nxpy is imported.
 from __future__ import annotations
 
 from ..tensor import Tensor
-from .core import (OPS, PRIMITIVES, RESERVED, OpSpec, as_type, dispatch, dispatch_multi, fallback, from_numpy,
-                   op_method, primitive, template, tensor, to_tensor)
+from .core import (OPS, PRIMITIVES, RESERVED, OpSpec, as_type, dispatch, dispatch_multi, fallback,
+                   from_numpy, op_method, primitive, template, tensor, to_tensor)
 from .creation import eye, full, iota
 from .contraction import dot, matmul
-from .elementwise import *  # noqa: F401,F403 - the UNARY/BINARY ops, one function each
+from .elementwise import *  # noqa: F403 - the UNARY/BINARY ops, one function each
 from .elementwise import (BINARY, UNARY, binary_compute_type, bitcast, clip, floor_divide, mod,
                           optimization_barrier, select)
-from .indexing import (gather, index, indexed_add, indexed_put, put_slice, slice,  # noqa: A004
+from .indexing import (gather, index, indexed_add, indexed_put, put_slice, slice,
                        slice_along_axis, take, take_along_axis)
-from .reductions import *  # noqa: F401,F403
+from .reductions import *  # noqa: F403
 from .reductions import REDUCTIONS, argmax, argmin, mean
 from .shaping import (broadcast, concatenate, new_axis, pad, reshape, reverse, squeeze, stack,
                       transpose)
@@ -51,11 +52,11 @@ from .windows import window_max, window_sum
 from .windows import (reduce, window_mean, window_min, window_product, window_reduce,
                       window_scatter_max, window_scatter_min)
 from .conv import conv
-from .compositions import *  # noqa: F401,F403 - compositions of the ops above, einsum
+from .compositions import *  # noqa: F403 - compositions of the ops above, einsum
 from .compositions import __all__ as _COMPOSITIONS
 from .sorting import (CUMULATIVE, argsort, cumulative_max, cumulative_min, cumulative_product,
                       cumulative_sum, median, mode, permute_by_key, sort, top_k)
-from .complex import (complex, conjugate, fft, fft2, ifft, ifft2, imag, irfft, phase, real,  # noqa: A004
+from .complex import (complex, conjugate, fft, fft2, ifft, ifft2, imag, irfft, phase, real,
                       rfft)
 from . import linalg  # the linear-algebra primitives (public in nxpy.linalg, not here)
 

@@ -112,7 +112,7 @@ def phase(x) -> Tensor:
     return atan2(imag(x), real(x))
 
 
-def complex(real, imag) -> Tensor:  # noqa: A001 - the op, as in Nx
+def complex(real, imag) -> Tensor:  # the op, as in Nx
     """``real + imag * i`` from two real tensors (they broadcast; Python numbers take the
     other side's type). The type is the complex type of the merged input type (``f64`` →
     ``c128``, the others → ``c64``). Complex inputs are an error.

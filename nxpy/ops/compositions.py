@@ -51,8 +51,8 @@ from .shaping import broadcast, concatenate, new_axis, pad, reshape, reverse, sq
 from .complex import conjugate as _conjugate
 
 __all__ = ["tri", "tril", "triu", "linspace", "make_diagonal", "take_diagonal", "put_diagonal",
-           "flatten", "tile", "rename", "split", "to_batched", "reflect", "fill", "outer", "diff", "log2",
-           "log10", "log", "all_close", "logsumexp", "variance", "standard_deviation",
+           "flatten", "tile", "rename", "split", "to_batched", "reflect", "fill", "outer", "diff",
+           "log2", "log10", "log", "all_close", "logsumexp", "variance", "standard_deviation",
            "weighted_mean", "covariance", "population_count", "count_leading_zeros", "einsum"]
 
 primitive("compositions", "population_count", "count_leading_zeros", props=("elementwise",))
@@ -356,7 +356,8 @@ def to_batched(x, batch_size, leftover="repeat"):
     >>> import nxpy as nx
     >>> [b.tolist() for b in nx.to_batched(nx.iota((5,)), 2)]
     [[0, 1], [2, 3], [4, 0]]
-    >>> [b.tolist() for b in nx.to_batched(nx.iota((5, 1), names=["rows", None]), 2, leftover="discard")]
+    >>> rows = nx.iota((5, 1), names=["rows", None])
+    >>> [b.tolist() for b in nx.to_batched(rows, 2, leftover="discard")]
     [[[0], [1]], [[2], [3]]]
     """
     x = to_tensor(x, "x")

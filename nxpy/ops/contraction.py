@@ -55,7 +55,8 @@ def dot(a, *args) -> Tensor:
         for i, j in zip(xa, xb):
             if a.shape[i] != b.shape[j]:
                 raise ValueError(f"dot: cannot {what} axis {i} of shape {a.shape} (size "
-                                 f"{a.shape[i]}) with axis {j} of shape {b.shape} (size {b.shape[j]})")
+                                 f"{a.shape[i]}) with axis {j} of shape {b.shape} "
+                                 f"(size {b.shape[j]})")
     if set(ca) & set(ba) or set(cb) & set(bb):
         raise ValueError("dot: an axis cannot be both a contract and a batch axis")
     free_a = [i for i in range(a.rank) if i not in ca and i not in ba]

@@ -29,8 +29,8 @@ from ..tensor import Tensor
 
 __all__ = ["template", "kind_ok", "dispatch", "dispatch_multi", "register_sharded_dispatch",
            "tensor_leaves", "replace_tensors", "to_tensor", "tensor", "from_numpy", "as_type",
-           "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES", "primitive",
-           "PROPERTIES", "OP_PROPERTIES", "ops_with", "derive_rule",
+           "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES",
+           "primitive", "PROPERTIES", "OP_PROPERTIES", "ops_with", "derive_rule",
            "PORTABLE", "register_portable", "portable",
            "GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable",
            "BATCH_RULES", "register_batch_rule"]
@@ -68,7 +68,8 @@ def check_kind(op, arg, t: T.Type, kinds: str):
 def template(shape, type, names=None) -> Tensor:
     """A tensor with a shape, type and names but no data (for ``defn.compile``)."""
     shape = S.dims(shape, "template: shape")
-    return Tensor(None, shape, T.parse(type), _check_names(names, shape, "template") if names else None)
+    return Tensor(None, shape, T.parse(type),
+                  _check_names(names, shape, "template") if names else None)
 
 
 def _out(shape, type, names=None) -> Tensor:
@@ -443,8 +444,10 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
             raise TypeError(f"cannot build a tensor from {data!r}: expected numbers or "
                             f"nested lists of numbers of equal lengths")
         t = T.parse(type) if type is not None else _infer_list_type(arr)
-        if t == T.S32 and type is None and arr.size and (arr.max() > 2**31 - 1 or arr.min() < -2**31):
-            raise OverflowError(f"tensor: integer {arr.max() if arr.max() > 2**31 - 1 else arr.min()} "
+        if (t == T.S32 and type is None and arr.size
+                and (arr.max() > 2**31 - 1 or arr.min() < -2**31)):
+            bad = arr.max() if arr.max() > 2**31 - 1 else arr.min()
+            raise OverflowError(f"tensor: integer {bad} "
                                 f"does not fit in s32: pass a wider type, such as type='s64'")
     if type is not None:
         T.check_representable(arr, t, "tensor")

@@ -477,18 +477,18 @@ for _n in UNARY:
 for _n in BINARY:
     globals()[_n] = _make_binary(_n)
 del _n
-abs = globals()["abs"]  # noqa: A001 - the op, as in Nx
-min = globals()["min"]  # noqa: A001
-max = globals()["max"]  # noqa: A001
-pow = globals()["pow"]  # noqa: A001
-round = globals()["round"]  # noqa: A001
+abs = globals()["abs"]  # the op, as in Nx
+min = globals()["min"]
+max = globals()["max"]
+pow = globals()["pow"]
+round = globals()["round"]
 
 
 def floor_divide(a, b):
     """Python's ``//``: floor of the quotient (integers round toward negative infinity)."""
     a, b = _binary_operands(a, b, "floor_divide")
     if T.merge(a.type, b.type).is_inexact:
-        return floor(divide(a, b))  # noqa: F821 - defined from the UNARY table
+        return floor(divide(a, b))  # noqa: F821 - the table ops, made by the loops above
     q = quotient(a, b)  # noqa: F821
     r = remainder(a, b)  # noqa: F821
     fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))  # noqa: F821
@@ -498,7 +498,7 @@ def floor_divide(a, b):
 def mod(a, b):
     """Python's ``%``: the remainder takes the sign of the divisor."""
     a, b = _binary_operands(a, b, "mod")
-    r = remainder(a, b)  # noqa: F821
+    r = remainder(a, b)  # noqa: F821 - as in floor_divide
     fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))  # noqa: F821
     return select(fix, add(r, b), r)  # noqa: F821
 
@@ -514,7 +514,7 @@ def select(pred, on_true, on_false) -> Tensor:
     return dispatch("select", _out(shape, t, names), pred, on_true, on_false)
 
 
-def clip(x, min, max) -> Tensor:  # noqa: A002
+def clip(x, min, max) -> Tensor:
     """Clamps ``x`` to ``[min, max]``; the bounds broadcast to ``x``'s shape."""
     x = to_tensor(x, "x")
     check_kind("clip", "x", x.type, "real")

@@ -24,8 +24,8 @@ import numpy as np
 from .. import shape as S, types as T
 from ..backend import pick
 from ..tensor import Tensor
-from .core import (_axes_of, _out, _scalar_like, as_type, dispatch, non_differentiable,
-                   primitive, register_grad_rule, to_tensor)
+from .core import (_axes_of, _out, _scalar_like, as_type, dispatch, primitive, register_grad_rule,
+                   to_tensor)
 from .creation import full, iota
 from .elementwise import clip, equal, greater_equal, less, logical_and, select
 from .shaping import broadcast, concatenate, new_axis, reshape, transpose
@@ -67,7 +67,7 @@ def _strides(strides, rank, op):
     return S.integers(strides, f"{op}: strides")
 
 
-def slice(x, start_indices, lengths, strides=None) -> Tensor:  # noqa: A001
+def slice(x, start_indices, lengths, strides=None) -> Tensor:
     """``lengths`` elements from ``start_indices`` on, every ``strides``-th one.
 
     Starts may be ints or scalar integer tensors (a dynamic slice). As in Nx, a start is
@@ -90,15 +90,15 @@ def slice(x, start_indices, lengths, strides=None) -> Tensor:  # noqa: A001
     if len(lengths) != x.rank or len(strides) != x.rank:
         raise ValueError(f"slice: expected {x.rank} lengths and strides for shape {x.shape}, "
                          f"got {list(lengths)} and {list(strides)}")
-    for i, (l, st, d) in enumerate(zip(lengths, strides, x.shape)):
-        if l < 0 or l > d:
+    for i, (n, st, d) in enumerate(zip(lengths, strides, x.shape)):
+        if n < 0 or n > d:
             raise ValueError(f"slice: length at axis {i} must be between 0 and the axis size "
-                             f"{d}, got {l}")
+                             f"{d}, got {n}")
         if st < 1:
             raise ValueError(f"slice: stride at axis {i} must be at least 1, got {st}")
-    starts = [builtins.min(builtins.max(s, 0), d - l) if isinstance(s, int) else s
-              for s, l, d in zip(starts, lengths, x.shape)]
-    shape = tuple(-(-l // st) for l, st in zip(lengths, strides))
+    starts = [builtins.min(builtins.max(s, 0), d - n) if isinstance(s, int) else s
+              for s, n, d in zip(starts, lengths, x.shape)]
+    shape = tuple(-(-n // st) for n, st in zip(lengths, strides))
     if builtins.all(isinstance(s, int) for s in starts):
         if shape == x.shape:
             return x
@@ -140,7 +140,8 @@ def put_slice(x, start_indices, update) -> Tensor:
     result type merges both types.
 
     >>> import nxpy as nx
-    >>> nx.put_slice(nx.tensor([[1, 2, 3], [4, 5, 6]]), [1, 1], nx.tensor([[7, 8], [9, 10]])).tolist()
+    >>> x = nx.tensor([[1, 2, 3], [4, 5, 6]])
+    >>> nx.put_slice(x, [1, 1], nx.tensor([[7, 8], [9, 10]])).tolist()
     [[1, 7, 8], [4, 9, 10]]
     """
     x = to_tensor(x, "x")
@@ -179,7 +180,8 @@ def index(x, idx) -> Tensor:
             full_idx.extend([builtins.slice(None)] * (x.rank - n_real))
         else:
             full_idx.append(i)
-    full_idx.extend([builtins.slice(None)] * (x.rank - builtins.sum(1 for i in full_idx if i is not None)))
+    taken = builtins.sum(1 for i in full_idx if i is not None)
+    full_idx.extend([builtins.slice(None)] * (x.rank - taken))
     takes = [(k, i) for k, i in enumerate(i for i in full_idx if i is not None)
              if isinstance(i, Tensor) and i.rank > 0]
     if len(takes) > 1:

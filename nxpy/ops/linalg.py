@@ -126,7 +126,8 @@ def cholesky(tensor) -> Tensor:
     gives NaNs on EXLA (as ``jnp.linalg.cholesky``).
 
     >>> import nxpy as nx
-    >>> [[round(v, 4) for v in r] for r in cholesky(nx.tensor([[20.0, 17.6], [17.6, 16.0]])).tolist()]
+    >>> low = cholesky(nx.tensor([[20.0, 17.6], [17.6, 16.0]]))
+    >>> [[round(v, 4) for v in r] for r in low.tolist()]
     [[4.4721, 0.0], [3.9355, 0.7155]]
     """
     x = to_tensor(tensor, "tensor")
@@ -206,9 +207,9 @@ def lu(tensor, *, eps=1.0e-10):
     _number("lu", "eps", eps)
     f = _floating(x)
     names = _no_names(x.rank)
-    p, l, u = dispatch_multi("lu", [(x.shape, x.type, names), (x.shape, f.type, names),
+    p, low, u = dispatch_multi("lu", [(x.shape, x.type, names), (x.shape, f.type, names),
                                     (x.shape, f.type, names)], f, eps=float(eps))
-    return p, l, u
+    return p, low, u
 
 
 def qr(tensor, *, mode="reduced", eps=1.0e-10):
@@ -221,8 +222,10 @@ def qr(tensor, *, mode="reduced", eps=1.0e-10):
 
     >>> import nxpy as nx
     >>> q, r = qr(nx.tensor([[-3, 2, 1], [0, 1, 1], [0, 0, -1]]))
-    >>> (q + 0.0).tolist(), r.tolist()  # + 0.0: LAPACK leaves some -0.0
-    ([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], [[-3.0, 2.0, 1.0], [0.0, 1.0, 1.0], [0.0, 0.0, -1.0]])
+    >>> (q + 0.0).tolist()  # + 0.0: LAPACK leaves some -0.0
+    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    >>> r.tolist()
+    [[-3.0, 2.0, 1.0], [0.0, 1.0, 1.0], [0.0, 0.0, -1.0]]
     """
     x = to_tensor(tensor, "tensor")
     if mode not in ("reduced", "complete"):
@@ -260,7 +263,8 @@ def eigh(tensor, *, max_iter=1000, eps=1.0e-4):
     _number("eigh", "eps", eps)
     x = _floating(x)
     *batch, n, _ = x.shape
-    w, v = dispatch_multi("eigh", [(tuple(batch) + (n,), to_real_type(x.type), _no_names(x.rank - 1)),
+    w, v = dispatch_multi("eigh", [(tuple(batch) + (n,), to_real_type(x.type),
+                                    _no_names(x.rank - 1)),
                                    (x.shape, x.type, _no_names(x.rank))],
                           x, max_iter=int(max_iter), eps=float(eps))
     return w, v
@@ -307,26 +311,26 @@ def _batch_axes(x: Tensor):
     return list(range(x.rank - 2))
 
 
-def _lu_solve(p, l, u, b, vec):
+def _lu_solve(p, low, u, b, vec):
     """``x`` with ``p l u x = b`` (``b`` a batch of matrices, or of vectors if ``vec``)."""
-    nb = l.rank - 2
+    nb = low.rank - 2
     batch = list(range(nb))
-    pt = as_type(p, l.type)
+    pt = as_type(p, low.type)
     # p^T b: contract p's rows with b's rows
     pb = dot(pt, [nb], batch, b, [nb], batch)
-    y = triangular_solve(l, pb, lower=True)
+    y = triangular_solve(low, pb, lower=True)
     return triangular_solve(u, y, lower=False)
 
 
 def _safe_lu(x: Tensor):
     """LU of ``x`` with zero pivots of ``u`` replaced by ones (so no backend raises), and
     a pred per matrix: whether a pivot was zero (the matrix is singular)."""
-    p, l, u = lu(x)
+    p, low, u = lu(x)
     d = take_diagonal(u)
     zero = E.equal(d, 0)
     singular = R.any(zero, axes=[d.rank - 1])
     fix = multiply(as_type(new_axis(zero, -2), u.type), _eye_like(u))  # ones where d == 0
-    return p, l, add(u, fix), singular
+    return p, low, add(u, fix), singular
 
 
 def _nan_where(singular: Tensor, x: Tensor, extra_axes: int) -> Tensor:
@@ -369,8 +373,8 @@ def solve(a, b) -> Tensor:
 def portable_solve(out, a, b) -> Tensor:
     """``solve`` as a composition: :func:`lu`, ``p^T b``, two triangular solves; NaN for
     the matrices with a zero pivot."""
-    p, l, u, singular = _safe_lu(a)
-    x = _lu_solve(p, l, u, b, b.rank == a.rank - 1)
+    p, low, u, singular = _safe_lu(a)
+    x = _lu_solve(p, low, u, b, b.rank == a.rank - 1)
     return _nan_where(singular, x, x.rank - singular.rank)
 
 
@@ -406,7 +410,8 @@ def determinant(tensor) -> Tensor:
     >>> from nxpy.linalg import determinant
     >>> determinant(nx.tensor([[1, 2], [3, 4]])).tolist()
     -2.0
-    >>> round(determinant(nx.tensor([[1, 0, 0, 0], [0, 1, 2, 3], [0, 1, -2, 3], [0, 7, 8, 9.0]])).tolist(), 4)
+    >>> a = nx.tensor([[1, 0, 0, 0], [0, 1, 2, 3], [0, 1, -2, 3], [0, 7, 8, 9.0]])
+    >>> round(determinant(a).tolist(), 4)
     48.0
     """
     x = to_tensor(tensor, "tensor")
@@ -434,7 +439,7 @@ def determinant(tensor) -> Tensor:
             pos = tp if pos is None else add(pos, tp)
             neg = tn if neg is None else add(neg, tn)
         return _squeeze2(subtract(pos, neg))
-    p, l, u = lu(x)
+    p, low, u = lu(x)
     d = take_diagonal(u)
     is_zero = R.any(E.equal(d, 0), axes=[d.rank - 1])
     # the permutation's parity: perm[i] = the row p takes to i; count inversions
@@ -590,7 +595,8 @@ def least_squares(a, b) -> Tensor:
 
     >>> import nxpy as nx
     >>> from nxpy.linalg import least_squares
-    >>> x = least_squares(nx.tensor([[0, 1], [1, 1], [2, 1], [3, 1]]), nx.tensor([-1, 0.2, 0.9, 2.1]))
+    >>> x = least_squares(nx.tensor([[0, 1], [1, 1], [2, 1], [3, 1]]),
+    ...                   nx.tensor([-1, 0.2, 0.9, 2.1]))
     >>> [round(v, 4) for v in x.tolist()]  # Nx's Jacobi SVD: [0.9966, -0.948]
     [1.0, -0.95]
     """
@@ -667,12 +673,12 @@ def _solve_right_adjoint(r: Tensor, b: Tensor, lower: bool) -> Tensor:
     return triangular_solve(r, b, left_side=False, lower=lower, transform_a="transpose")
 
 
-def _solve_left_adjoint(l: Tensor, b: Tensor, lower: bool) -> Tensor:
+def _solve_left_adjoint(low: Tensor, b: Tensor, lower: bool) -> Tensor:
     """``inv(adjoint(l)) @ b`` for triangular ``l``."""
-    if l.type.is_complex:
-        return conjugate(triangular_solve(conjugate(l), conjugate(b), lower=lower,
+    if low.type.is_complex:
+        return conjugate(triangular_solve(conjugate(low), conjugate(b), lower=lower,
                                           transform_a="transpose"))
-    return triangular_solve(l, b, lower=lower, transform_a="transpose")
+    return triangular_solve(low, b, lower=lower, transform_a="transpose")
 
 
 #: factorizations whose gradient rule does not yet give jax.grad's on complex inputs
@@ -704,11 +710,11 @@ def _jax_convention(rule):
 def _cholesky_grad(ctx, e, xs, out, g):
     # A = L L^H: with P = Phi(L^H g) (the lower triangle, diagonal halved),
     # grad A = sym(L^-H P L^-1) (symmetric, as jax.grad of jnp.linalg.cholesky)
-    l = out
-    p = batch_matmul(adjoint(l), g)
+    low = out
+    p = batch_matmul(adjoint(low), g)
     p = subtract(tril(p), divide(multiply(p, _eye_like(p)), 2))
-    s = _solve_left_adjoint(l, p, True)            # L^-H P
-    s = adjoint(_solve_left_adjoint(l, adjoint(s), True))  # (L^-H (L^-H P)^H)^H = L^-H P L^-1
+    s = _solve_left_adjoint(low, p, True)            # L^-H P
+    s = adjoint(_solve_left_adjoint(low, adjoint(s), True))  # (L^-H (L^-H P)^H)^H = L^-H P L^-1
     return [_sym(s)]
 
 
@@ -764,15 +770,15 @@ def _lu_grad(ctx, e, xs, out, gs):
     # A = P L U, F = L^-1 P^T dA U^-1, dL = L tril_-1(F), dU = triu(F) U:
     # grad A = P L^-H (tril_-1(L^H gL) + triu(gU U^H)) U^-H
     (a,) = xs
-    p, l, u = results(a, out, e)
+    p, low, u = results(a, out, e)
     _, gl, gu = gs
     n = a.shape[-1]
-    m = _identity_of(l, n) * 0
+    m = _identity_of(low, n) * 0
     if gl is not None:
-        m = add(m, tril(batch_matmul(adjoint(l), gl), -1))
+        m = add(m, tril(batch_matmul(adjoint(low), gl), -1))
     if gu is not None:
         m = add(m, triu(batch_matmul(gu, adjoint(u))))
-    y = _solve_left_adjoint(l, m, True)                       # L^-H M (unit diagonal)
+    y = _solve_left_adjoint(low, m, True)                     # L^-H M (unit diagonal)
     y = _solve_right_adjoint(u, y, False)                     # ... U^-H
     return [batch_matmul(as_type(p, y.type), y)]
 
@@ -797,7 +803,8 @@ def _qr_grad(ctx, e, xs, out, gs):
     if gq is not None:
         nm = subtract(nm, batch_matmul(adjoint(q), gq))
     mm = add(triu(nm, 1), tril(adjoint(nm), -1))
-    dg = multiply(real(nm) if nm.type.is_complex else nm, as_type(_identity_of(r, k), to_real_type(nm.type)))
+    dg = multiply(real(nm) if nm.type.is_complex else nm,
+                  as_type(_identity_of(r, k), to_real_type(nm.type)))
     mm = add(mm, dg)
     b = batch_matmul(q, mm)
     if gq is not None:

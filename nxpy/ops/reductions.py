@@ -50,8 +50,8 @@ def _make_reduction(name):
 for _n in REDUCTIONS:
     globals()[_n] = _make_reduction(_n)
 del _n
-all = globals()["all"]  # noqa: A001
-any = globals()["any"]  # noqa: A001
+all = globals()["all"]
+any = globals()["any"]
 
 
 def _arg_reduce(name, x, axis, keep_axis, tie_break, type):

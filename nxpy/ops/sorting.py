@@ -14,7 +14,8 @@ both directions), so every backend gives the same indices.
 ([5, 5], [1, 3])
 >>> nx.cumulative_sum(nx.tensor([1, 2, 3, 4])).tolist()
 [1, 3, 6, 10]
->>> nx.median(nx.tensor([[1, 2, 3], [4, 5, 6]]), axis=1).tolist(), nx.mode(nx.tensor([1, 2, 2, 3])).tolist()
+>>> (nx.median(nx.tensor([[1, 2, 3], [4, 5, 6]]), axis=1).tolist(),
+...  nx.mode(nx.tensor([1, 2, 2, 3])).tolist())
 ([2, 5], 2)
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .creation import full, iota
 from .elementwise import add, divide, equal, max, min, multiply, not_equal, select, subtract
 from .indexing import slice
 from .reductions import argmax, reduce_max, sum
-from .shaping import broadcast, concatenate, pad, reshape, reverse, squeeze
+from .shaping import concatenate, pad, reshape, reverse, squeeze
 
 __all__ = ["sort", "argsort", "top_k", "permute_by_key", "cumulative_sum",
            "cumulative_product", "cumulative_min", "cumulative_max", "median", "mode"]
@@ -76,7 +77,8 @@ def sort(tensor, axis=0, direction="asc", stable=False) -> Tensor:
     >>> import nxpy as nx
     >>> nx.sort(nx.tensor([[3, 1, 7], [2, 5, 4]], names=["x", "y"]), axis="y").tolist()
     [[1, 3, 7], [2, 4, 5]]
-    >>> nx.sort(nx.tensor([float("nan"), float("-inf"), 0.0, float("inf")]), direction="desc").tolist()
+    >>> nx.sort(nx.tensor([float("nan"), float("-inf"), 0.0, float("inf")]),
+    ...         direction="desc").tolist()
     [nan, inf, 0.0, -inf]
     """
     x = _sortable("sort", tensor)

@@ -87,9 +87,9 @@ def host_callback_target(platform: str | None = None) -> str:
     """
     name = platform or requested_platform()
     if name not in _CALLBACK_TARGETS:
-        raise NotImplementedError(f"host callbacks (print_value, hook, runtime_call) inside compiled "
-                                  f"programs are not supported on the {name!r} platform by "
-                                  f"nxpy (jaxlib implements them there with send/recv "
+        raise NotImplementedError(f"host callbacks (print_value, hook, runtime_call) inside "
+                                  f"compiled programs are not supported on the {name!r} "
+                                  f"platform by nxpy (jaxlib implements them there with send/recv "
                                   f"channels); use the Evaluator")
     return _CALLBACK_TARGETS[name]
 

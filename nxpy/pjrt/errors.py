@@ -56,7 +56,7 @@ def _raise_runtime_failure(e, what):
             f"t.sharding, ...) of a copy, or jit without donate_argnums)") from None
     w = lib._state.get("watch")
     if w is None or isinstance(e, DistributedError):
-        raise  # noqa: PLE0704 - e, the exception being handled
+        raise  # e, the exception being handled
     transport = bool(_TRANSPORT.search(str(e)))
     if w.wait_lost(5.0 if transport else 0.0):
         raise ProcessLostError() from None
@@ -65,7 +65,7 @@ def _raise_runtime_failure(e, what):
             f"process {process_index()}: {what} failed in the collectives between "
             f"processes ({_first_line(e)}), and no process is known to be lost: check the "
             f"network between the hosts and the other processes' output") from None
-    raise  # noqa: PLE0704
+    raise
 
 
 raise_runtime_failure = _raise_runtime_failure  # for the callers' own hot paths
@@ -81,7 +81,7 @@ def _compiling(module_text):
             yield
     except ProcessLostError:
         raise
-    except Exception as e:  # noqa: BLE001 - XLA's own error text, with the module
+    except Exception as e:  # XLA's own error text, with the module
         raise CompileError(f"XLA could not compile the module nxpy emitted: {e}\n\n"
                            f"{module_text}") from None
 

@@ -25,10 +25,12 @@ def check_versions(jax_version: str, jaxlib_version: str) -> None:
     :data:`SUPPORTED`.
 
     >>> check_versions("0.12.0.1", "0.12.0.1")
-    >>> check_versions("0.9.2", "0.9.2")
+    >>> check_versions("0.9.2", "0.9.2")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ImportError: nxpy's EXLA compiler needs jax and jaxlib >=0.10.2,<0.13, found jax 0.9.2 and jaxlib 0.9.2: pip install 'jax>=0.10.2,<0.13' 'jaxlib>=0.10.2,<0.13' (the same release of both)
+    ImportError: nxpy's EXLA compiler needs jax and jaxlib >=0.10.2,<0.13, found jax 0.9.2
+    and jaxlib 0.9.2: pip install 'jax>=0.10.2,<0.13' 'jaxlib>=0.10.2,<0.13' (the same
+    release of both)
     """
     lo, hi = SUPPORTED
     ok = all(lo <= _version(v) < hi for v in (jax_version, jaxlib_version)) and \

@@ -31,7 +31,8 @@ def _outline(module) -> str:
                 types = ", ".join(map(str, o.result_types))
                 lines.append(f"{indent}{res + ' = ' if res else ''}{o.name}"
                              f"({', '.join(map(str, o.operands))})"
-                             f"{' ' + repr(attrs) if attrs else ''}{' : ' + types if types else ''}")
+                             f"{' ' + repr(attrs) if attrs else ''}"
+                             f"{' : ' + types if types else ''}")
                 for r in o.regions:
                     ops(r, indent + "  ")
 

@@ -134,7 +134,8 @@ def _element(v, dtype: np.dtype):
             return complex(_element(v[0], half), _element(v[1], half))
         if isinstance(v, Hex):  # the raw bits: real part in the low half
             bits = dtype.itemsize * 4
-            return complex(_bits_to(int(v) & ((1 << bits) - 1), half), _bits_to(int(v) >> bits, half))
+            return complex(_bits_to(int(v) & ((1 << bits) - 1), half),
+                           _bits_to(int(v) >> bits, half))
         return v
     if isinstance(v, Hex) and dtype.kind in "fV":
         return _bits_to(int(v), dtype)
@@ -152,7 +153,8 @@ def dense_elements(lit: DenseLiteral, ty) -> DenseElements:
     >>> from nxpy.stablehlo.syntax import TensorType, ScalarType
     >>> dense_elements(DenseLiteral("0x0000803F"), TensorType((2,), ScalarType("f32"))).tolist()
     [1.0, 1.0]
-    >>> dense_elements(DenseLiteral([[0, 1], [2, 3]]), TensorType((2, 2), ScalarType("i64"))).tolist()
+    >>> dense_elements(DenseLiteral([[0, 1], [2, 3]]),
+    ...                TensorType((2, 2), ScalarType("i64"))).tolist()
     [[0, 1], [2, 3]]
     """
     if not isinstance(ty, TensorType):
@@ -306,7 +308,8 @@ def sharding_of(entries) -> Sharding:
     extra = {}
     for e in entries[2:]:
         segs = e.segments(EQ)
-        if len(segs) == 2 and len(segs[0]) == 1 and len(segs[1]) == 1 and isinstance(segs[1][0], Brace):
+        if (len(segs) == 2 and len(segs[0]) == 1 and len(segs[1]) == 1
+                and isinstance(segs[1][0], Brace)):
             extra[str(segs[0][0])] = tuple(str(k) for k, _ in segs[1][0].items)
     return Sharding(mesh, dims, extra.get("replicated", ()), extra.get("unreduced", ()))
 
@@ -438,7 +441,8 @@ def decode_dialect(name: str, entries) -> object:
     if "." not in name and len(entries) == 1 and len(entries[0]) == 2 and all(
             isinstance(a, Word) for a in entries[0]):
         return EnumAttr(entries[0][1], name, str(entries[0][0]))
-    if "." in name and len(entries) == 1 and len(entries[0]) == 1 and isinstance(entries[0][0], Word):
+    if ("." in name and len(entries) == 1 and len(entries[0]) == 1
+            and isinstance(entries[0][0], Word)):
         dialect, kind = name.split(".", 1)
         return EnumAttr(entries[0][0], dialect, kind)
     params, args = _params(entries)
@@ -803,8 +807,8 @@ def _reduce(form):
         scalars = [TensorType((), t.element) for t in ot[n:]]
         lhs = [BlockArg(f"%lhs{i}", t) for i, t in enumerate(scalars)]
         rhs = [BlockArg(f"%rhs{i}", t) for i, t in enumerate(scalars)]
-        ops = [Op(str(body_op), [Use(l.name), Use(r.name)], [f"%r{i}"], {}, [], [l.type, r.type],
-                  [l.type], form="custom") for i, (l, r) in enumerate(zip(lhs, rhs))]
+        ops = [Op(str(body_op), [Use(a.name), Use(b.name)], [f"%r{i}"], {}, [], [a.type, b.type],
+                  [a.type], form="custom") for i, (a, b) in enumerate(zip(lhs, rhs))]
         ops.append(Op("stablehlo.return", [Use(f"%r{i}") for i in range(n)], [], {}, [],
                       list(scalars), [], form="custom"))
         region = Region([Block(lhs + rhs, ops)])

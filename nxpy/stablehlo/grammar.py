@@ -147,4 +147,4 @@ COMMENT: /\/\/[^\n]*/
 %import common.WS
 %ignore WS
 %ignore COMMENT
-"""
+"""  # noqa: E501 - a lark rule is one line (it continues only at a "|")

@@ -16,7 +16,8 @@ elementwise families, a function per structural op). An op nxpy cannot express r
 ... func.func @main(%x: tensor<3xf32>) -> tensor<f32> {
 ...   %c = stablehlo.constant dense<0.0> : tensor<f32>
 ...   %e = stablehlo.exponential %x : tensor<3xf32>
-...   %s = stablehlo.reduce(%e init: %c) applies stablehlo.add across dimensions = [0] : (tensor<3xf32>, tensor<f32>) -> tensor<f32>
+...   %s = stablehlo.reduce(%e init: %c) applies stablehlo.add across dimensions = [0]
+...        : (tensor<3xf32>, tensor<f32>) -> tensor<f32>
 ...   return %s : tensor<f32>
 ... }''')
 >>> round(prog(nx.tensor([0.0, 0.0, 0.0])).tolist(), 3)

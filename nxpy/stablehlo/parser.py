@@ -15,10 +15,12 @@ offending line with a caret.
 ... }''')
 >>> m.name, m.main.name, [o.name for o in m.main.body.ops]
 ('m', 'main', ['stablehlo.multiply', 'func.return'])
->>> parse("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %a : tensor<2xf32>\n")
+>>> parse("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+...       "  return %a : tensor<2xf32>\n")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-nxpy.stablehlo.parser.StableHLOSyntaxError: line 2, column 28: unexpected end of input; expected ',', '->', 'loc', '}', a block label (^bb0), an identifier or an op
+nxpy.stablehlo.parser.StableHLOSyntaxError: line 2, column 28: unexpected end of input;
+expected ',', '->', 'loc', '}', a block label (^bb0), an identifier or an op
 >>> try:
 ...     parse("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %a tensor<2xf32>\n}")
 ... except StableHLOSyntaxError as e:
@@ -583,7 +585,7 @@ def _accepted(e) -> set:
     if ip is not None:
         try:
             return set(ip.accepts())
-        except Exception:  # noqa: BLE001 - fall back to lark's own list
+        except Exception:  # fall back to lark's own list
             pass
     return set(getattr(e, "expected", None) or getattr(e, "allowed", None) or ())
 

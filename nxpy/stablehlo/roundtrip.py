@@ -123,7 +123,7 @@ def compare_per_device(expected, got, where="result"):
 def _load(text):
     try:
         return load(text, check=False)  # it runs at once: that checks it
-    except Exception as err:  # noqa: BLE001 - reported with the module
+    except Exception as err:  # reported with the module
         raise RoundTripError(f"the module nxpy compiled does not load back: "
                              f"{type(err).__name__}: {err}\n--- module ---\n{text}") from err
 
@@ -145,7 +145,7 @@ def _check(text, checks, run_args, per_device=False):
             for who, f in (("original", original), ("loaded", loaded)):
                 try:
                     results.append(f(run_args))
-                except Exception as err:  # noqa: BLE001
+                except Exception as err:
                     raise RoundTripError(f"the {who} program failed on {path}: "
                                          f"{type(err).__name__}: {err}\n--- module ---\n"
                                          f"{text}") from err
@@ -207,7 +207,7 @@ def _checked_compile_sharded(orig):
             try:
                 exla = prog.shard_jit("exla", mesh=mesh)
                 evaluator = prog.shard_jit("evaluator", mesh=mesh, backend="numpy")
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 raise RoundTripError(f"the loaded module cannot be set up for shard_jit: "
                                      f"{err}\n--- module ---\n{text}") from err
             on_evaluator, _ = Evaluator().compile_sharded(graph, mesh, in_shardings,

@@ -374,7 +374,8 @@ def _broadcast_in_dim(scope, op, x):
     if fact is not None and fact[0] == "constant" and shape == ():
         scope.known[op.results[0]] = fact
     elif fact is not None and fact[0] == "iota" and x.shape[fact[1]] == shape[dims[fact[1]]]:
-        scope.known[op.results[0]] = ("iota", dims[fact[1]])  # a broadcast iota counts along its dim
+        # a broadcast iota counts along its dim
+        scope.known[op.results[0]] = ("iota", dims[fact[1]])
     return nx.broadcast(x, shape, axes=dims)
 
 
@@ -421,7 +422,8 @@ def _dynamic_update_slice(scope, op, x, update, *starts):
 @register_op("stablehlo.pad")
 def _pad(scope, op, x, value):
     a = op.attributes
-    cfg = list(zip((int(v) for v in a["edge_padding_low"]), (int(v) for v in a["edge_padding_high"]),
+    cfg = list(zip((int(v) for v in a["edge_padding_low"]),
+                   (int(v) for v in a["edge_padding_high"]),
                    (int(v) for v in a["interior_padding"])))
     return nx.pad(x, value, cfg)
 
@@ -486,7 +488,8 @@ def binary_body(region: Region):
 #: reducer op → (nxpy reduction, its identity as a function of the type); per kind of type
 REDUCTIONS = {
     "stablehlo.add": ("sum", lambda t: 0), "stablehlo.multiply": ("product", lambda t: 1),
-    "stablehlo.maximum": ("reduce_max", T.min_value), "stablehlo.minimum": ("reduce_min", T.max_value),
+    "stablehlo.maximum": ("reduce_max", T.min_value),
+    "stablehlo.minimum": ("reduce_min", T.max_value),
 }
 _PRED_REDUCTIONS = {
     "stablehlo.and": ("all", lambda t: True), "stablehlo.or": ("any", lambda t: False),
@@ -538,8 +541,10 @@ def _reduce_one(scope, op, x, init, axes, body):
 
 def _probe(scope, body, vt, it, a, b):
     """Runs the two-operand reducer ``body`` eagerly on ``(value, index)`` pairs."""
-    sub_vals = [nx.tensor(a[0], type=vt, backend="numpy"), nx.tensor(a[1], type=it, backend="numpy"),
-                nx.tensor(b[0], type=vt, backend="numpy"), nx.tensor(b[1], type=it, backend="numpy")]
+    sub_vals = [nx.tensor(a[0], type=vt, backend="numpy"),
+                nx.tensor(a[1], type=it, backend="numpy"),
+                nx.tensor(b[0], type=vt, backend="numpy"),
+                nx.tensor(b[1], type=it, backend="numpy")]
     v, i = scope.run_region(body, sub_vals, eager=True)
     return v.to_numpy().item(), int(i.to_numpy())
 
@@ -547,7 +552,8 @@ def _probe(scope, body, vt, it, a, b):
 def _classify_arg_reduce(scope, body, vt, it):
     """``("argmax" | "argmin", "low" | "high")`` if ``body`` behaves as nxpy's argmax or
     argmin reducer on (value, index) pairs (NaN counts as the largest / smallest), else None."""
-    probe = lambda a, b: _probe(scope, body, vt, it, a, b)  # noqa: E731
+    def probe(a, b):
+        return _probe(scope, body, vt, it, a, b)
     lo, hi = (0, 1) if vt.is_pred else (1, 2)
     v, i = probe((lo, 0), (hi, 1))
     kind = "argmax" if (v, i) == (hi, 1) else "argmin" if (v, i) == (lo, 0) else None

@@ -13,7 +13,8 @@ without the NumPy backend's clean-up of tiny parts.
 >>> from nxpy.stablehlo import load
 >>> prog = load('''
 ... func.func @main(%x: tensor<4xcomplex<f32>>) -> tensor<4xf32> {
-...   %0 = stablehlo.fft %x, type = FFT, length = [4] : (tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>>
+...   %0 = stablehlo.fft %x, type = FFT, length = [4]
+...        : (tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>>
 ...   %1 = stablehlo.real %0 : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
 ...   return %1 : tensor<4xf32>
 ... }''')

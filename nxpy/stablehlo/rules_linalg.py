@@ -98,8 +98,8 @@ def _potrf(scope, op, cfg, a):
 def _trsm(scope, op, cfg, a, b):
     lower = cfg.get("uplo", "L") == "L"
     if cfg.get("diag", "N") == "U":  # unit diagonal: LAPACK does not read it
-        a = nx.select(nx.equal(nx.iota(a.shape, axis=a.rank - 2), nx.iota(a.shape, axis=a.rank - 1)),
-                      nx.full((), 1, type=a.type), a)
+        diagonal = nx.equal(nx.iota(a.shape, axis=a.rank - 2), nx.iota(a.shape, axis=a.rank - 1))
+        a = nx.select(diagonal, nx.full((), 1, type=a.type), a)
     trans = cfg.get("trans_x", "N")
     if trans == "C":
         a = nx.conjugate(a) if a.type.is_complex else a
@@ -123,8 +123,8 @@ def _getrf(scope, op, cfg, a):
     if a.shape[-1] != a.shape[-2]:
         _fail(op, scope, f"getrf of a non-square matrix {a.shape} (nxpy's lu takes square "
                          f"matrices)", unsupported=True)
-    p, l, u = L.lu(a)
-    packed = nx.add(nx.tril(l, -1), u)
+    p, low, u = L.lu(a)
+    packed = nx.add(nx.tril(low, -1), u)
     r = p.rank
     perm = nx.argmax(nx.real(p) if p.type.is_complex else p, axis=r - 2)  # p[perm[c], c] = 1
     k = rtype(op, 1)[0][-1]

@@ -152,7 +152,8 @@ def _cumulative_form(scope, op, x, init):
     if name is None or not _is_identity(scope, op.operands[1], identity):
         return None
     window = [int(v) for v in a["window_dimensions"]]
-    ones = lambda key: all(int(v) == 1 for v in a.get(key, [1] * r))  # noqa: E731
+    def ones(key):
+        return all(int(v) == 1 for v in a.get(key, [1] * r))
     if not (ones("window_strides") and ones("base_dilations") and ones("window_dilations")):
         return None
     pad = a.get("padding")

@@ -451,8 +451,10 @@ class ReplicaGroupMeshAxes:
 
     >>> print(ReplicaGroupMeshAxes("mesh_0", [AxisRef("y")]))
     #stablehlo.replica_group_mesh_axes<mesh = @mesh_0, axes = [#stablehlo.axis_ref<name = "y">]>
-    >>> print(ReplicaGroupMeshAxes(Mesh(None, [("x", 2)], [1, 0]), []))
-    #stablehlo.replica_group_mesh_axes<mesh = #stablehlo.mesh<axes = [<name = "x", size = 2>], device_ids = dense<[1, 0]> : tensor<2xi64>>, axes = []>
+    >>> inline = Mesh(None, [("x", 2)], [1, 0])
+    >>> print(ReplicaGroupMeshAxes(inline, []))  # doctest: +NORMALIZE_WHITESPACE
+    #stablehlo.replica_group_mesh_axes<mesh = #stablehlo.mesh<axes = [<name = "x", size = 2>],
+    device_ids = dense<[1, 0]> : tensor<2xi64>>, axes = []>
     """
     mesh: object
     axes: list

@@ -75,10 +75,12 @@ def check(case: Case, target) -> None:
     got = run(case, target)
     assert len(got) == len(want), f"{case.id}: {len(got)} results, expected {len(want)}"
     for i, ((g, gt, gs), (w, wt, ws)) in enumerate(zip(got, want)):
-        assert (gt, gs) == (wt, ws), f"{case.id} result {i}: {gt}{list(gs)}, expected {wt}{list(ws)}"
+        assert (gt, gs) == (wt, ws), (f"{case.id} result {i}: {gt}{list(gs)}, "
+                                      f"expected {wt}{list(ws)}")
         if case.tol:
-            np.testing.assert_allclose(g.astype(np.complex128 if g.dtype.kind == "c" else np.float64),
-                                       w.astype(np.complex128 if w.dtype.kind == "c" else np.float64),
+            def wide(v):
+                return v.astype(np.complex128 if v.dtype.kind == "c" else np.float64)
+            np.testing.assert_allclose(wide(g), wide(w),
                                        rtol=case.tol, atol=case.tol, equal_nan=True,
                                        err_msg=f"{case.id} result {i}")
         else:

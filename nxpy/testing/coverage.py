@@ -86,7 +86,8 @@ GAPS = {
         "a per-device op of shard_map bodies: no global layout to propagate":
             tuple(c for c in _COLLECTIVES if c != "all_gather"),
         "a body or several results: its results are replicated": (
-            "cond", "while", "shard_map", "custom_grad", "checkpoint", "optimization_barrier", "runtime_call"),
+            "cond", "while", "shard_map", "custom_grad", "checkpoint", "optimization_barrier",
+            "runtime_call"),
         "no tensor operand: replicated": _CREATION,
         "a program's input: laid out by in_shardings": ("parameter",),
         "no rule yet: a result computed by it is replicated unless out_shardings says "

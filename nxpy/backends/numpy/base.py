@@ -350,24 +350,26 @@ class BaseKernels(Backend):
         a = x.data
         lo_pos = [max(lo, 0) for lo, _, _ in config]
         inner = [d + max(d - 1, 0) * it for d, (_, _, it) in zip(a.shape, config)]
-        big = [l + n + max(hi, 0) for l, n, (_, hi, _) in zip(lo_pos, inner, config)]
+        big = [lo + n + max(hi, 0) for lo, n, (_, hi, _) in zip(lo_pos, inner, config)]
         res = np.full(big, value.data, dtype=out.type.dtype)
-        res[tuple(slice(l, l + n, it + 1) for l, n, (_, _, it) in zip(lo_pos, inner, config))] = a
+        res[tuple(slice(lo, lo + n, it + 1)
+                  for lo, n, (_, _, it) in zip(lo_pos, inner, config))] = a
         crop = tuple(slice(-min(lo, 0), b - (-min(hi, 0))) for b, (lo, hi, _) in zip(big, config))
         return self._wrap(out, res[crop])
 
     def slice(self, out, x, start_indices, lengths, strides):
-        idx = tuple(slice(s, s + l, st) for s, l, st in zip(start_indices, lengths, strides))
+        idx = tuple(slice(s, s + n, st) for s, n, st in zip(start_indices, lengths, strides))
         return self._wrap(out, x.data[idx])
 
     def dynamic_slice(self, out, x, starts, lengths, strides):
-        s = [min(max(int(t.data), 0), d - l) for t, d, l in zip(starts, x.shape, lengths)]
+        s = [min(max(int(t.data), 0), d - n) for t, d, n in zip(starts, x.shape, lengths)]
         return self.slice(out, x, s, lengths, strides)
 
     def put_slice(self, out, x, starts, update):
         s = [min(max(int(t.data), 0), d - u) for t, d, u in zip(starts, x.shape, update.shape)]
         res = convert(x.data, out.type).copy()
-        res[tuple(slice(a, a + u) for a, u in zip(s, update.shape))] = convert(update.data, out.type)
+        res[tuple(slice(a, a + u) for a, u in zip(s, update.shape))] = convert(update.data,
+                                                                               out.type)
         return self._wrap(out, res)
 
     def concatenate(self, out, tensors, axis):
@@ -463,7 +465,8 @@ class BaseKernels(Backend):
             return self._wrap(out, f(v, axis=tuple(range(n, 2 * n))))
 
     def window_sum(self, out, x, window_dimensions, strides, padding, window_dilations):
-        return self._window(out, x, window_dimensions, strides, padding, window_dilations, 0, np.sum)
+        return self._window(out, x, window_dimensions, strides, padding, window_dilations, 0,
+                            np.sum)
 
     def window_max(self, out, x, window_dimensions, strides, padding, window_dilations):
         return self._window(out, x, window_dimensions, strides, padding, window_dilations,

@@ -61,9 +61,9 @@ def lu_factor(a: np.ndarray):
         upd = np.where(nz[:, None, None], m[:, :, None] * flat[:, k, None, k + 1:], 0)
         flat[:, k + 1:, k + 1:] -= upd
     eye = np.eye(n, dtype=a.dtype)
-    l = np.tril(flat, -1) + eye
+    low = np.tril(flat, -1) + eye
     u = np.triu(flat)
-    return perm, l.reshape(a.shape), u.reshape(a.shape)
+    return perm, low.reshape(a.shape), u.reshape(a.shape)
 
 
 def solve_triangular(a, b, lower: bool, unit: bool = False):
@@ -78,7 +78,8 @@ def solve_triangular(a, b, lower: bool, unit: bool = False):
             if lower:
                 acc = b[..., i, :] - np.einsum("...j,...jk->...k", a[..., i, :i], x[..., :i, :])
             else:
-                acc = b[..., i, :] - np.einsum("...j,...jk->...k", a[..., i, i + 1:], x[..., i + 1:, :])
+                acc = b[..., i, :] - np.einsum("...j,...jk->...k", a[..., i, i + 1:],
+                                               x[..., i + 1:, :])
             x[..., i, :] = acc if unit else acc / a[..., i, i, None]
     return x
 
@@ -96,14 +97,14 @@ class LinalgKernels:
             return self._wrap(out, np.zeros(a.shape, a.dtype))
         try:
             with np.errstate(all="ignore"):
-                l = np.linalg.cholesky(a)  # reads the lower triangle only
+                low = np.linalg.cholesky(a)  # reads the lower triangle only
         except np.linalg.LinAlgError:
             raise ValueError("cholesky: the matrix is not positive definite (Nx's default "
                              "backend raises here; compiled programs give NaNs)") from None
-        if not np.isfinite(l).all():
+        if not np.isfinite(low).all():
             raise ValueError("cholesky: the matrix is not positive definite (it holds NaN "
                              "or infinite values)")
-        return self._wrap(out, l)
+        return self._wrap(out, low)
 
     def triangular_solve(self, out, a, b, left_side, lower, transform_a):
         am, bm = _compute(a.data), _compute(b.data)
@@ -155,12 +156,12 @@ class LinalgKernels:
         a = _compute(x.data)
         p_out, l_out, u_out = outs
         n = a.shape[-1]
-        perm, l, u = lu_factor(a)
+        perm, low, u = lu_factor(a)
         p = np.zeros(a.shape, np.float64)
         # a[perm] = l u, so a = p l u with p[perm[i], i] = 1
         np.put_along_axis(p, perm[..., :, None], 1.0, axis=-1) if n else None
         p = np.swapaxes(p, -1, -2)
-        return [self._wrap(p_out, convert(p, p_out.type)), self._wrap(l_out, l),
+        return [self._wrap(p_out, convert(p, p_out.type)), self._wrap(l_out, low),
                 self._wrap(u_out, u)]
 
     def qr(self, outs, x, mode, eps):

@@ -6,7 +6,7 @@
 module @nxpy attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<2xf32>) -> (tensor<2xf32>) {
     %1 = "stablehlo.constant"() <{value = dense<"0x0000803F"> : tensor<f32>}> : () -> tensor<f32>
-    %2 = "stablehlo.broadcast_in_dim"(%1) <{broadcast_dimensions = array<i64>}> : (tensor<f32>) -> tensor<2xf32>
+    %2 = "stablehlo.broadcast_in_dim"(%1) <{broadcast_dimensions = array<i64>}> : ...
     %3 = "stablehlo.add"(%arg0, %2) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
     return %3 : tensor<2xf32>
   }

@@ -178,7 +178,8 @@ class ExlaBackend(Backend):
                     return EXPR.multi(op, [(o.shape, o.type, None) for o in out], *a, **attrs)
                 return EXPR.node(op, Tensor(None, out.shape, out.type), *a, **attrs)
             graph = trace_fn(one_op, templates)
-            run = put_bounded(self._programs, key, ExlaCompiler().compile(graph, {"device_id": dev}),
+            run = put_bounded(self._programs, key,
+                              ExlaCompiler().compile(graph, {"device_id": dev}),
                               PROCESS_FACTOR * program_cache_size())
         return run
 

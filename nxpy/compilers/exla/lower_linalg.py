@@ -425,9 +425,9 @@ def _lu(c: Ctx, e: Expr, x: Val):
     rows = c.op("stablehlo.iota", [], (ps, T.S32), {"iota_dimension": f"{len(ps) - 2} : i64"})
     pb = c.bcast(perm, ps, dims=tuple(range(nb)) + (len(ps) - 1,))
     p = c.convert(c.compare(pb, rows, "EQ"), pt)
-    l = c.binop("stablehlo.add", _tri(c, f, True, -1), _identity(c, ls, ct))
+    low = c.binop("stablehlo.add", _tri(c, f, True, -1), _identity(c, ls, ct))
     u = _tri(c, f, False)
-    return [p, c.convert(l, lt), c.convert(u, ut)]
+    return [p, c.convert(low, lt), c.convert(u, ut)]
 
 
 def _permute_rows(b, perm):

@@ -107,7 +107,7 @@ def _window_scatter(c: Ctx, e: Expr, x, source, init):
             "edge_padding_low": i64_array([lo for lo, _ in pads]),
             "edge_padding_high": i64_array([hi for _, hi in pads]),
             "interior_padding": i64_array([0] * len(pads))})
-    select = c.scalar_region(m, 1, lambda s, l, r: [s.compare(l[0], r[0], direction)])
+    select = c.scalar_region(m, 1, lambda s, lhs, rhs: [s.compare(lhs[0], rhs[0], direction)])
     scatter = reducer_region(c, "stablehlo.add", m)
     r = c.op("stablehlo.select_and_scatter", [x, source, init], (x.shape, m), {
         "padding": dense_i64([(0, 0)] * len(shape)),

@@ -348,7 +348,8 @@ def _logical_not(c: Ctx, e: Expr, x: Val):
 
 BINARY_HLO = {
     "add": "stablehlo.add", "subtract": "stablehlo.subtract", "multiply": "stablehlo.multiply",
-    "divide": "stablehlo.divide", "quotient": "stablehlo.divide", "remainder": "stablehlo.remainder",
+    "divide": "stablehlo.divide", "quotient": "stablehlo.divide",
+    "remainder": "stablehlo.remainder",
     "pow": "stablehlo.power", "atan2": "stablehlo.atan2", "min": "stablehlo.minimum",
     "max": "stablehlo.maximum", "bitwise_and": "stablehlo.and", "bitwise_or": "stablehlo.or",
     "bitwise_xor": "stablehlo.xor", "left_shift": "stablehlo.shift_left",
@@ -367,7 +368,8 @@ def _binary_rule(op):
         if kind == "logical":
             a, b = c.convert(a, I1), c.convert(b, I1)
         if op == "right_shift":
-            name = "stablehlo.shift_right_arithmetic" if t.kind == "s" else "stablehlo.shift_right_logical"
+            name = ("stablehlo.shift_right_arithmetic" if t.kind == "s"
+                    else "stablehlo.shift_right_logical")
             return c.binop(name, a, b)
         if op == "pow" and t.is_int:
             return _int_pow(c, a, b)
@@ -380,8 +382,10 @@ def _int_pow(c: Ctx, a: Val, b: Val) -> Val:
     ``stablehlo.power`` only honours the low bits of an integer exponent. Negative
     exponents give 0 unless ``|a| == 1`` (the NumPy backend's rule)."""
     t, shape = a.type, a.shape
-    k = lambda v: c.const(v, t, shape)  # noqa: E731
-    has_bit = lambda v, bit: c.compare(c.binop("stablehlo.and", v, k(bit)), k(0), "NE")  # noqa: E731
+    def k(v):
+        return c.const(v, t, shape)
+    def has_bit(v, bit):
+        return c.compare(c.binop("stablehlo.and", v, k(bit)), k(0), "NE")
     signed = t.kind == "s"
     neg = c.compare(b, k(0), "LT") if signed else None
     e = c.select(neg, k(0), b) if signed else b
@@ -406,7 +410,8 @@ for _op in BINARY:
 @register_lowering("select")
 def _select(c: Ctx, e: Expr, p: Val, a: Val, b: Val):
     p = c.bcast(c.convert(p, I1), e.shape)
-    return c.select(p, c.bcast(c.convert(a, e.type), e.shape), c.bcast(c.convert(b, e.type), e.shape))
+    return c.select(p, c.bcast(c.convert(a, e.type), e.shape),
+                    c.bcast(c.convert(b, e.type), e.shape))
 
 
 @register_lowering("clip")
@@ -523,14 +528,14 @@ def _pad(c: Ctx, e: Expr, x: Val, v: Val):
     cfg = e.attrs["config"]
     return c.op("stablehlo.pad", [x, v], out_of(e), {
         "edge_padding_high": i64_array([h for _, h, _ in cfg]),
-        "edge_padding_low": i64_array([l for l, _, _ in cfg]),
+        "edge_padding_low": i64_array([lo for lo, _, _ in cfg]),
         "interior_padding": i64_array([i for _, _, i in cfg])})
 
 
 def _static_slice(c, x, starts, lengths, strides, out):
     return c.op("stablehlo.slice", [x], out, {
         "start_indices": i64_array(starts),
-        "limit_indices": i64_array([s + l for s, l in zip(starts, lengths)]),
+        "limit_indices": i64_array([s + n for s, n in zip(starts, lengths)]),
         "strides": i64_array(strides)})
 
 
@@ -572,7 +577,7 @@ _REDUCERS = {"sum": ("stablehlo.add", lambda t: 0), "product": ("stablehlo.multi
 
 
 def reducer_region(c: Ctx, op_name: str, t: T.Type) -> str:
-    return c.scalar_region(t, 1, lambda sub, l, r: [sub.binop(op_name, l[0], r[0])])
+    return c.scalar_region(t, 1, lambda sub, lhs, rhs: [sub.binop(op_name, lhs[0], rhs[0])])
 
 
 @register_lowering(*_REDUCERS)
@@ -624,17 +629,22 @@ def _arg_reduce(c: Ctx, e: Expr, x: Val):
 def _dot(c: Ctx, e: Expr, a: Val, b: Val):
     at = e.attrs
     a, b = c.convert(a, e.type), c.convert(b, e.type)
-    fields = [("lhs_batching_dimensions", at["batch_a"]), ("rhs_batching_dimensions", at["batch_b"]),
+    fields = [("lhs_batching_dimensions", at["batch_a"]),
+              ("rhs_batching_dimensions", at["batch_b"]),
               ("lhs_contracting_dimensions", at["contract_a"]),
               ("rhs_contracting_dimensions", at["contract_b"])]
     dn = ", ".join(f"{k} = [{', '.join(str(i) for i in v)}]" for k, v in fields if v)
-    return c.op("stablehlo.dot_general", [a, b], out_of(e), {"dot_dimension_numbers": f"#stablehlo.dot<{dn}>"})
+    return c.op("stablehlo.dot_general", [a, b], out_of(e),
+                {"dot_dimension_numbers": f"#stablehlo.dot<{dn}>"})
 
 
 @register_lowering("window_sum", "window_max")
 def _window(c: Ctx, e: Expr, x: Val):
     at = e.attrs
-    name, init = ("stablehlo.add", 0) if e.op == "window_sum" else ("stablehlo.maximum", T.min_value(e.type))
+    if e.op == "window_sum":
+        name, init = "stablehlo.add", 0
+    else:
+        name, init = "stablehlo.maximum", T.min_value(e.type)
     x = c.convert(x, e.type)
     return c.op("stablehlo.reduce_window", [x, c.const(init, e.type)], out_of(e), {
         "padding": dense_i64(at["padding"]) if at["padding"] else "dense<> : tensor<0x2xi64>",
@@ -716,7 +726,8 @@ def donation_aliases(graph: Fn, in_shardings=None, out_shardings=None) -> dict:
         else:
             unusable.append(f"{p.type}{list(p.shape)}")
     if unusable:
-        warnings.warn(f"{graph.where or 'a function'}: some donated arguments could not be reused, no result has their shape "
+        warnings.warn(f"{graph.where or 'a function'}: some donated arguments could not be "
+                      f"reused, no result has their shape "
                       f"and type{' and sharding' if in_shardings is not None else ''}: "
                       f"{', '.join(unusable)}", UserWarning, stacklevel=2)
     return alias

@@ -4,7 +4,8 @@ Ops are written in MLIR's generic form (``"stablehlo.add"(%a, %b) : (...) -> ...
 the most version-stable spelling.
 
 >>> from nxpy.types import parse
->>> tensor_type((2, 3), parse("f32")), tensor_type((), parse("pred")), tensor_type((4,), parse("c64"))
+>>> (tensor_type((2, 3), parse("f32")), tensor_type((), parse("pred")),
+...  tensor_type((4,), parse("c64")))
 ('tensor<2x3xf32>', 'tensor<i1>', 'tensor<4xcomplex<f32>>')
 """
 from __future__ import annotations
@@ -70,7 +71,9 @@ def dense(value, t: T.Type) -> str:
 
 
 def i64_array(values) -> str:
-    return "array<i64" + (": " + ", ".join(str(int(v)) for v in values) if len(values) else "") + ">"
+    if not len(values):
+        return "array<i64>"
+    return "array<i64: " + ", ".join(str(int(v)) for v in values) + ">"
 
 
 def dense_i64(rows) -> str:
@@ -182,8 +185,8 @@ class Builder:
         ret = ('"stablehlo.return"(' + ", ".join(v.name for v in rets) + ") : (" +
                ", ".join(v.ty for v in rets) + ") -> ()")
         body = "\n".join(child.lines)
-        return ("{\n" + (child.indent + head + "\n" if head else "") + body + ("\n" if body else "") +
-                child.indent + ret + "\n" + self.indent + "}")
+        return ("{\n" + (child.indent + head + "\n" if head else "") + body
+                + ("\n" if body else "") + child.indent + ret + "\n" + self.indent + "}")
 
     def text(self) -> str:
         return "\n".join(self.lines)

@@ -226,7 +226,8 @@ def _reducer(c: Ctx, op, t):
 def _all_reduce(c: Ctx, e, x: Val):
     a = e.attrs
     return c.op("stablehlo.all_reduce", [x], (e.shape, e.type),
-                {**_common(a), "use_global_device_ids": "unit"}, [_reducer(c, a["reduction"], e.type)])
+                {**_common(a), "use_global_device_ids": "unit"},
+                [_reducer(c, a["reduction"], e.type)])
 
 
 @register_lowering("reduce_scatter")
@@ -280,7 +281,8 @@ def axis_index_val(c: Ctx, axes) -> Val:
         for b in range(a + 1, len(mesh.shape)):
             later *= mesh.shape[b]
         coord = c.binop("stablehlo.remainder",
-                        c.binop("stablehlo.divide", pid, c.const(later, u32)), c.const(mesh.shape[a], u32))
+                        c.binop("stablehlo.divide", pid, c.const(later, u32)),
+                        c.const(mesh.shape[a], u32))
         idx = coord if idx is None else c.binop(
             "stablehlo.add", c.binop("stablehlo.multiply", idx, c.const(mesh.shape[a], u32)), coord)
     return c.convert(idx, T.S32)

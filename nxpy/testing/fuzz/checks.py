@@ -53,7 +53,8 @@ class VmapSpec:
                 lines.append(f"    n{i}: shared (in_axes None)")
                 continue
             for k, leaf in enumerate(exs):
-                lines.append(f"    n{i} example {k}: {'as above' if leaf == prog.nodes[i] else leaf}")
+                shown = "as above" if leaf == prog.nodes[i] else leaf
+                lines.append(f"    n{i} example {k}: {shown}")
         return "\n".join(lines)
 
 
@@ -86,7 +87,7 @@ def _rules_hold(prog: Program, leaves) -> bool:
                 vals.append(OPS[n.op][0](*args, **n.kw))
                 if not _value_rules_hold(n, args, vals[-1]):
                     return False
-    except Exception:  # noqa: BLE001 - an example the program cannot take is not drawn
+    except Exception:  # an example the program cannot take is not drawn
         return False
     return True
 
@@ -99,7 +100,8 @@ def _redraw(prog: Program, node: int, leaf: Leaf, rng) -> Leaf:
     if leaf.data is None:
         return dataclasses.replace(leaf, seed=int(rng.integers(2**31)))
     d = np.asarray(leaf.data)
-    uses = {(n.op, k) for n in prog.nodes if isinstance(n, Step) for k, a in enumerate(n.args) if a == node}
+    uses = {(n.op, k) for n in prog.nodes if isinstance(n, Step)
+            for k, a in enumerate(n.args) if a == node}
     if not d.ndim:
         if uses <= {("dynamic_slice", 1)}:
             return dataclasses.replace(leaf, data=int(d) + int(rng.integers(1, 4)))
@@ -127,7 +129,8 @@ def vmap_spec(prog: Program) -> VmapSpec:
     rng = np.random.default_rng([prog.seed, prog.index, 2])
     leaves = prog.leaves()
     ids = [i for i, n in enumerate(prog.nodes) if isinstance(n, Leaf)]
-    in_axes = [None if rng.random() < 0.3 else _axis_choice(rng, len(leaf.shape)) for leaf in leaves]
+    in_axes = [None if rng.random() < 0.3 else _axis_choice(rng, len(leaf.shape))
+               for leaf in leaves]
     if all(a is None for a in in_axes):
         in_axes[int(rng.integers(len(leaves)))] = 0
     examples = [[leaf] for leaf in leaves]
@@ -170,8 +173,9 @@ def check_vmap(prog: Program, spec: VmapSpec | None = None, *, with_jax: bool = 
         for k in range(VMAP_SIZE):
             try:
                 per_example.append(_leaves(fn(*[_leaf_tensor(exs[k]) for exs in spec.examples])))
-            except Exception as err:  # noqa: BLE001
-                _fail_vmap(prog, spec, f"the NumPy backend failed on example {k}: {type(err).__name__}: {err}")
+            except Exception as err:
+                _fail_vmap(prog, spec, f"the NumPy backend failed on example {k}: "
+                                       f"{type(err).__name__}: {err}")
         want = []
         for r, oa in enumerate(spec.out_axes):
             ts = [pe[r] for pe in per_example]
@@ -195,15 +199,17 @@ def check_vmap(prog: Program, spec: VmapSpec | None = None, *, with_jax: bool = 
         for compiler in ("evaluator", "exla"):
             try:
                 got = _leaves(jit(batched, compiler=compiler)(*args))
-            except Exception as err:  # noqa: BLE001 - reported as a mismatch
+            except Exception as err:  # reported as a mismatch
                 _fail_vmap(prog, spec, f"vmap/{compiler} failed: {type(err).__name__}: {err}")
             if len(got) != len(want):
                 _fail_vmap(prog, spec, f"vmap/{compiler}: {len(got)} results, expected {len(want)}")
             for k, (t, (w, wt, wn)) in enumerate(zip(got, want)):
                 g = np.asarray(t.to_numpy()).reshape(t.shape)
-                where = f"vmap/{compiler} result {k} vs the examples run alone (NumPy backend), stacked"
+                where = (f"vmap/{compiler} result {k} vs the examples run alone "
+                         f"(NumPy backend), stacked")
                 if str(t.type) != wt or g.shape != w.shape:
-                    _fail_vmap(prog, spec, f"{where}: {t.type}{list(g.shape)}, expected {wt}{list(w.shape)}")
+                    _fail_vmap(prog, spec, f"{where}: {t.type}{list(g.shape)}, "
+                                           f"expected {wt}{list(w.shape)}")
                 if tuple(t.names) != wn:
                     _fail_vmap(prog, spec, f"{where}: names {list(t.names)}, expected {list(wn)}")
                 d = _values_match(w, g, tols[k])
@@ -215,9 +221,10 @@ def check_vmap(prog: Program, spec: VmapSpec | None = None, *, with_jax: bool = 
     try:
         with warnings.catch_warnings(), jax.enable_x64(True):
             warnings.simplefilter("ignore")
-            f = jax.jit(jax.vmap(prog.jax_function(jax), in_axes=spec.in_axes, out_axes=spec.vmap_out_axes()))
+            f = jax.jit(jax.vmap(prog.jax_function(jax), in_axes=spec.in_axes,
+                                 out_axes=spec.vmap_out_axes()))
             got = [np.asarray(x) for x in jax.tree_util.tree_leaves(f(*arrays))]
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         _fail_vmap(prog, spec, f"jax.vmap of the JAX twin failed: {type(err).__name__}: {err}")
     if len(got) != len(want):
         _fail_vmap(prog, spec, f"jax.vmap gave {len(got)} results, expected {len(want)}")
@@ -225,7 +232,8 @@ def check_vmap(prog: Program, spec: VmapSpec | None = None, *, with_jax: bool = 
         g = g.astype(w.dtype) if not prog.grad else g
         d = _values_match(g, w, tols[k])
         if d:
-            _fail_vmap(prog, spec, f"result {k}: the examples run alone (NumPy backend), stacked, vs jax.vmap: {d}")
+            _fail_vmap(prog, spec, f"result {k}: the examples run alone (NumPy backend), "
+                                   f"stacked, vs jax.vmap: {d}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -277,7 +285,7 @@ def check_jvp(prog: Program) -> str:
                   for a, t in zip(arrays, tans)]
             y, ty = jax.jit(lambda p, t: jax.jvp(prog.jax_function(jax), p, t))(arrays, jt)
             want = [np.asarray(x) for x in jax.tree_util.tree_leaves((y, ty))]
-    except Exception:  # noqa: BLE001 - JAX cannot differentiate it: against grad
+    except Exception:  # JAX cannot differentiate it: against grad
         return _check_jvp_by_grad(prog, fn, args, targs, rng)
     tols = tolerances(prog)
     for compiler in ("evaluator", "exla"):
@@ -310,7 +318,7 @@ def _nx_jvp(prog, fn, args, targs, compiler):
         if "of complex values is not supported yet" in str(err):
             return None  # a known limit of forward mode (nxpy/defn/jvp_rules.py)
         _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")
-    except Exception as err:  # noqa: BLE001 - reported as a mismatch
+    except Exception as err:  # reported as a mismatch
         _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")
     return _leaves(got)
 
@@ -343,7 +351,7 @@ def _check_jvp_by_grad(prog, fn, args, targs, rng) -> str:
         try:
             gs = jit(grad(weighted, argnums=tuple(range(len(live)))), compiler=compiler)(
                 *[args[i] for i in live])
-        except Exception:  # noqa: BLE001 - reverse mode cannot run it either
+        except Exception:  # reverse mode cannot run it either
             return "skipped"
         lhs = sum(float(np.sum(np.asarray(got[half + k].to_numpy(), np.float64) * w))
                   for k, w in zip(outs, ws))

@@ -26,15 +26,17 @@ __all__ = ["main"]
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nxpy.testing.fuzz",
-                                 description="Differential fuzzing: seeded random programs, run every way "
-                                             "nxpy can run them and compared with one another and with JAX.")
+                                 description="Differential fuzzing: seeded random programs, run "
+                                             "every way nxpy can run them and compared with one "
+                                             "another and with JAX.")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--index", type=int, help="one program (with --show: print it)")
     ap.add_argument("--sharded", action="store_true", help="with --index: the sharded program")
     ap.add_argument("--vmap", action="store_true",
-                    help="with --index: check vmap of the program too (with --show: print the batch)")
+                    help="with --index: check vmap of the program too "
+                         "(with --show: print the batch)")
     ap.add_argument("--vmap-every", type=int, default=1, metavar="N",
                     help="when fuzzing: check vmap of every N-th program (0: none; default 1)")
     ap.add_argument("--show", action="store_true")

@@ -70,7 +70,8 @@ class _Gen:
         exact = all(self.exact[a] for a in args) and (
             op in EXACT or (op in EXACT_ARITH and v.type in (T.F32, T.F64))
             or (op == "abs" and not self.t(args[0]).is_complex)
-            or (op in ("cond", "while") and {kw.get("then"), kw.get("other"), kw.get("body")} - {None}
+            or (op in ("cond", "while")
+                and {kw.get("then"), kw.get("other"), kw.get("body")} - {None}
                 <= EXACT_TRANSFORMS))
         self.exact.append(exact or not v.type.is_inexact)
         return len(self.nodes) - 1
@@ -113,7 +114,8 @@ class _Gen:
         """A second operand broadcastable with ``i``: an earlier node or a new input."""
         s = self.vals[i].shape
         cands = [j for j in range(len(self.nodes)) if j != i and kind_ok(self.t(j), kinds)
-                 and (self.vals[j].shape == s or self.vals[j].shape == s[len(s) - self.vals[j].rank:])]
+                 and (self.vals[j].shape == s
+                      or self.vals[j].shape == s[len(s) - self.vals[j].rank:])]
         if cands and self.chance(0.4):
             return self.pick(cands)
         shape = s[int(self.rng.integers(0, len(s) + 1)):] if self.chance(0.3) else s
@@ -150,7 +152,8 @@ class _Gen:
     def reduction(self, i):
         x = self.vals[i]
         axes = None if self.chance(0.3) or not x.rank else sorted(
-            int(a) for a in self.rng.choice(x.rank, int(self.rng.integers(1, x.rank + 1)), replace=False))
+            int(a) for a in self.rng.choice(x.rank, int(self.rng.integers(1, x.rank + 1)),
+                                            replace=False))
         keep = self.chance(0.3)
         if self.chance(0.25) and x.rank:
             op = self.pick(["argmax", "argmin"])
@@ -175,18 +178,21 @@ class _Gen:
             return self.step(op, [i], axes=[int(a) for a in self.rng.permutation(r)])
         if op == "broadcast":
             lead = tuple(int(self.rng.integers(1, 4)) for _ in range(int(self.rng.integers(0, 3))))
-            return self.step(op, [i], shape=lead + tuple(self.pick([1, 3]) if d == 1 else d for d in s))
+            return self.step(op, [i],
+                             shape=lead + tuple(self.pick([1, 3]) if d == 1 else d for d in s))
         if op == "squeeze":
             return self.step(op, [i])
         if op == "new_axis":
             return self.step(op, [i], axis=int(self.rng.integers(-r - 1, r + 1)))
         if op == "pad":
-            cfg = [[int(self.rng.integers(-1, 3)), int(self.rng.integers(-1, 3)), int(self.rng.integers(0, 2))]
+            cfg = [[int(self.rng.integers(-1, 3)), int(self.rng.integers(-1, 3)),
+                    int(self.rng.integers(0, 2))]
                    for _ in s]
             return self.step(op, [i], config=cfg)
         if op == "reverse":
-            return self.step(op, [i], axes=sorted(int(a) for a in self.rng.choice(r, int(self.rng.integers(0, r + 1)),
-                                                                                replace=False)))
+            return self.step(op, [i], axes=sorted(
+                int(a) for a in self.rng.choice(r, int(self.rng.integers(0, r + 1)),
+                                                replace=False)))
         if op == "concatenate":
             if not r:
                 return None
@@ -216,7 +222,8 @@ class _Gen:
             to = [t for t in TYPES if t != "pred" and T.parse(t).bits == x.type.bits]
             return self.step(op, [i], type=self.pick(to))
         if op == "select":
-            p = self.leaf(s[int(self.rng.integers(0, r + 1)):], self.pick(["pred", "pred", "s8", "f32"]))
+            p = self.leaf(s[int(self.rng.integers(0, r + 1)):],
+                          self.pick(["pred", "pred", "s8", "f32"]))
             j = self.operand_like(i, "any")
             return self.step(op, [p, i, j])
         return self.clip(i, -2, 2.5)
@@ -224,7 +231,8 @@ class _Gen:
     def _refactor(self, s):
         n = int(np.prod(s, dtype=np.int64))
         if n == 0:
-            return tuple(self.pick([0, 2]) if k == 0 else 3 for k in range(int(self.rng.integers(1, 3))))
+            return tuple(self.pick([0, 2]) if k == 0 else 3
+                         for k in range(int(self.rng.integers(1, 3))))
         out = []
         for p in (2, 3, 5, 7):
             while n % p == 0:
@@ -270,7 +278,8 @@ class _Gen:
         if not r:
             return None
         itype = self.pick(["s32", "s64", "u8", "u32", "s16"])
-        op = self.pick(["take", "gather", "dynamic_slice", "put_slice", "indexed_add", "indexed_put"])
+        op = self.pick(["take", "gather", "dynamic_slice", "put_slice", "indexed_add",
+                        "indexed_put"])
         if op == "take":
             axis = int(self.rng.integers(r))
             if not s[axis]:
@@ -283,12 +292,14 @@ class _Gen:
             lengths = [int(self.rng.integers(0, n + 1)) for n in s]
             return self.step(op, [i, k], lengths=lengths)
         if op == "put_slice":
-            u = self.leaf(tuple(int(self.rng.integers(0, n + 1)) for n in s), self.pick([str(x.type)] + TYPES))
+            u = self.leaf(tuple(int(self.rng.integers(0, n + 1)) for n in s),
+                          self.pick([str(x.type)] + TYPES))
             return self.step(op, [i, u], starts=[int(self.rng.integers(0, n + 2)) for n in s])
         if 0 in s:
             return None
         n = int(self.rng.integers(1, 5))
-        flat = self.rng.choice(int(np.prod(s)), min(n, int(np.prod(s))), replace=op == "indexed_add")
+        flat = self.rng.choice(int(np.prod(s)), min(n, int(np.prod(s))),
+                               replace=op == "indexed_add")
         coords = np.stack(np.unravel_index(flat, s), axis=-1)
         idx = self.leaf(coords.shape, itype, data=coords.tolist())
         if op == "gather":
@@ -316,7 +327,8 @@ class _Gen:
         if op == "argsort":
             if not self.exact_ok(op, i):
                 return None
-            return self.step(op, [i], axis=axis, desc=self.chance(0.5), type=self.pick(["s32", "s64", "u32"]))
+            return self.step(op, [i], axis=axis, desc=self.chance(0.5),
+                             type=self.pick(["s32", "s64", "u32"]))
         if x.type.is_pred:
             return None
         return self.step(op, [i], axis=axis, reverse=self.chance(0.5))
@@ -341,10 +353,11 @@ class _Gen:
             acc = self.pick({"add": [0, 1, -2], "multiply": [1, 2, -1], "max": [-4, 0, 1],
                              "min": [4, 0, -1]}[fn])
             acc = abs(acc) if t.kind == "u" else acc
-            return self.step(op, [i], fn=fn, acc=acc, window=window, strides=strides, padding=padding,
-                             dilations=dil)
+            return self.step(op, [i], fn=fn, acc=acc, window=window, strides=strides,
+                             padding=padding, dilations=dil)
         if not scatter:
-            return self.step(op, [i], window=window, strides=strides, padding=padding, dilations=dil)
+            return self.step(op, [i], window=window, strides=strides, padding=padding,
+                             dilations=dil)
         if not self.exact_ok(op, i) or not _scatter_operand_ok(op, x, None, padding):
             return None
         try:
@@ -367,13 +380,17 @@ class _Gen:
         g = int(self.pick([1, 1, 2]))
         cin, cout = int(self.rng.integers(1, 3)), g * int(self.rng.integers(1, 3))
         t = self.pick(["f32", "f32", "f64", "f16", "s32"])
-        x = self.leaf((int(self.rng.integers(1, 3)), cin * g) + tuple(int(self.rng.integers(2, 6)) for _ in range(nsp)),
+        x = self.leaf((int(self.rng.integers(1, 3)), cin * g)
+                      + tuple(int(self.rng.integers(2, 6)) for _ in range(nsp)),
                       t, special=False)
-        k = self.leaf((cout, cin) + tuple(int(self.rng.integers(1, 3)) for _ in range(nsp)), t, special=False)
+        k = self.leaf((cout, cin) + tuple(int(self.rng.integers(1, 3)) for _ in range(nsp)), t,
+                      special=False)
         return self.step("conv", [x, k], strides=[int(self.rng.integers(1, 3)) for _ in range(nsp)],
-                         padding=[[int(self.rng.integers(0, 2)), int(self.rng.integers(0, 2))] for _ in range(nsp)],
+                         padding=[[int(self.rng.integers(0, 2)), int(self.rng.integers(0, 2))]
+                                  for _ in range(nsp)],
                          input_dilation=[int(self.rng.integers(1, 3)) for _ in range(nsp)],
-                         kernel_dilation=[int(self.rng.integers(1, 3)) for _ in range(nsp)], groups=g)
+                         kernel_dilation=[int(self.rng.integers(1, 3)) for _ in range(nsp)],
+                         groups=g)
 
 
 def _value_rules_hold(n: Step, args, v) -> bool:
@@ -418,7 +435,8 @@ _SMOOTH = ["sin", "cos", "tanh", "exp", "log", "sqrt", "sigmoid", "negate", "ata
 def _input(g: _Gen, float_only=False):
     t = g.pick(["f32", "f64"] if float_only else TYPES + ["f32", "s32"])
     s = g.shape()
-    return g.leaf(s, t, g.names_for(s), grid=not float_only, special=False if float_only else None) \
+    return g.leaf(s, t, g.names_for(s), grid=not float_only,
+                  special=False if float_only else None) \
         if not float_only else g.leaf(s, t, g.names_for(s), lo=-2, hi=2, grid=False, special=False)
 
 
@@ -435,15 +453,17 @@ def _grad_program(g: _Gen):
             r = g.step(op, [i])
         elif kind == "binary":
             op = g.pick(["add", "subtract", "multiply", "divide", "max"])
-            j = g.leaf(x.shape, str(x.type), x.names if any(x.names) else None, lo=-2, hi=2, grid=False,
-                       special=False)
+            j = g.leaf(x.shape, str(x.type), x.names if any(x.names) else None, lo=-2, hi=2,
+                       grid=False, special=False)
             if op == "divide":
                 j = g.clip(g.step("abs", [j]) or j, 0.5, 2)
             r = g.step(op, [i, j])
         elif kind == "reduce":
-            r = g.step(g.pick(["sum", "product", "reduce_max"]), [i], axes=[0] if x.rank else None, keep=False)
+            r = g.step(g.pick(["sum", "product", "reduce_max"]), [i],
+                       axes=[0] if x.rank else None, keep=False)
         elif kind == "shape":
-            r = g.shaping(i) if g.chance(0.5) else (g.step("transpose", [i], axes=list(range(x.rank))[::-1]))
+            r = g.shaping(i) if g.chance(0.5) else (g.step("transpose", [i],
+                                                             axes=list(range(x.rank))[::-1]))
             if r is not None and g.nodes[r].op in ("as_type", "select", "concatenate") :
                 r = None
         else:
@@ -464,7 +484,8 @@ def generate(seed: int, index: int) -> Program:
         is_grad = rng.random() < 0.12
         if is_grad:
             out = _grad_program(g)
-            # drop the nodes the output does not use (an unused input would have a zero gradient anyway)
+            # drop the nodes the output does not use (an unused input would have a zero
+            # gradient anyway)
             outputs = (out,)
         else:
             i = g.conv() if rng.random() < 0.06 else _input(g)

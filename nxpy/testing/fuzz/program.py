@@ -64,7 +64,8 @@ class Leaf:
         if self.data is not None:
             return f"input {self.type}{list(self.shape)}{names} = {self.data}"
         how = ("grid" if self.grid else "uniform") + (", with NaN/inf/-0" if self.special else "")
-        return f"input {self.type}{list(self.shape)}{names} {how} [{self.lo}, {self.hi}] seed={self.seed}"
+        return (f"input {self.type}{list(self.shape)}{names} {how} [{self.lo}, {self.hi}] "
+                f"seed={self.seed}")
 
 
 @dataclasses.dataclass
@@ -94,7 +95,8 @@ class Program:
         return [n for n in self.nodes if isinstance(n, Leaf)]
 
     def __str__(self):
-        lines = [f"program seed={self.seed} index={self.index}" + (" (grad of sum)" if self.grad else "")]
+        lines = [f"program seed={self.seed} index={self.index}"
+                 + (" (grad of sum)" if self.grad else "")]
         for i, (n, t) in enumerate(zip(self.nodes, self.types)):
             lines.append(f"  n{i} = {n}" + ("" if isinstance(n, Leaf) else f"   -> {t}"))
         lines.append(f"  outputs: {', '.join(f'n{i}' for i in self.outputs)}")
@@ -109,7 +111,8 @@ class Program:
         it = iter(xs)
         vals = []
         for n in self.nodes:
-            vals.append(next(it) if isinstance(n, Leaf) else OPS[n.op][0](*[vals[a] for a in n.args], **n.kw))
+            vals.append(next(it) if isinstance(n, Leaf)
+                        else OPS[n.op][0](*[vals[a] for a in n.args], **n.kw))
         outs = tuple(vals[i] for i in self.outputs)
         return outs[0] if len(outs) == 1 else outs
 

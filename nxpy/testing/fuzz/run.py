@@ -40,7 +40,7 @@ def _paths(prog: Program):
     def record(name, f, names=True):
         try:
             r = f()
-        except Exception as err:  # noqa: BLE001 - reported as a mismatch
+        except Exception as err:  # reported as a mismatch
             out[name] = err
             return
         out[name] = [(np.asarray(t.to_numpy()).reshape(t.shape), str(t.type),
@@ -54,14 +54,15 @@ def _paths(prog: Program):
         try:
             prog_ = load(to_mlir(fn, *args))
             loaded["exla"] = prog_.jit("exla")(*args)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             out["stablehlo"] = err
         else:
             record("stablehlo/exla", lambda: loaded["exla"], names=False)
             record("stablehlo/evaluator", lambda: prog_.jit("evaluator")(*args), names=False)
             if not isinstance(out.get("exla"), Exception):
                 try:
-                    compare_results(_leaves(jit(fn, compiler="exla")(*args)), _leaves(loaded["exla"]))
+                    compare_results(_leaves(jit(fn, compiler="exla")(*args)),
+                                    _leaves(loaded["exla"]))
                 except RoundTripError as err:
                     out["stablehlo/exla vs exla"] = err
     return out
@@ -103,7 +104,8 @@ def _check_paths(prog, with_jax):
             _fail(prog, f"{path}: {len(got)} results, the NumPy backend {len(ref)}")
         for k, ((g, gt, gn), (w, wt, wn)) in enumerate(zip(got, ref)):
             if gt != wt or g.shape != w.shape:
-                _fail(prog, f"{path} result {k}: {gt}{list(g.shape)}, the NumPy backend {wt}{list(w.shape)}")
+                _fail(prog, f"{path} result {k}: {gt}{list(g.shape)}, "
+                            f"the NumPy backend {wt}{list(w.shape)}")
             if gn is not None and gn != wn:
                 _fail(prog, f"{path} result {k}: names {list(gn)}, the NumPy backend {list(wn)}")
             d = _values_match(w, g, tols[k])
@@ -113,7 +115,7 @@ def _check_paths(prog, with_jax):
         return
     try:
         want = _jax_results(prog)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         _fail(prog, f"the JAX twin failed: {type(err).__name__}: {err}")
     if len(want) != len(ref):
         _fail(prog, f"JAX gave {len(want)} results, nxpy {len(ref)}")
@@ -132,8 +134,8 @@ def run_many(seed: int, count: int, start: int = 0, sharded_every: int = 10, sto
     mismatches."""
     found = []
     for k in range(start, start + count):
-        prog = generate_sharded(seed, k) if sharded_every and k % sharded_every == sharded_every - 1 \
-            else generate(seed, k)
+        sharded = sharded_every and k % sharded_every == sharded_every - 1
+        prog = generate_sharded(seed, k) if sharded else generate(seed, k)
         try:
             check(prog, vmap=bool(vmap_every) and k % vmap_every == 0)
         except Mismatch as err:

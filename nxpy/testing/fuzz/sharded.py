@@ -43,15 +43,18 @@ class ShardedProgram:
     def __str__(self):
         return (f"sharded program seed={self.seed} index={self.index}: {self.kind} on mesh "
                 f"{self.mesh_shape} (x, y)\n  x = {self.leaf}\n  spec {self.spec}\n"
-                f"  body: {self.post}({self.collective[0]}({self.pre}(x), axes={self.collective[1]!r}, "
-                f"{self.collective[2]}))")
+                f"  body: {self.post}({self.collective[0]}({self.pre}(x), "
+                f"axes={self.collective[1]!r}, {self.collective[2]}))")
 
     def repro(self):
-        return f"python -m nxpy.testing.fuzz --sharded --seed {self.seed} --index {self.index} --show"
+        return (f"python -m nxpy.testing.fuzz --sharded --seed {self.seed} --index {self.index} "
+                f"--show")
 
 
-_SHARD_UNARY = {"identity": (lambda x: x, lambda J, x: x), "negate": (nx.negate, lambda J, x: -x),
-                "abs": (nx.abs, lambda J, x: J.jnp.abs(x)), "square": (lambda x: x * x, lambda J, x: x * x)}
+_SHARD_UNARY = {"identity": (lambda x: x, lambda J, x: x),
+                "negate": (nx.negate, lambda J, x: -x),
+                "abs": (nx.abs, lambda J, x: J.jnp.abs(x)),
+                "square": (lambda x: x * x, lambda J, x: x * x)}
 # the fuzzer's only module-level mutable state: each mesh built once, on first use
 _MESHES: dict = {}
 _JMESHES: dict = {}
@@ -129,13 +132,16 @@ def generate_sharded(seed: int, index: int) -> ShardedProgram:
     leaf = Leaf(shape, t, seed=int(rng.integers(2**31)))
     pre, post = g.pick(list(_SHARD_UNARY)), g.pick(list(_SHARD_UNARY))
     if rng.random() < 0.6:
-        spec = g.pick([("x", "y"), ("x", None), (None, "y"), (("x", "y"), None), ("y", "x"), (None, None)])
+        spec = g.pick([("x", "y"), ("x", None), (None, "y"), (("x", "y"), None), ("y", "x"),
+                       (None, None)])
         axes = g.pick(["x", "y", ("x", "y")])
         n = int(np.prod([size[a] for a in (axes if isinstance(axes, tuple) else (axes,))]))
         local = [d // int(np.prod([size[a] for a in ((s,) if isinstance(s, str) else (s or ()))]))
                  for d, s in zip(shape, spec + (None,) * (len(shape) - len(spec)))]
-        names = ["psum", "pmax", "pmin", "all_gather", "axis_index"] + (["pmean"] if t == "f32" else [])
-        names += [c for c, ok in (("psum_scatter", local[0] % n == 0), ("all_to_all", local[1] % n == 0),
+        names = (["psum", "pmax", "pmin", "all_gather", "axis_index"]
+                 + (["pmean"] if t == "f32" else []))
+        names += [c for c, ok in (("psum_scatter", local[0] % n == 0),
+                                  ("all_to_all", local[1] % n == 0),
                                   ("ppermute", isinstance(axes, str))) if ok]
         name = g.pick(names)
         kw = {}
@@ -148,11 +154,13 @@ def generate_sharded(seed: int, index: int) -> ShardedProgram:
         elif name == "ppermute":
             k = int(rng.integers(1, n))
             kw = {"perm": [(i, (i + k) % n) for i in range(n)]}
-        return ShardedProgram(seed, index, "shard_map", mesh_shape, leaf, spec, pre, (name, axes, kw), post)
+        return ShardedProgram(seed, index, "shard_map", mesh_shape, leaf, spec, pre,
+                              (name, axes, kw), post)
     spec = g.pick([{0: ["x"], 1: ["y"]}, {0: ["x", "y"]}, {1: ["y"]}, {0: ["y"], 1: ["x"]}, {}])
     name = g.pick(["none", "sum", "all_gather_global"])
     kw = {"dim": int(rng.integers(2))}
-    return ShardedProgram(seed, index, "shard_jit", mesh_shape, leaf, spec, pre, (name, None, kw), post)
+    return ShardedProgram(seed, index, "shard_jit", mesh_shape, leaf, spec, pre, (name, None, kw),
+                          post)
 
 
 def _sharded_nx(p: ShardedProgram):
@@ -163,7 +171,8 @@ def _sharded_nx(p: ShardedProgram):
 
 def _shard_map(p: ShardedProgram, body, mesh, **opts):
     """``p``'s ``shard_map``: results concatenated along dim 0 in partition order."""
-    return shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")), check_vma=False, **opts)
+    return shard_map(body, mesh, in_specs=p.spec, out_specs=nx.P(("x", "y")), check_vma=False,
+                     **opts)
 
 
 def _sharded_round_trip(p: ShardedProgram, body, mesh, args, original) -> None:
@@ -180,13 +189,14 @@ def _sharded_round_trip(p: ShardedProgram, body, mesh, args, original) -> None:
             text = to_mlir(body, args, mesh=mesh, input_shardings=[p.spec])
             per_device_args = args
         prog = load(text)
-    except Exception as err:  # noqa: BLE001 - reported as a mismatch
+    except Exception as err:  # reported as a mismatch
         _fail(p, f"stablehlo failed: {type(err).__name__}: {err}")
     for compiler in ("exla", "evaluator"):
         try:
             loaded = prog.shard_jit(compiler)(per_device_args)
-        except Exception as err:  # noqa: BLE001
-            _fail(p, f"stablehlo/{compiler} failed: {type(err).__name__}: {err}\n--- module ---\n{text}")
+        except Exception as err:
+            _fail(p, f"stablehlo/{compiler} failed: {type(err).__name__}: {err}\n"
+                     f"--- module ---\n{text}")
         try:
             compare_per_device(original[compiler], loaded, f"stablehlo/{compiler} vs {compiler}")
         except RoundTripError as err:
@@ -201,7 +211,8 @@ def check_sharded(p: ShardedProgram) -> None:
     body = _sharded_nx(p)
     jpre, jpost = _SHARD_UNARY[p.pre][1], _SHARD_UNARY[p.post][1]
     jcoll = _jax_collective(J, *p.collective)
-    jbody = lambda a: jpost(J, jcoll(jpre(J, a)))  # noqa: E731
+    def jbody(a):
+        return jpost(J, jcoll(jpre(J, a)))
     got, per_device = {}, {}  # per_device: each compiler's result tensors, one per device
     with _numpy_backend(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -217,19 +228,22 @@ def check_sharded(p: ShardedProgram) -> None:
                     per_device[compiler] = [res] * mesh.size
                 else:
                     f = shard_jit(body, mesh, input_shardings=[p.spec], compiler=compiler)
-                    args = [[s] for s in SH.shard(nx.tensor(x), mesh, SH.normalize(p.spec, x.shape, mesh))]
+                    args = [[s] for s in SH.shard(nx.tensor(x), mesh,
+                                                  SH.normalize(p.spec, x.shape, mesh))]
                     res = f(args)
                     got[compiler] = [np.asarray(r.to_numpy()) for r in res]
                     got["out_sharding"] = SH.normalize(f.output_shardings, res[0].shape, mesh)
                     per_device[compiler] = res
-            except Exception as err:  # noqa: BLE001
-                raise Mismatch(f"{compiler} failed: {type(err).__name__}: {err}\n{p}\nrepro: {p.repro()}") from err
+            except Exception as err:
+                raise Mismatch(f"{compiler} failed: {type(err).__name__}: {err}\n{p}\n"
+                               f"repro: {p.repro()}") from err
         _sharded_round_trip(p, body, mesh, args, per_device)
         P = jax.sharding.PartitionSpec
         with jax.enable_x64(False):
             if p.kind == "shard_map":
-                jf = jax.jit(jax.shard_map(jbody, mesh=_jmesh(jax, p.mesh_shape), in_specs=P(*p.spec),
-                                           out_specs=P(("x", "y")), check_vma=False))
+                jf = jax.jit(jax.shard_map(jbody, mesh=_jmesh(jax, p.mesh_shape),
+                                           in_specs=P(*p.spec), out_specs=P(("x", "y")),
+                                           check_vma=False))
                 want = np.split(np.asarray(jf(x)), mesh.size, axis=0)
             else:
                 full = np.asarray(jax.jit(jbody)(x))
@@ -240,6 +254,8 @@ def check_sharded(p: ShardedProgram) -> None:
             try:
                 if g.shape != w.shape:
                     raise AssertionError(f"shape {g.shape}, JAX {w.shape}")
-                np.testing.assert_allclose(g, w, rtol=tol[0], atol=tol[1] * max(1, np.abs(w).max(initial=0)))
+                np.testing.assert_allclose(g, w, rtol=tol[0],
+                                           atol=tol[1] * max(1, np.abs(w).max(initial=0)))
             except AssertionError as err:
-                raise Mismatch(f"{who}, device {d}, vs JAX: {err}\n{p}\nrepro: {p.repro()}") from None
+                raise Mismatch(f"{who}, device {d}, vs JAX: {err}\n{p}\n"
+                               f"repro: {p.repro()}") from None
