@@ -25,8 +25,8 @@ def cases(shape):
         tag = axes if isinstance(axes, str) else "xy"
         for tiled in (True, False):
             out.append((f"all_gather-{tag}-tiled{int(tiled)}",
-                        lambda a, axes=axes, tiled=tiled: all_gather(a, axes=axes,
-                                                                     all_gather_dim=0, tiled=tiled)))
+                        lambda a, axes=axes, tiled=tiled: all_gather(
+                            a, axes=axes, all_gather_dim=0, tiled=tiled)))
         for name, f in (("psum", psum), ("pmax", pmax), ("pmean", pmean)):
             out.append((f"{name}-{tag}", lambda a, f=f, axes=axes: f(a, axes)))
         out.append((f"psum_scatter-{tag}",
@@ -77,7 +77,8 @@ def sharded_tensors(mesh, compiler):
     from nxpy.defn import jit, value_and_grad
 
     backend = "exla" if compiler == "exla" else "numpy"
-    S = lambda *spec: nx.NamedSharding(mesh, nx.P(*spec))  # noqa: E731
+    def S(*spec):
+        return nx.NamedSharding(mesh, nx.P(*spec))
     a = global_input(mesh.shape)
     x = nx.device_put(a, S("x", "y"), backend=backend)
     rows = a.shape[0] // mesh.shape[0]  # the blocks of rows this process's devices hold

@@ -122,7 +122,8 @@ def _data_parallel(mesh):
     def f(x, w, b):
         h = jnp.tanh(x @ w + b)
         return h, (h ** 2).mean()
-    ns = lambda *s: NamedSharding(mesh, P(*s))  # noqa: E731
+    def ns(*s):
+        return NamedSharding(mesh, P(*s))
     jf = jax.jit(f, in_shardings=(ns("data"), ns(None, "model"), ns("model")),
                  out_shardings=(ns("data", "model"), ns()))
     return jf, [(_x(16, 8, seed=1), P("data")), (_x(8, 6, seed=2), P(None, "model")),
@@ -137,7 +138,8 @@ def _train_step(mesh):
         return w - 0.1 * lax.pmean(g, "data")
     body = jax.shard_map(local, mesh=mesh, in_specs=(P(), P("data"), P("data")), out_specs=P(),
                          check_vma=False)
-    ns = lambda *s: NamedSharding(mesh, P(*s))  # noqa: E731
+    def ns(*s):
+        return NamedSharding(mesh, P(*s))
     jf = jax.jit(body, in_shardings=(ns(), ns("data"), ns("data")), out_shardings=ns())
     return jf, [(_x(8, 3, seed=4), P()), (_x(16, 8, seed=5), P("data")),
                 (_x(16, 3, seed=6), P("data"))], [P()]

@@ -66,7 +66,8 @@ def imports(known) -> dict[str, list[tuple[str, int, bool]]]:
     out = {}
     for mod, path in known.items():
         tree = ast.parse(path.read_text())
-        local = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        local = {id(n) for f in ast.walk(tree)
+                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                  for n in ast.walk(f)}
         edges = []
         for node in ast.walk(tree):

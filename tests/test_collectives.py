@@ -58,7 +58,8 @@ def nx_program(op, axes, kw):
 def jax_program(op, axes, kw):
     lax = jax.lax
     if op == "all_gather":
-        return lambda a: lax.all_gather(a, axes, axis=kw.get("axis", 0), tiled=kw.get("tiled", True),
+        return lambda a: lax.all_gather(a, axes, axis=kw.get("axis", 0),
+                                        tiled=kw.get("tiled", True),
                                         axis_index_groups=kw.get("axis_index_groups"))
     if op in ("psum", "pmax", "pmin", "pmean"):
         return lambda a: getattr(lax, op)(a, axes, axis_index_groups=kw.get("axis_index_groups"))
@@ -66,7 +67,8 @@ def jax_program(op, axes, kw):
         return lambda a: lax.psum_scatter(a, axes, scatter_dimension=kw["scatter_dimension"],
                                           tiled=kw["tiled"])
     if op == "all_to_all":
-        return lambda a: lax.all_to_all(a, axes, kw["split_axis"], kw["concat_axis"], tiled=kw["tiled"])
+        return lambda a: lax.all_to_all(a, axes, kw["split_axis"], kw["concat_axis"],
+                                        tiled=kw["tiled"])
     if op == "axis_index":
         return lambda a: a + lax.axis_index(axes)
     if op == "ppermute":
@@ -130,13 +132,16 @@ def _generated():
         if n == 3:
             axes_sets += [names[1], (names[2], names[0]), tuple(names)]
         for axes in axes_sets:
-            size = int(np.prod([shape[names.index(a)] for a in (axes if isinstance(axes, tuple) else (axes,))]))
-            ops = [("all_gather", {"axis": 0, "tiled": True}), ("all_gather", {"axis": 1, "tiled": False}),
+            size = int(np.prod([shape[names.index(a)]
+                                for a in (axes if isinstance(axes, tuple) else (axes,))]))
+            ops = [("all_gather", {"axis": 0, "tiled": True}),
+                   ("all_gather", {"axis": 1, "tiled": False}),
                    ("psum", {}), ("pmax", {}), ("pmean", {}),
                    ("psum_scatter", {"scatter_dimension": 1, "tiled": True}),
                    ("all_to_all", {"split_axis": 1, "concat_axis": 0, "tiled": True}),
                    ("axis_index", {})]
-            if axes == names[0] or axes == tuple(names[:2]):  # ppermute in mesh order only (see below)
+            # ppermute in mesh order only (see below)
+            if axes == names[0] or axes == tuple(names[:2]):
                 ops.append(("ppermute", {"perm": [(i, (i + 1) % size) for i in range(size)]}))
             if size == 4:
                 ops.append(("psum", {"axis_index_groups": [[0, 3], [1, 2]]}))
@@ -200,8 +205,8 @@ def test_permute_counts_like_axis_index(compiler, axes):
 # The shard-dialect ops and collective_broadcast, against NumPy
 # ----------------------------------------------------------------------------------------
 def _blocks(x, mesh, spec):
-    sh = SH.normalize(__import__("nxpy.defn.shard_map", fromlist=["spec_to_dict"]).spec_to_dict(spec),
-                      x.shape, mesh)
+    spec_to_dict = __import__("nxpy.defn.shard_map", fromlist=["spec_to_dict"]).spec_to_dict
+    sh = SH.normalize(spec_to_dict(spec), x.shape, mesh)
     return SH.shard_array(x, sh, mesh)
 
 
@@ -233,7 +238,8 @@ def test_all_slice_inverts_all_gather(compiler):
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
-@pytest.mark.parametrize("offset, rotate", [(1, False), (-1, False), (1, True), (3, True), (2, False)])
+@pytest.mark.parametrize("offset, rotate",
+                         [(1, False), (-1, False), (1, True), (3, True), (2, False)])
 def test_shift(compiler, offset, rotate):
     mesh = mesh_of((2, 4), ("x", "y"))
     x = np.arange(8 * 2, dtype=np.int32).reshape(8, 2) + 1
@@ -263,8 +269,8 @@ def test_untiled_reduce_scatter_and_all_to_all(compiler):
         (lambda a: all_to_all(a * (axis_index("x") + 1), "x", 1, 0),
          lambda a: jax.lax.all_to_all(a * (jax.lax.axis_index("x") + 1), "x", 1, 0, tiled=False)),
     ]:
-        want = np.asarray(jax.jit(jax.shard_map(jf, mesh=jmesh, in_specs=P(), out_specs=P(("x", "y"),),
-                                                check_vma=False))(x))
+        want = np.asarray(jax.jit(jax.shard_map(jf, mesh=jmesh, in_specs=P(),
+                                                out_specs=P(("x", "y"),), check_vma=False))(x))
         got = shard_map(nxf, mesh, in_specs=(None,), out_specs=nx.P(("x", "y")), check_vma=False,
                         compiler=compiler)(nx.tensor(x)).to_numpy()
         np.testing.assert_array_equal(got, want)
@@ -290,7 +296,8 @@ def test_types(compiler, type):
 def test_dict_specs_equal_tuple_specs():
     mesh = mesh_of((2, 2), ("x", "y"))
     x = nx.iota((4, 4))
-    a = shard_map(lambda v: v * 2, mesh, in_specs=[{0: ["x"], 1: [1]}], out_specs=[{0: [0], 1: ["y"]}])(x)
+    a = shard_map(lambda v: v * 2, mesh, in_specs=[{0: ["x"], 1: [1]}],
+                  out_specs=[{0: [0], 1: ["y"]}])(x)
     b = shard_map(lambda v: v * 2, mesh, in_specs=("x", "y"), out_specs=P("x", "y"))(x)
     np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
     np.testing.assert_array_equal(a.to_numpy(), x.to_numpy() * 2)
@@ -310,7 +317,8 @@ def test_varying_axes_check():
                          in_specs=("x", "y"), out_specs=(None, "y"))
     np.testing.assert_array_equal(gathered(x).to_numpy(), x.to_numpy())
     # with the check off the program runs (the result is then the caller's responsibility)
-    off = shard_map(lambda v: v + 1, mesh, in_specs=("x", "y"), out_specs=(None, "y"), check_vma=False)
+    off = shard_map(lambda v: v + 1, mesh, in_specs=("x", "y"), out_specs=(None, "y"),
+                    check_vma=False)
     assert off(x).shape == (2, 4)
 
 
@@ -337,7 +345,8 @@ def test_varying_axes_check():
      r"expected 1 in_specs \(one per argument\), got 2"),
     (lambda m: shard_map(lambda v: v, m, in_specs=("y", "x"), out_specs=("x",)),
      r"dim 1 of argument 0 \(v\) \(size 3\) is not divisible by 2"),
-    (lambda m: shard_map(lambda v: shard_map(lambda w: w, m, in_specs=(None,), out_specs=(None,))(v),
+    (lambda m: shard_map(lambda v: shard_map(lambda w: w, m, in_specs=(None,),
+                                             out_specs=(None,))(v),
                          m, in_specs=(None,), out_specs=(None,)), "cannot be nested"),
     (lambda m: jit(lambda v: psum(v, "x")), "called outside any mesh"),
     (lambda m: jit(lambda v: axis_index("x")), "inside a function run by nxpy.defn.shard_map"),
@@ -379,9 +388,10 @@ def test_shard_map_inside_shard_jit(compiler):
 def test_local_all_gather_then_global_ops(compiler):
     mesh = mesh_of((2, 2), ("x", "y"))
     x = nx.tensor(np.arange(16, dtype=np.float32).reshape(4, 4))
-    gather = shard_map(lambda a: all_gather(a, axes=("x", "y"), all_gather_dim=0, tiled=False), mesh,
-                       in_specs=nx.P(("x", "y")), out_specs=(None, None, None))
-    f = jit(lambda a: nx.dot(nx.reshape(gather(a), (4, 4)), nx.transpose(a)) + nx.sum(a), compiler=compiler)
+    gather = shard_map(lambda a: all_gather(a, axes=("x", "y"), all_gather_dim=0, tiled=False),
+                       mesh, in_specs=nx.P(("x", "y")), out_specs=(None, None, None))
+    f = jit(lambda a: nx.dot(nx.reshape(gather(a), (4, 4)), nx.transpose(a)) + nx.sum(a),
+            compiler=compiler)
     np.testing.assert_allclose(f(x).to_numpy(), x.to_numpy() @ x.to_numpy().T + 120, rtol=1e-6)
 
 

@@ -90,7 +90,8 @@ def test_flatten_keeps_types_and_static_fields():
 
 
 def test_static_fields_decide_the_tree():
-    t = lambda v: tree_mod.flatten(v)[1]  # noqa: E731
+    def t(v):
+        return tree_mod.flatten(v)[1]
     assert t(Layer(1.0, 2.0, "relu")) == t(Layer(3.0, 4.0, "relu"))
     assert t(Layer(1.0, 2.0, "relu")) != t(Layer(1.0, 2.0, "tanh"))
     assert t(Params(1.0, 2.0)) != t((1.0, 2.0))  # the type is part of the structure
@@ -147,11 +148,12 @@ def test_jit_namedtuple_dataclass_and_registered_arguments_and_results(compiler)
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_static_fields_are_part_of_the_cache_key(compiler):
-    f = jit(lambda l, x: getattr(nx, l.act)(x * l.w + l.b), compiler=compiler)
+    f = jit(lambda layer, x: getattr(nx, layer.act)(x * layer.w + layer.b), compiler=compiler)
     x = nx.tensor([0.5, -1.0])
     layer = Layer(nx.tensor(2.0), nx.tensor(0.1), "tanh")
     close(f(layer, x).to_numpy(), np.tanh(np.array([0.5, -1.0]) * 2 + 0.1))
-    close(f(layer._replace(w=nx.tensor(3.0)), x).to_numpy(), np.tanh(np.array([0.5, -1.0]) * 3 + 0.1))
+    close(f(layer._replace(w=nx.tensor(3.0)), x).to_numpy(),
+          np.tanh(np.array([0.5, -1.0]) * 3 + 0.1))
     assert f.trace_count == 1
     close(f(layer._replace(act="exp"), x).to_numpy(), np.exp(np.array([0.5, -1.0]) * 2 + 0.1))
     assert f.trace_count == 2
@@ -186,14 +188,16 @@ def test_dataclass_metadata_static_and_init_false_fields():
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_compile_with_container_templates(compiler):
-    c = compile(lambda l: l.w * 2 + l.b, Layer(nx.template((2,), "f32"), nx.template((), "f32"),
-                                               "relu"), compiler=compiler)
+    c = compile(lambda layer: layer.w * 2 + layer.b,
+                Layer(nx.template((2,), "f32"), nx.template((), "f32"), "relu"),
+                compiler=compiler)
     assert c(Layer(nx.tensor([1.0, 2.0]), nx.tensor(1.0), "relu")).tolist() == [3.0, 5.0]
     with pytest.raises(TypeError, match=r"compiled for arguments structured as "
                                         r"\(Layer\(w=tensor, b=tensor, act='relu'\),\), got "
                                         r"\(Layer\(w=tensor, b=tensor, act='tanh'\),\)"):
         c(Layer(nx.tensor([1.0, 2.0]), nx.tensor(1.0), "tanh"))
-    with pytest.raises(ValueError, match=r"argument 0 \(l.w\): expected f32\[2\], got f32\[3\]"):
+    with pytest.raises(ValueError,
+                       match=r"argument 0 \(layer.w\): expected f32\[2\], got f32\[3\]"):
         c(Layer(nx.tensor([1.0, 2.0, 3.0]), nx.tensor(1.0), "relu"))
 
 
@@ -218,7 +222,8 @@ def test_while_loop_and_cond_with_container_state(compiler):
     out = run(_branch)(State(nx.tensor(x), nx.tensor(3), "c"))
     assert type(out) is Params and out.b.tolist() == 6
     close(out.w.to_numpy(), -x)
-    reg = run(lambda a: nx.while_loop(lambda a: a.scale < 10, lambda a: Affine(a.scale * 3, a.shift + 1, a.name), a))(
+    reg = run(lambda a: nx.while_loop(lambda a: a.scale < 10,
+                                      lambda a: Affine(a.scale * 3, a.shift + 1, a.name), a))(
         Affine(nx.tensor(1.0), nx.tensor(0.0), "r"))
     assert (reg.scale.tolist(), reg.shift.tolist(), reg.name) == (27.0, 3.0, "r")
 
@@ -261,7 +266,8 @@ def test_grad_of_a_namedtuple_returns_that_namedtuple(compiler):
     close(g.w.to_numpy(), want_g.w, "w")
     close(g.b.to_numpy(), want_g.b, "b")
     # grad called eagerly, with a static field riding along, and a dataclass
-    g2 = grad(lambda l, x, y: _mlp_loss(nx)(l, x, y) * (2.0 if l.act == "double" else 1.0))(
+    g2 = grad(lambda layer, x, y: _mlp_loss(nx)(layer, x, y)
+              * (2.0 if layer.act == "double" else 1.0))(
         Layer(nx.tensor(w), nx.tensor(b), "double"), nx.tensor(x), nx.tensor(y))
     assert type(g2) is Layer and g2.act == "double"
     close(g2.w.to_numpy(), 2 * want_g.w)
@@ -281,7 +287,7 @@ def test_grad_of_a_namedtuple_returns_that_namedtuple(compiler):
 def test_shard_jit_per_device_namedtuples(compiler):
     mesh = nx.Mesh("m", (2, 2), axis_names=("x", "y"))
     w, x = arr(4, 6), arr(4, 2, seed=1)
-    f = shard_jit(lambda l, v: Layer(l.w * 2, nx.sum(v) + l.b, l.act), mesh,
+    f = shard_jit(lambda layer, v: Layer(layer.w * 2, nx.sum(v) + layer.b, layer.act), mesh,
                   input_shardings=[Layer(P("x", "y"), P(), None), P("x")], compiler=compiler)
     ws = SH.shard(nx.tensor(w), mesh, P("x", "y"))
     xs = SH.shard(nx.tensor(x), mesh, P("x"))
@@ -317,7 +323,8 @@ def test_shard_map_dataclass_in_and_out_against_jax(compiler):
     close(got.w.to_numpy(), want.w)
     close(got.b.to_numpy(), want.b)
     s = shard_map(lambda st: State(st.x * 2, st.i, st.name), mesh, in_specs=P("d"),
-                  out_specs=P("d"), compiler=compiler)(State(nx.tensor(x), nx.tensor([1, 2, 3, 4]), "k"))
+                  out_specs=P("d"), compiler=compiler)(
+        State(nx.tensor(x), nx.tensor([1, 2, 3, 4]), "k"))
     assert type(s) is State and s.name == "k"
     close(s.x.to_numpy(), 2 * x)
 

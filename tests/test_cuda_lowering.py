@@ -243,13 +243,16 @@ FAMILIES = [
     ("reductions", lambda x: (nx.sum(x, axes=[1]), nx.argmax(x, axis=0), nx.logsumexp(x),
                               nx.reduce(x, 0.0, lambda a, b: a + b * b)),
      [T((3, 4), "f32")]),
-    ("indexing", lambda x, i: (nx.take(x, i, axis=1), nx.gather(x, nx.stack([i[:2], i[:2]], axis=1)),
-                               nx.indexed_add(x, nx.stack([i[:2], i[:2]], axis=1), nx.tensor([1.0, 2.0])),
+    ("indexing", lambda x, i: (nx.take(x, i, axis=1),
+                               nx.gather(x, nx.stack([i[:2], i[:2]], axis=1)),
+                               nx.indexed_add(x, nx.stack([i[:2], i[:2]], axis=1),
+                                              nx.tensor([1.0, 2.0])),
                                nx.put_slice(x, [1, i[0]], nx.full((1, 2), 1.0))),
      [T((3, 4), "f32"), T((3,), "s32")]),
     ("sorting", lambda x, d: (nx.sort(x, axis=1), nx.argsort(x, axis=1, direction="desc"),
                               nx.sort(d), nx.top_k(x, k=2),
-                              nx.cumulative_sum(nx.reshape(x, (12, 1)) * nx.full((12, 20), 1.0), axis=1)),
+                              nx.cumulative_sum(nx.reshape(x, (12, 1)) * nx.full((12, 20), 1.0),
+                                                axis=1)),
      [T((3, 4), "f32"), T((5,), "f64")]),
     ("windows", lambda x: (nx.window_sum(x, (2, 2)), nx.window_max(x, (2, 2), padding="same"),
                            nx.window_scatter_max(x, nx.full((2, 3), 1.0), 0.0, (2, 2)),
@@ -291,7 +294,8 @@ def test_every_family_lowers_for_cuda(case):
 # The platform parameter: the default, its check, and platforms without solver targets
 # ----------------------------------------------------------------------------------------
 def test_the_default_platform_is_the_clients_and_emits_lapack():
-    f = lambda a, b: (L.cholesky(a), L.solve(a, b), *L.qr(a), *L.eigh(a), *L.svd(a))  # noqa: E731
+    def f(a, b):
+        return (L.cholesky(a), L.solve(a, b), *L.qr(a), *L.eigh(a), *L.svd(a))
     args = [T((3, 3), "f32"), T((3, 2), "f32")]
     text = to_mlir(f, *args)
     assert pjrt.requested_platform() == "cpu" and text == to_mlir(f, *args, platform="cpu")
@@ -309,7 +313,8 @@ def test_platforms_without_solver_targets_get_the_portable_compositions():
     assert ExlaCompiler().supports("cholesky")  # on this (cpu) client
     a = np.array([[4.0, 2.0, 0.5], [2.0, 5.0, 1.0], [0.5, 1.0, 3.0]])
     b = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    f = lambda a, b: (L.cholesky(a), L.solve(a, b), L.eigh(a)[0])  # noqa: E731
+    def f(a, b):
+        return (L.cholesky(a), L.solve(a, b), L.eigh(a)[0])
     text = to_mlir(f, T((3, 3), "f64"), T((3, 2), "f64"), platform="tpu")
     assert targets_of(text) == [] and "stablehlo.while" in text
     # the module runs on the CPU (nothing in it is TPU's): the portable results are LAPACK's

@@ -47,8 +47,10 @@ X = np.array([0.3, -1.2, 2.0, 0.5], np.float32)
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_clip_gradient(compiler):
-    f = lambda x: nx.sum(nx.sin(clip_gradient(-0.5, 0.5, x * 3.0)))  # noqa: E731
-    jf = lambda x: jnp.sum(jnp.sin(j_clip_gradient(-0.5, 0.5, x * 3.0)))  # noqa: E731
+    def f(x):
+        return nx.sum(nx.sin(clip_gradient(-0.5, 0.5, x * 3.0)))
+    def jf(x):
+        return jnp.sum(jnp.sin(j_clip_gradient(-0.5, 0.5, x * 3.0)))
     close(run(grad(f), compiler, nx.tensor(X)), jax.grad(jf)(X))
     close(run(f, compiler, nx.tensor(X)), jf(X))
 
@@ -95,8 +97,10 @@ def test_eager_and_value_and_grad():
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_vmap_of_grad_and_grad_of_vmap(compiler):
     xs = np.stack([BIG, -BIG, BIG / 7]).astype(np.float32)
-    f = lambda x: nx.sum(log1pexp(x) * x)  # noqa: E731
-    jf = lambda x: jnp.sum(j_log1pexp(x) * x)  # noqa: E731
+    def f(x):
+        return nx.sum(log1pexp(x) * x)
+    def jf(x):
+        return jnp.sum(j_log1pexp(x) * x)
     close(run(vmap(grad(f)), compiler, nx.tensor(xs)), jax.vmap(jax.grad(jf))(xs), rtol=1e-4)
     g = grad(lambda x: nx.sum(vmap(f)(x)))
     jg = jax.grad(lambda x: jnp.sum(jax.vmap(jf)(x)))

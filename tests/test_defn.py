@@ -132,8 +132,9 @@ def test_argument_errors_name_the_argument():
         f(1, ({"k": "a"},))
     with pytest.raises(TypeError, match=r"argument 0 \(x\): .*got object"):
         f(object(), 1)
-    with pytest.raises(OverflowError, match=r"argument 0 \(x\): tensor: integer 1099511627776 does not "
-                                         r"fit in s32"):
+    with pytest.raises(OverflowError,
+                       match=r"argument 0 \(x\): tensor: integer 1099511627776 does not "
+                             r"fit in s32"):
         f(2**40, 1)
     with pytest.raises(TypeError, match=r"argument 1 \(xs\[1\]\): .*got str"):
         jit(lambda *xs: xs[0])(1, "a")
@@ -238,7 +239,7 @@ def test_defn_calling_defn_inlines():
     same(outer(nx.tensor([1.0, 2.0])), [9.0, 15.0], "f32")
     assert inner.trace_count == 0 and outer.trace_count == 1
     text = str(debug_expr(outer)(nx.template((2,), "f32")))
-    assert [l.split()[2] for l in text.splitlines()[5:-1]] == [
+    assert [line.split()[2] for line in text.splitlines()[5:-1]] == [
         "multiply", "add", "multiply", "add"]
     # a compiled (ahead of time) function inlines as well
     c = compile(inner, nx.template((), "f32"))
@@ -333,7 +334,7 @@ def test_debug_expr_prints_the_graph():
   c = multiply a, b                        f32[2][2]
   d = add c, 1.0                           f32[2][2]
   e = sum d, axes: [1], keep_axes: false   f32[2]
->"""
+>"""  # noqa: W293 - the blank line of the repr is indented
     # containers come back as containers of Expr tensors; names are printed
     out = debug_expr(lambda x: {"a": x + x, "b": (x, -x)})(nx.template((3,), "s8", ["i"]))
     assert set(out) == {"a", "b"}
@@ -383,7 +384,7 @@ def test_debug_expr_prints_control_flow():
       m = elem j, index: 0      f32[2]
       return h, m
   n = elem c, index: 1          f32[2]
->"""
+>"""  # noqa: W293 - as above
 
 
 # ----------------------------------------------------------------------------------------
@@ -419,7 +420,8 @@ def test_unknown_options_and_compilers():
     with pytest.raises(ValueError, match=r"^unknown options 'a', 'b' for compiler 'evaluator'"):
         defn(compiler="evaluator", a=1, b=2)(lambda x: x)
     with pytest.raises(ValueError, match=r"^unknown compiler 'nope': expected one of "
-                                         r"\[(.*, )?'evaluator', 'exla'(, .*)?\] or a Compiler instance$"):
+                                         r"\[(.*, )?'evaluator', 'exla'(, .*)?\] "
+                                         r"or a Compiler instance$"):
         jit(lambda x: x, compiler="nope")
     with pytest.raises(TypeError, match="compiler must be a name or a Compiler instance"):
         jit(lambda x: x, compiler=3)
@@ -581,7 +583,7 @@ def test_numpy_fast_kernels_respect_a_subclass_s_own_op():
         name = "doubling"
 
         def add(self, out, a, b):
-            return super().add(out, a, b) * 2  # noqa: the point is a different add
+            return super().add(out, a, b) * 2  # the point is a different add
 
     b = Doubling()
     x = b.from_numpy(np.float32([1.0, 2.0]), nx.types.F32)
@@ -720,9 +722,11 @@ def test_to_mlir():
     assert m.main.body.ops[0].attrs["value"] == 2.0
     # a Jit and static keyword arguments
     j = jit(lambda x, k=1: x + k, compiler="exla")
-    assert str(parse(to_mlir(j, nx.template((2,), "s32"), k=3)).main.args[0].type) == "tensor<2xi32>"
+    module = parse(to_mlir(j, nx.template((2,), "s32"), k=3))
+    assert str(module.main.args[0].type) == "tensor<2xi32>"
     # the module the compiler ran is the one to_mlir shows
-    assert len(parse(to_mlir(lambda x: nx.sum(x), nx.template((3,), "s8"))).find("stablehlo.reduce")) == 1
+    module = parse(to_mlir(lambda x: nx.sum(x), nx.template((3,), "s8")))
+    assert len(module.find("stablehlo.reduce")) == 1
 
 
 # ----------------------------------------------------------------------------------------

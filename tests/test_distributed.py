@@ -476,7 +476,8 @@ def test_wrong_num_processes(tmp_path):
     port = launch.free_port()
     code = ("import sys, time; from nxpy import distributed as D; t=time.time()\n"
             "try:\n"
-            f"    D.initialize('127.0.0.1:{port}', int(sys.argv[2]), int(sys.argv[1]), 2, timeout=10)\n"
+            f"    D.initialize('127.0.0.1:{port}', int(sys.argv[2]), int(sys.argv[1]), 2, "
+            "timeout=10)\n"
             "except D.DistributedError as e:\n"
             "    print('ERR', round(time.time()-t, 1), e)\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(i), n], cwd=ROOT, env=_env(),

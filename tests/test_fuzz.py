@@ -54,7 +54,8 @@ def test_the_generator_is_deterministic_and_covers_the_families():
 
 
 def test_a_mismatch_names_the_program_and_a_repro_command():
-    prog = Program(3, 4, [Leaf((2,), "f32", data=[1.0, 2.0]), Step("exp", (0,), {})], ["f32", "f32"], (1,))
+    prog = Program(3, 4, [Leaf((2,), "f32", data=[1.0, 2.0]), Step("exp", (0,), {})],
+                   ["f32", "f32"], (1,))
     saved = fuzz.OPS["exp"]
     fuzz.OPS["exp"] = (lambda x: nx.exp(x) + 1, saved[1])  # a wrong nxpy program
     try:
@@ -69,13 +70,16 @@ def test_a_mismatch_names_the_program_and_a_repro_command():
 def test_the_tolerance_follows_the_least_precise_type_a_result_is_computed_from():
     tol = fuzz.TOLERANCES
     # n2 = f64(n1), n1 = exp(n0) in f32: n2 carries f32's error; n4 = exp(n3) is f64 only
-    prog = Program(0, 0, [Leaf((2,), "f32"), Step("exp", (0,), {}), Step("as_type", (1,), {"type": "f64"}),
-                          Leaf((2,), "f64"), Step("exp", (3,), {}), Leaf((2,), "bf16"), Leaf((2,), "s8")],
+    prog = Program(0, 0, [Leaf((2,), "f32"), Step("exp", (0,), {}),
+                          Step("as_type", (1,), {"type": "f64"}), Leaf((2,), "f64"),
+                          Step("exp", (3,), {}), Leaf((2,), "bf16"), Leaf((2,), "s8")],
                    ["f32", "f32", "f64", "f64", "f64", "bf16", "s8"], (2, 4, 1, 5, 6))
-    assert fuzz.tolerances(prog) == [tol["float32"], tol["float64"], tol["float32"], tol["bfloat16"], (0, 0)]
+    assert fuzz.tolerances(prog) == [tol["float32"], tol["float64"], tol["float32"],
+                                     tol["bfloat16"], (0, 0)]
     # a grad program's gradients: every type its forward output is computed from
-    prog = Program(0, 0, [Leaf((2,), "f64"), Step("as_type", (0,), {"type": "f32"}), Step("exp", (1,), {}),
-                          Leaf((2,), "f64")], ["f64", "f32", "f32", "f64"], (2,), grad=True)
+    prog = Program(0, 0, [Leaf((2,), "f64"), Step("as_type", (0,), {"type": "f32"}),
+                          Step("exp", (1,), {}), Leaf((2,), "f64")],
+                   ["f64", "f32", "f32", "f64"], (2,), grad=True)
     assert fuzz.tolerances(prog) == [tol["float32"], tol["float32"]]
     match = fuzz.compare._values_match
     assert match(np.float64([1.0]), np.float64([1.0 + 1e-7]), tol["float32"]) is None
@@ -95,8 +99,9 @@ def test_an_f32_error_beside_an_unrelated_bf16_value_is_a_mismatch(monkeypatch, 
     fuzz.check(prog)
     nxf, jx = fuzz.OPS["exp"]
     monkeypatch.setitem(fuzz.OPS, "exp", (lambda x: nxf(x) * 1.001, jx))
-    with pytest.raises(fuzz.Mismatch, match=r"result 0: the NumPy backend vs JAX: values differ beyond "
-                                            r"rtol=0\.0002"):
+    with pytest.raises(fuzz.Mismatch,
+                       match=r"result 0: the NumPy backend vs JAX: values differ beyond "
+                             r"rtol=0\.0002"):
         fuzz.check(prog)
     # the same error in a bf16 result is within bf16's tolerance
     fuzz.check(_fixed(nodes[2:3] + [Step("exp", (0,), {})], (1,)))
@@ -111,7 +116,8 @@ def _fixed(nodes, outputs, grad=False, seed=0, index=0):
         vals = []
         for n in nodes:
             if isinstance(n, Leaf):
-                vals.append(nx.tensor(n.array(), type=n.type, names=list(n.names) if n.names else None))
+                vals.append(nx.tensor(n.array(), type=n.type,
+                                      names=list(n.names) if n.names else None))
             else:
                 vals.append(fuzz.OPS[n.op][0](*[vals[a] for a in n.args], **n.kw))
     return Program(seed, index, nodes, [str(v.type) for v in vals], outputs, grad)
@@ -128,7 +134,8 @@ def test_regression_evaluator_keeps_the_names_of_a_renamed_output():
     x = nx.tensor([[1.0, 2.0]], names=["h", None])
     for compiler in ("evaluator", "exla"):
         assert jit(lambda x: nx.broadcast(x, (1, 2)), compiler=compiler)(x).names == (None, None)
-    _check_fixed([Leaf((4, 3), "f32", ("h", None), seed=1), Step("broadcast", (0,), {"shape": (4, 3)})], (1,))
+    _check_fixed([Leaf((4, 3), "f32", ("h", None), seed=1),
+                  Step("broadcast", (0,), {"shape": (4, 3)})], (1,))
 
 
 def test_regression_conv_kernel_dilation_skips_the_holes():
@@ -136,10 +143,12 @@ def test_regression_conv_kernel_dilation_skips_the_holes():
     # so an inf under a hole made NaN where XLA (and JAX) skip the hole
     x = np.array([[[-np.inf, 0.5, -1.0, -2.875]]], np.float32)
     k = np.array([[[2.0, 3.0]]], np.float32)
-    f = lambda x, k: nx.conv(x, k, padding=[(1, 1)], kernel_dilation=[2], strides=[2])  # noqa: E731
+    def f(x, k):
+        return nx.conv(x, k, padding=[(1, 1)], kernel_dilation=[2], strides=[2])
     want = [[[1.5, 1.0 - 8.625]]]  # the taps at offsets 0 and 2 never meet the inf
     for compiler in ("evaluator", "exla"):
-        np.testing.assert_array_equal(jit(f, compiler=compiler)(nx.tensor(x), nx.tensor(k)).to_numpy(), want)
+        got = jit(f, compiler=compiler)(nx.tensor(x), nx.tensor(k))
+        np.testing.assert_array_equal(got.to_numpy(), want)
     np.testing.assert_array_equal(f(nx.tensor(x), nx.tensor(k)).to_numpy(), want)
     _check_fixed([Leaf((2, 2, 3), "f16", seed=4), Leaf((2, 1, 2), "f16", seed=5),
                   Step("conv", (0, 1), {"strides": [2], "padding": [[1, 1]], "input_dilation": [2],
@@ -200,7 +209,8 @@ def test_a_sharded_module_that_does_not_load_is_a_mismatch(monkeypatch, kind):
     def broken(text):
         raise ValueError("the loader is broken")
     monkeypatch.setattr(fuzz.sharded, "load", broken)
-    with pytest.raises(fuzz.Mismatch, match="stablehlo failed: ValueError: the loader is broken") as e:
+    with pytest.raises(fuzz.Mismatch,
+                       match="stablehlo failed: ValueError: the loader is broken") as e:
         fuzz.check(prog)
     assert f"--sharded --seed {SEED} --index {prog.index} --show" in str(e.value)
 
@@ -232,7 +242,8 @@ def test_a_wrong_batching_rule_is_a_vmap_mismatch_with_a_repro(monkeypatch, grad
     with pytest.raises(fuzz.Mismatch) as e:
         fuzz.check(prog, vmap=True)
     msg = str(e.value)
-    assert msg.startswith("vmap: vmap/evaluator result 0 vs the examples run alone") and "differ" in msg
+    assert msg.startswith("vmap: vmap/evaluator result 0 vs the examples run alone")
+    assert "differ" in msg
     assert f"in_axes={spec.in_axes!r}" in msg and "n0 example 1: input f32[2, 3]" in msg
     assert "python -m nxpy.testing.fuzz --seed 3 --index 4 --vmap --show" in msg
     assert ("(grad of sum)" in msg) == grad
@@ -246,7 +257,8 @@ def test_jax_vmap_of_the_twin_is_the_second_oracle(monkeypatch):
     nxf, jx = fuzz.OPS["exp"]
     monkeypatch.setitem(fuzz.OPS, "exp", (nxf, lambda J, ts, out, x: jx(J, ts, out, x) + 1))
     fuzz.check_vmap(prog, spec, with_jax=False)  # nxpy's paths do not read the twin
-    with pytest.raises(fuzz.Mismatch, match=r"vmap: result 0: the examples run alone .* vs jax.vmap"):
+    with pytest.raises(fuzz.Mismatch,
+                       match=r"vmap: result 0: the examples run alone .* vs jax.vmap"):
         fuzz.check_vmap(prog, spec)
 
 
@@ -257,8 +269,8 @@ def test_the_examples_stay_in_the_programs_domain():
         spec = fuzz.vmap_spec(prog)
         ids = [i for i, n in enumerate(prog.nodes) if isinstance(n, Leaf)]
         assert len(spec.in_axes) == len(ids) and any(a is not None for a in spec.in_axes)
-        assert all(0 <= a % (len(n.shape) + 1) <= len(n.shape) for a, n in zip(spec.in_axes, prog.leaves())
-                   if a is not None)
+        assert all(0 <= a % (len(n.shape) + 1) <= len(n.shape)
+                   for a, n in zip(spec.in_axes, prog.leaves()) if a is not None)
         for i, a, exs in zip(ids, spec.in_axes, spec.examples):
             leaf = prog.nodes[i]
             assert len(exs) == fuzz.VMAP_SIZE and exs[0] == leaf
@@ -270,7 +282,8 @@ def test_the_examples_stay_in_the_programs_domain():
                 assert (ex.shape, ex.type, ex.names) == (leaf.shape, leaf.type, leaf.names)
                 if leaf.data is not None and np.ndim(leaf.data):
                     # indices: the same ones, moved (in range; indexed_put rows stay distinct)
-                    rows = lambda d: sorted(map(tuple, np.asarray(d).reshape(len(d), -1).tolist()))  # noqa: E731
+                    def rows(d):
+                        return sorted(map(tuple, np.asarray(d).reshape(len(d), -1).tolist()))
                     assert rows(ex.data) == rows(leaf.data)
             if leaf.data is None and len(exs) == len({x.seed for x in exs}):
                 seen.add("fresh")
@@ -282,8 +295,10 @@ def test_the_examples_stay_in_the_programs_domain():
 def test_an_example_that_breaks_a_value_rule_is_drawn_again():
     # bitcast of a float needs an operand without NaN: inputs drawn with NaN/inf/-0.0 are
     # kept only when they have no NaN
-    seed = next(s for s in range(100) if not np.isnan(Leaf((4,), "f32", special=True, seed=s).array()).any())
-    prog = _fixed([Leaf((4,), "f32", special=True, seed=seed), Step("bitcast", (0,), {"type": "s32"})], (1,))
+    seed = next(s for s in range(100)
+                if not np.isnan(Leaf((4,), "f32", special=True, seed=s).array()).any())
+    prog = _fixed([Leaf((4,), "f32", special=True, seed=seed),
+                   Step("bitcast", (0,), {"type": "s32"})], (1,))
     nan_draws = 0
     for index in range(20):
         prog.index = index
@@ -306,7 +321,8 @@ def test_the_command_line_shows_and_checks_the_batch(capsys):
     assert fuzz.main(["--seed", str(SEED), "--index", "0", "--vmap", "--show"]) == 0
     out = capsys.readouterr().out
     spec = fuzz.vmap_spec(fuzz.generate(SEED, 0))
-    assert f"vmap over 3 examples: in_axes={spec.in_axes!r}, out_axes={spec.vmap_out_axes()!r}" in out
+    assert (f"vmap over 3 examples: in_axes={spec.in_axes!r}, "
+            f"out_axes={spec.vmap_out_axes()!r}") in out
     assert out.rstrip().endswith("ok")
 
 

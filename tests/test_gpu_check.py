@@ -24,7 +24,8 @@ def test_without_a_gpu_it_lowers_for_cuda_and_skips_the_gpu_part():
     assert rc == 0, out
     assert "ok   lowering" in out
     assert "part 2: skipped: no CUDA GPU here" in out
-    assert out.strip().splitlines()[-1].startswith("gpu-check: lowering ok; no GPU, GPU part skipped")
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("gpu-check: lowering ok; no GPU, GPU part skipped")
 
 
 def test_the_gpu_part_runs_on_the_host_devices():

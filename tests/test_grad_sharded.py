@@ -622,7 +622,8 @@ def _sj_args(m, x_sharding):
 
 def _sj_expected(m, x_sharding, weight):
     w, x, _ = _sj_args(m, x_sharding)
-    ident = lambda v: v  # noqa: E731
+    def ident(v):
+        return v
     ours = jit(grad(_sj_loss(NXL, ident, weight), argnums=(0, 1)))(nx.tensor(w), nx.tensor(x))
     theirs = jax.jit(jax.grad(_sj_loss(JXL, ident, weight), argnums=(0, 1)))(w, x)
     for a, b in zip(ours, theirs):
@@ -675,7 +676,6 @@ def test_grad_of_shard_map_inside_shard_jit(compiler):
     """Global view around the local view: the gradient of a function whose shard_map
     gathers and sums, run by shard_jit, split by its result shardings."""
     m, x_sharding = (2, 4), {0: [0], 1: [1]}
-    weight = wt(8, 8)
     _, x, per_dev = _sj_args(m, x_sharding)
     per_dev = [[a[1]] for a in per_dev]
 
@@ -929,8 +929,10 @@ def test_second_order_grad_inside_shard_map(compiler):
 
     def make(L):
         def body(v):
-            f = lambda v: L.sum(L.sin(L.psum(v * v, "x")))  # noqa: E731
-            g = lambda v: L.sum(L.grad(f)(v) * L.const(wt(2, 2)))  # noqa: E731
+            def f(v):
+                return L.sum(L.sin(L.psum(v * v, "x")))
+            def g(v):
+                return L.sum(L.grad(f)(v) * L.const(wt(2, 2)))
             return L.expand(L.grad(g)(v))
         return L.smap(body, m, [SH_XY], (ALL,))
     want = np.asarray(jax.jit(make(JXL))(x))
@@ -944,7 +946,8 @@ def test_second_order_grad_outside_shard_map(compiler):
 
     def make(L):
         sm = L.smap(lambda v: L.psum(L.sin(v) * v, "x"), m, [SH_XY], (None, "y"))
-        f = lambda v: L.sum(L.sin(sm(v)))  # noqa: E731
+        def f(v):
+            return L.sum(L.sin(sm(v)))
         return L.grad(lambda v: L.sum(L.grad(f)(v) ** 2))
     want = np.asarray(jax.jit(make(JXL))(x))
     got = jit(make(NXL), compiler=compiler)(nx.tensor(x)).to_numpy()

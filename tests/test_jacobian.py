@@ -28,10 +28,13 @@ W, X, B = _rng(3, 4), _rng(4, seed=1), _rng(3, seed=2)
 CASES = {  # name: (nxpy function, jax.numpy function, arguments, argnums)
     "vector to vector": (lambda x: nx.tanh(nx.dot(nx.tensor(W), x)),
                          lambda x: jnp.tanh(jnp.dot(W, x)), (X,), 0),
-    "matrix to scalar": (lambda w: nx.sum(nx.sin(w) * w), lambda w: jnp.sum(jnp.sin(w) * w), (W,), 0),
+    "matrix to scalar": (lambda w: nx.sum(nx.sin(w) * w), lambda w: jnp.sum(jnp.sin(w) * w),
+                         (W,), 0),
     "matrix to matrix": (lambda w: nx.exp(w) * 2 + w.T.T, lambda w: jnp.exp(w) * 2 + w, (W,), 0),
-    "two arguments": (lambda w, x: nx.dot(w, x) ** 2, lambda w, x: jnp.dot(w, x) ** 2, (W, X), (0, 1)),
-    "second argument": (lambda w, x, b: nx.dot(w, x) + b, lambda w, x, b: jnp.dot(w, x) + b, (W, X, B), 2),
+    "two arguments": (lambda w, x: nx.dot(w, x) ** 2, lambda w, x: jnp.dot(w, x) ** 2,
+                      (W, X), (0, 1)),
+    "second argument": (lambda w, x, b: nx.dot(w, x) + b, lambda w, x, b: jnp.dot(w, x) + b,
+                        (W, X, B), 2),
     "container output": (lambda x: {"s": nx.sum(x ** 3), "v": nx.cos(x)},
                          lambda x: {"s": jnp.sum(x ** 3), "v": jnp.cos(x)}, (X,), 0),
     "container argument": (lambda p: nx.dot(p["w"], p["x"]), lambda p: jnp.dot(p["w"], p["x"]),
@@ -78,8 +81,10 @@ def test_has_aux_integer_arguments_and_composition():
     assert ji.shape == (4,) and str(ji.type) == "f32" and ji.tolist() == [0.0] * 4
     # per-example Jacobians: vmap of jacobian, as jax.vmap of jax.jacrev
     xs = _rng(5, 4, seed=3)
-    f = lambda x: nx.sin(nx.dot(nx.tensor(W), x))  # noqa: E731
-    _close(vmap(jacobian(f))(nx.tensor(xs)), jax.vmap(jax.jacrev(lambda x: jnp.sin(jnp.dot(W, x))))(xs))
+    def f(x):
+        return nx.sin(nx.dot(nx.tensor(W), x))
+    _close(vmap(jacobian(f))(nx.tensor(xs)),
+           jax.vmap(jax.jacrev(lambda x: jnp.sin(jnp.dot(W, x))))(xs))
 
 
 def test_compiled_once():

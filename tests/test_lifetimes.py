@@ -196,9 +196,10 @@ def test_dropping_a_jit_frees_its_runtime_calls_and_what_they_hold(executables):
     payload = Payload()
     held = weakref.ref(payload)
 
+    # (pyflakes' F821: both names are deleted below, after the calls)
     def host(t):  # holds payload
-        return (t.to_numpy() * 2 + payload.data[0]).astype(np.float32)
-    f = jit(lambda x: nx.runtime_call(x, x, host) + 1, compiler="exla")
+        return (t.to_numpy() * 2 + payload.data[0]).astype(np.float32)  # noqa: F821
+    f = jit(lambda x: nx.runtime_call(x, x, host) + 1, compiler="exla")  # noqa: F821
     np.testing.assert_allclose(f(nx.tensor(X)).to_numpy(), X * 2 + 1)
     assert len(pjrt._callbacks) == before + 1
     del f, payload, host

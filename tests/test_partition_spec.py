@@ -206,7 +206,8 @@ def _smap_per_device(in_specs, args, jax_in_specs=None, compiler="evaluator"):
     """Per-device fingerprints from nxpy's shard_map with ``in_specs`` and from JAX's with
     ``jax_in_specs`` (default: the same), each device's on dim 0 of the result."""
     m, jm = mesh((2, 2), ("x", "y"))
-    leaves = lambda a: jax.tree_util.tree_leaves(a)  # noqa: E731
+    def leaves(a):
+        return jax.tree_util.tree_leaves(a)
     got = shard_map(lambda *a: _fingerprint(nx, axis_index, leaves(a)), m, in_specs=in_specs,
                     out_specs=P(("x", "y")), compiler=compiler)(
         *jax.tree_util.tree_map(nx.tensor, args))
@@ -290,7 +291,7 @@ def test_an_ambiguous_tuple_is_an_error_before_xla(compiles, in_specs, args, one
     # each spelling the message offers runs, and they differ
     one_f = shard_map(body, m, in_specs=one, out_specs=one, compiler="evaluator")
     assert one_f(*map(nx.tensor, args)).shape == args[0].shape
-    m_each = eval(each)  # noqa: S307 -- the message's own spelling, P(...) only
+    m_each = eval(each)  # the message's own spelling, P(...) only
     each_f = shard_map(body, m, in_specs=m_each, out_specs=m_each[0], compiler="evaluator")
     assert each_f(*map(nx.tensor, args)).shape == args[0].shape
 

@@ -15,13 +15,13 @@ import nxpy as nx
 from nxpy import plugins
 from nxpy import pjrt
 from nxpy.compilers.exla import LOWERINGS, to_mlir
-
-# one worker runs them all under pytest-xdist: they pip-install the example plugin
-pytestmark = pytest.mark.xdist_group("pip")
 from nxpy.backends.numpy import NumpyBackend
 from nxpy.defn import Compiler, jit
 from nxpy.extend import implement, register_lowering, register_op
 from nxpy.stablehlo import parse
+
+# one worker runs them all under pytest-xdist: they pip-install the example plugin
+pytestmark = pytest.mark.xdist_group("pip")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "nxpy_counting"
@@ -93,11 +93,13 @@ def test_kit_reports_unsupported_ops(tmp_path):
     conftest = tmp_path / "conftest.py"
     conftest.write_text(
         "import nxpy as nx\nfrom nxpy.backends.numpy import NumpyBackend\n"
-        "class Partial(NumpyBackend):\n    name = 'partial'\n    dot = None\n    window_sum = None\n"
+        "class Partial(NumpyBackend):\n    name = 'partial'\n    dot = None\n"
+        "    window_sum = None\n"
         "nx.register_backend('partial', Partial)\n")
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "--rootdir", str(tmp_path), "-c", "/dev/null", str(tmp_path),
-                        "--pyargs", "nxpy.testing", "--nxpy-backend=partial", "-k", "dot or window_sum"],
+                        "--pyargs", "nxpy.testing", "--nxpy-backend=partial",
+                        "-k", "dot or window_sum"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:]
     assert "nxpy conformance kit: unsupported ops" in r.stdout
@@ -147,7 +149,8 @@ def test_two_plugins_with_one_name():
     nx.register_compiler("twice", lambda: None)
     try:
         with pytest.raises(nx.PluginError, match=r"two compiler plugins are named 'twice': "
-                                                 r"registered at .*test_plugins.py:\d+, and registered at"):
+                                                 r"registered at .*test_plugins.py:\d+, "
+                                                 r"and registered at"):
             nx.register_compiler("twice", lambda: None)
     finally:
         plugins.COMPILERS.unregister("twice")
@@ -164,8 +167,8 @@ def test_entry_point_errors(monkeypatch):
         EP("dup", "pkg_a:Backend", "nxpy.backends"), EP("dup", "pkg_b:Backend", "nxpy.backends"),
         EP("numpy", "pkg_c:NumpyClone", "nxpy.backends")])
     with pytest.raises(nx.PluginError, match=r"the backend plugin 'broken' \(entry point "
-                                             r"'nxpy_no_such_module:Backend' of .*\) failed to import: "
-                                             r"ModuleNotFoundError"):
+                                             r"'nxpy_no_such_module:Backend' of .*\) failed to "
+                                             r"import: ModuleNotFoundError"):
         nx.default_backend("broken")
     with pytest.raises(nx.PluginError, match=r"two backend plugins are named 'dup': entry point "
                                              r"'pkg_a:Backend' .* and entry point 'pkg_b:Backend'"):
@@ -178,7 +181,8 @@ def test_entry_point_errors(monkeypatch):
     finally:
         monkeypatch.undo()
         nx.get_backend("numpy")
-    with pytest.raises(ValueError, match=r"unknown backend 'nope': expected one of \[.*'exla'.*'numpy'"):
+    with pytest.raises(ValueError,
+                       match=r"unknown backend 'nope': expected one of \[.*'exla'.*'numpy'"):
         nx.default_backend("nope")
 
 
@@ -228,8 +232,8 @@ def _lower_logaddexp(ctx, e, a, b):
     m = ctx.binop("stablehlo.maximum", a, b)
     d = ctx.op("stablehlo.negate", [ctx.op("stablehlo.abs", [ctx.binop("stablehlo.subtract", a, b)],
                                            (e.shape, e.type))], (e.shape, e.type))
-    return ctx.binop("stablehlo.add", m, ctx.op("stablehlo.log_plus_one",
-                                                 [ctx.op("stablehlo.exponential", [d], (e.shape, e.type))],
+    exp = ctx.op("stablehlo.exponential", [d], (e.shape, e.type))
+    return ctx.binop("stablehlo.add", m, ctx.op("stablehlo.log_plus_one", [exp],
                                                  (e.shape, e.type)))
 
 
@@ -249,7 +253,8 @@ def test_a_new_op_on_every_path(path):
 
 
 def test_new_op_graph_errors_and_backend_kernels():
-    g = nx.defn.debug_expr(lambda x, y: logaddexp(x, y))(nx.template((2,), "f32"), nx.template((2,), "f32"))
+    g = nx.defn.debug_expr(lambda x, y: logaddexp(x, y))(nx.template((2,), "f32"),
+                                                         nx.template((2,), "f32"))
     assert "c = test_logaddexp a, b" in str(g)
     with pytest.raises(ValueError, match=r"logaddexp: cannot broadcast tensor of shape \(2,\) "
                                          r"with tensor of shape \(3,\)"):
@@ -257,11 +262,13 @@ def test_new_op_graph_errors_and_backend_kernels():
     with pytest.raises(ValueError, match="op 'add' already exists"):
         register_op("add", _logaddexp_infer)
     bare = register_op("test_bare", lambda x: (x.shape, x.type))
-    with pytest.raises(NotImplementedError, match="backend 'numpy' does not implement the op 'test_bare'"):
+    with pytest.raises(NotImplementedError,
+                       match="backend 'numpy' does not implement the op 'test_bare'"):
         bare(nx.iota((2,)))
     with pytest.raises(NotImplementedError, match="no lowering for op 'test_bare'"):
         jit(bare, compiler="exla")(nx.iota((2,)))
-    implement("numpy", "test_bare", lambda self, out, x: self.from_numpy(x.to_numpy() + 100, out.type))
+    implement("numpy", "test_bare",
+              lambda self, out, x: self.from_numpy(x.to_numpy() + 100, out.type))
     try:
         assert bare(nx.iota((2,))).tolist() == [100, 101]
         assert jit(bare)(nx.iota((2,))).tolist() == [100, 101]  # the Evaluator uses the kernel
@@ -287,7 +294,8 @@ def test_override_a_lowering_and_custom_call():
 
     @register_lowering("test_custom")
     def _(ctx, e, x):
-        return ctx.custom_call("my_kernel", [x], (e.shape, e.type), backend_config='alpha = 1 : i32')
+        return ctx.custom_call("my_kernel", [x], (e.shape, e.type),
+                               backend_config='alpha = 1 : i32')
     custom = register_op("test_custom", lambda x: (x.shape, x.type))
     (call,) = parse(to_mlir(custom, nx.template((3,), "f32"))).find("stablehlo.custom_call")
     assert call.attrs == {"call_target_name": "my_kernel", "api_version": 4,

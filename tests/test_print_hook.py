@@ -163,7 +163,8 @@ def test_each_device_calls_back_in_shard_map(compiler):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_print_expr_prints_while_tracing_only(path, capsys):
-    f = (lambda a: nx.print_expr(a * 2, label="twice") + 1)
+    def f(a):
+        return nx.print_expr(a * 2, label="twice") + 1
     if path is None:
         f(nx.tensor([1.0]))
         assert capsys.readouterr().out == "twice: " + repr(nx.tensor([2.0])) + "\n"
@@ -218,11 +219,13 @@ def test_the_importer_rejects_host_callbacks_and_the_round_trip_skips_them():
 
 def test_errors():
     x = nx.tensor([1.0])
-    with pytest.raises(TypeError, match="hook: expected fn to be a callable taking the tensor, got int"):
+    with pytest.raises(TypeError,
+                       match="hook: expected fn to be a callable taking the tensor, got int"):
         nx.hook(x, 3)
     with pytest.raises(TypeError, match="hook: expected x to be a tensor .* got tuple"):
         jit(lambda a: nx.hook((a, a), print))(x)
-    with pytest.raises(TypeError, match="print_value: expected label to be a string or None, got int"):
+    with pytest.raises(TypeError,
+                       match="print_value: expected label to be a string or None, got int"):
         nx.print_value(x, label=3)
     with pytest.raises(TypeError, match="print_expr: expected label"):
         nx.print_expr(x, label=[1])

@@ -192,7 +192,8 @@ def test_names_and_defaults():
     u = R.uniform_split(R.key(3), lo, lo + 1, shape=(4, 3)).to_numpy()
     assert ((u >= lo.to_numpy()) & (u < lo.to_numpy() + 1)).all()
     with jax.enable_x64(False):
-        want = np.asarray(jax.random.uniform(_jkey(3), (4, 3), minval=np.array([0.0, 10, 100], np.float32),
+        want = np.asarray(jax.random.uniform(_jkey(3), (4, 3),
+                                             minval=np.array([0.0, 10, 100], np.float32),
                                              maxval=np.array([1.0, 11, 101], np.float32)))
     np.testing.assert_array_equal(u, want)
 
@@ -292,7 +293,8 @@ def test_grad_through_random_mask(compiler):
     np.testing.assert_allclose(g.to_numpy(), np.asarray(jax.grad(jloss)(x, _jkey(2))), rtol=1e-6)
     # gradient w.r.t. the scale of a normal sample flows through the arithmetic
     h = grad(lambda s, k: nx.sum(R.normal_split(k, 0.0, s, shape=(4,))))(nx.tensor(2.0), R.key(1))
-    np.testing.assert_allclose(h.tolist(), float(np.sum(R.normal_split(R.key(1), shape=(4,)).to_numpy())),
+    np.testing.assert_allclose(h.tolist(),
+                               float(np.sum(R.normal_split(R.key(1), shape=(4,)).to_numpy())),
                                rtol=1e-6)
 
 
@@ -376,14 +378,16 @@ def test_shuffle_is_a_uniform_permutation():
     rows = s.to_numpy()
     assert all(sorted(r) == [0, 1, 2, 3] for r in rows)
     s, _ = R.shuffle(R.key(3), nx.iota((3, 4), axis=0))
-    assert sorted(s.to_numpy()[:, 0].tolist()) == [0, 1, 2] and (s.to_numpy() == s.to_numpy()[:, :1]).all()
+    assert sorted(s.to_numpy()[:, 0].tolist()) == [0, 1, 2]
+    assert (s.to_numpy() == s.to_numpy()[:, :1]).all()
 
 
 def test_choice():
     t = nx.iota((4, 3))
     r, k = R.choice(R.key(1), t, samples=5, axis=0)
-    assert r.shape == (5, 3) and all(row[0] % 3 == 0 and list(row) == [row[0], row[0] + 1, row[0] + 2]
-                                     for row in r.tolist())
+    assert r.shape == (5, 3)
+    assert all(row[0] % 3 == 0 and list(row) == [row[0], row[0] + 1, row[0] + 2]
+               for row in r.tolist())
     r, _ = R.choice(R.key(1), t, samples=4, axis=0, replace=False)
     assert sorted(row[0] for row in r.tolist()) == [0, 3, 6, 9]
     r, _ = R.choice(R.key(2), nx.iota((3, 2)), samples=6, replace=False)
@@ -470,7 +474,8 @@ def test_multivariate_normal_like_jax(method):
     (lambda: R.shuffle(R.key(0), nx.iota((3,)), axis=2), ValueError, "axis"),
     (lambda: R.choice(R.key(0), nx.iota((3,)), samples=4, replace=False), ValueError, "samples"),
     (lambda: R.choice(R.key(0), nx.iota((3,)), samples=0), ValueError, "samples"),
-    (lambda: R.choice(R.key(0), nx.iota((3,)), nx.tensor([0.5, 0.5])), ValueError, "p to have size"),
+    (lambda: R.choice(R.key(0), nx.iota((3,)), nx.tensor([0.5, 0.5])), ValueError,
+     "p to have size"),
     (lambda: R.multivariate_normal_split(R.key(0), nx.tensor([0.0, 0.0]), nx.eye(3, type="f32")),
      ValueError, "same size"),
     (lambda: R.multivariate_normal_split(R.key(0), nx.tensor(0.0), nx.eye(1, type="f32")),

@@ -13,7 +13,6 @@ from nxpy.stablehlo import load
 from nxpy.stablehlo.rules import UnsupportedOpError
 
 import jax  # after nxpy started XLA (conftest)
-import jax.numpy as jnp
 
 COMPILERS = ["evaluator", "exla"]
 PATHS = [None] + COMPILERS  # None: eagerly, outside any defn
@@ -60,9 +59,11 @@ def test_types_and_a_single_template_against_pure_callback(path, type):
     rng = np.random.default_rng(0)
     x = (rng.normal(size=(2, 3)) * 4).astype(nx.tensor(0, type=type).to_numpy().dtype) \
         if type != "pred" else rng.normal(size=(2, 3)) > 0
-    host = lambda a: np.flip(np.asarray(a), axis=1).T.copy()  # noqa: E731 - any host work
+    def host(a):  # any host work
+        return np.flip(np.asarray(a), axis=1).T.copy()
     out = run(lambda a: nx.runtime_call(nx.template((3, 2), type), a,
-                                        lambda t: host(t.to_numpy())), path, nx.tensor(x, type=type))
+                                        lambda t: host(t.to_numpy())),
+              path, nx.tensor(x, type=type))
     assert str(out.type) == type and out.shape == (3, 2)
     if type in ("f32", "u8", "pred", "c64"):  # JAX's dtypes (x64 off: no 64-bit)
         spec = jax.ShapeDtypeStruct((3, 2), x.dtype)
@@ -112,7 +113,8 @@ def test_shard_map_calls_each_device_with_its_shard(compiler):
     assert sorted(seen) == sorted(mesh.devices)
     for p, d in enumerate(mesh.devices):
         np.testing.assert_array_equal(seen[d], shards[p])
-    np.testing.assert_array_equal(out.to_numpy(), np.concatenate([np.cumsum(s) * 2 for s in shards]))
+    np.testing.assert_array_equal(out.to_numpy(),
+                                  np.concatenate([np.cumsum(s) * 2 for s in shards]))
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -123,7 +125,8 @@ def test_an_exception_in_fn_reaches_the_caller_from_every_sharded_path(compiler)
     def bad(t):
         raise KeyError(f"no value for {t.to_numpy().tolist()}")
 
-    body = lambda a: nx.runtime_call(a, a, bad)  # noqa: E731
+    def body(a):
+        return nx.runtime_call(a, a, bad)
     per_shard = shard_map(body, mesh, in_specs=nx.P("x"), out_specs=nx.P("x"), compiler=compiler)
     with pytest.raises(KeyError, match=r"no value for \[[12]\.0\]"):
         per_shard(nx.tensor([1.0, 2.0]))
@@ -152,8 +155,8 @@ def test_shard_jit_calls_with_the_global_value_and_replicates(compiler):
     h = shard_jit(f, mesh, input_shardings=[spec], compiler=compiler)
     out = h([[s] for s in SH.shard(nx.tensor(x), mesh, spec)])
     # JAX's pure_callback under a sharded jit also sees the global value
-    sharding = jax.sharding.NamedSharding(jax.make_mesh((2, 2), ("x", "y"), devices=jax.devices()[:4]),
-                                          jax.sharding.PartitionSpec("x", "y"))
+    jmesh = jax.make_mesh((2, 2), ("x", "y"), devices=jax.devices()[:4])
+    sharding = jax.sharding.NamedSharding(jmesh, jax.sharding.PartitionSpec("x", "y"))
     want = jax.jit(lambda a: jax.pure_callback(lambda v: np.asarray(v).sum(axis=0),
                                                jax.ShapeDtypeStruct((4,), np.float32),
                                                a * 2) + 1)(jax.device_put(x, sharding))
@@ -182,7 +185,8 @@ def test_results_not_matching_the_template_raise(path):
         (three, lambda t: 1.0, r"expected output to be f32\[3\] .* got float"),
     ]
     for out, fn, message in cases:
-        f = (lambda a, out=out, fn=fn: nx.runtime_call(out, a, fn))
+        def f(a, out=out, fn=fn):
+            return nx.runtime_call(out, a, fn)
         # EXLA: raised on XLA's thread, re-raised in the caller's as itself
         want = ValueError if "structure" in message else TypeError
         with pytest.raises(want, match="^runtime_call: " + message):
@@ -194,11 +198,14 @@ def test_results_not_matching_the_template_raise(path):
 
 def test_errors_of_the_arguments_and_of_fn():
     x = nx.tensor([1.0])
-    with pytest.raises(TypeError, match="runtime_call: expected fn to be a callable taking the tensors, got int"):
+    with pytest.raises(TypeError, match="runtime_call: expected fn to be a callable taking the "
+                                        "tensors, got int"):
         nx.runtime_call(x, x, 3)
-    with pytest.raises(TypeError, match=r"runtime_call: expected out\[1\] to be a template .* got str"):
+    with pytest.raises(TypeError,
+                       match=r"runtime_call: expected out\[1\] to be a template .* got str"):
         jit(lambda a: nx.runtime_call((a, "f32"), a, lambda t: t))(x)
-    with pytest.raises(ValueError, match=r"runtime_call: expected out to hold at least one template, got \(\)"):
+    with pytest.raises(ValueError,
+                       match=r"runtime_call: expected out to hold at least one template, got \(\)"):
         nx.runtime_call((), x, lambda t: ())
 
     def bad(t):
@@ -213,10 +220,12 @@ def test_errors_of_the_arguments_and_of_fn():
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_grad_through_it_raises_and_stop_grad_makes_it_a_constant(compiler):
-    host = lambda t: np.sin(t.to_numpy())  # noqa: E731
+    def host(t):
+        return np.sin(t.to_numpy())
     x = np.array([0.5, -1.0, 2.0], np.float32)
     with pytest.raises(ValueError, match="grad: runtime_call is not differentiable .* stop_grad"):
-        jit(grad(lambda a: nx.sum(nx.runtime_call(a, a * 2, host))), compiler=compiler)(nx.tensor(x))
+        jit(grad(lambda a: nx.sum(nx.runtime_call(a, a * 2, host))),
+            compiler=compiler)(nx.tensor(x))
     g = jit(grad(lambda a: nx.sum(a * nx.runtime_call(a, stop_grad(a * 2), host))),
             compiler=compiler)(nx.tensor(x))
     np.testing.assert_allclose(g.to_numpy(), np.sin(x * 2), rtol=1e-6)  # d/da sum(a * c) = c

@@ -137,10 +137,12 @@ def test_results_flow_into_the_next_program_as_the_global_array(devices):
 def test_pieces_out_of_place_are_not_taken_for_the_global_array():
     mesh = _mesh()
     a = np.arange(16, dtype=np.float32).reshape(4, 4)
-    shards = lambda v: SH.shard_array(v, SH.normalize(SPEC, v.shape, mesh), mesh)  # noqa: E731
+    def shards(v):
+        return SH.shard_array(v, SH.normalize(SPEC, v.shape, mesh), mesh)
     f = shard_jit(lambda x: x * 2, mesh, input_shardings=[SPEC], compiler="exla")
     g = shard_jit(lambda x: x + 1, mesh, input_shardings=[SPEC], compiler="exla")
-    fresh = lambda: f([[x] for x in _on_devices(a, mesh)])  # noqa: E731
+    def fresh():
+        return f([[x] for x in _on_devices(a, mesh)])
     want = shards(a * 2)
     # partitions 0 and 1 swapped: each device gets the other's piece (moved over)
     r = fresh()

@@ -557,7 +557,8 @@ def _jax_loss(jm):
 def test_a_training_loop_stays_on_the_devices(compiler):
     m, jm = meshes()
     rng = np.random.default_rng(0)
-    x, y = rng.standard_normal((16, 4)).astype(np.float32), rng.standard_normal((16, 3)).astype(np.float32)
+    x, y = (rng.standard_normal((16, 4)).astype(np.float32),
+            rng.standard_normal((16, 3)).astype(np.float32))
     w1, w2 = (rng.standard_normal((4, 8)) * 0.5).astype(np.float32), \
         (rng.standard_normal((8, 3)) * 0.5).astype(np.float32)
     specs = (P(None, "model"), P("model"))

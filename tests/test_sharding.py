@@ -52,7 +52,8 @@ def test_nx_sharding_case(case, compiler):
     prog = eval(case["program"], {"nx": nx, "all_gather": all_gather})
     t = case.get("type", "s32")
     args = [[nx.tensor(a, type=t) for a in dev] for dev in case["per_device_args"]]
-    f = shard_jit(prog, mesh, input_shardings=_shardings(case["input_shardings"]), compiler=compiler)
+    f = shard_jit(prog, mesh, input_shardings=_shardings(case["input_shardings"]),
+                  compiler=compiler)
     res = f(args)
     assert len(res) == mesh.size
     for p, (r, want) in enumerate(zip(res, case["per_device_results"])):
@@ -61,8 +62,9 @@ def test_nx_sharding_case(case, compiler):
         for leaf, w in zip(leaves, wants):
             assert leaf.device_id == p
             assert str(leaf.type) == t
-            np.testing.assert_array_equal(np.asarray(leaf.to_numpy(), dtype=complex if t == "c64" else None),
-                                          np.array(w, dtype=leaf.to_numpy().dtype))
+            np.testing.assert_array_equal(
+                np.asarray(leaf.to_numpy(), dtype=complex if t == "c64" else None),
+                np.array(w, dtype=leaf.to_numpy().dtype))
     if compiler == "exla":
         module = parse(f.lower(args))
         for frag in case.get("mlir_must_contain", []):
@@ -73,14 +75,16 @@ def test_nx_sharding_case(case, compiler):
 def test_evaluator_and_exla_agree_exactly(case):
     mesh = _mesh(case["mesh"])
     prog = eval(case["program"], {"nx": nx, "all_gather": all_gather})
-    args = [[nx.tensor(a, type=case.get("type", "s32")) for a in dev] for dev in case["per_device_args"]]
+    args = [[nx.tensor(a, type=case.get("type", "s32")) for a in dev]
+            for dev in case["per_device_args"]]
     ins = _shardings(case["input_shardings"])
     ev = shard_jit(prog, mesh, input_shardings=ins, compiler="evaluator")
     ex = shard_jit(prog, mesh, input_shardings=ins, compiler="exla")
     a, b = ev(args), ex(args)
     assert ev.output_shardings == ex.output_shardings
     for ra, rb in zip(a, b):
-        for x, y in zip(ra if isinstance(ra, tuple) else (ra,), rb if isinstance(rb, tuple) else (rb,)):
+        for x, y in zip(ra if isinstance(ra, tuple) else (ra,),
+                        rb if isinstance(rb, tuple) else (rb,)):
             assert (x.shape, x.type, x.device_id) == (y.shape, y.type, y.device_id)
             np.testing.assert_array_equal(x.to_numpy(), y.to_numpy())
 
@@ -118,14 +122,17 @@ ERRORS = {
         lambda: shard_jit(lambda x, y: x + y, mesh22(), input_shardings=[{0: [0]}],
                           compiler="exla")(_args()),
     "mesh axis 2 on a 2x2 mesh":
-        lambda: shard_jit(lambda x: x, mesh22(), input_shardings=[{0: [2]}])(_args(shapes=[(4, 1)])),
+        lambda: shard_jit(lambda x: x, mesh22(),
+                          input_shardings=[{0: [2]}])(_args(shapes=[(4, 1)])),
     "{0: [0], 1: [0]}":
         lambda: shard_jit(lambda x: x, mesh22(), input_shardings=[{0: [0], 1: [0]}])(
             _args(shapes=[(4, 1)])),
     "tensor dim -3 on a rank-2 tensor":
-        lambda: shard_jit(lambda x: x, mesh22(), input_shardings=[{-3: [0]}])(_args(shapes=[(4, 1)])),
+        lambda: shard_jit(lambda x: x, mesh22(),
+                          input_shardings=[{-3: [0]}])(_args(shapes=[(4, 1)])),
     "tensor dim 3 on a rank-2 tensor":
-        lambda: shard_jit(lambda x: x, mesh22(), input_shardings=[{3: [0]}])(_args(shapes=[(4, 1)])),
+        lambda: shard_jit(lambda x: x, mesh22(),
+                          input_shardings=[{3: [0]}])(_args(shapes=[(4, 1)])),
     "3 per-device argument lists for a 4-device mesh":
         lambda: shard_jit(lambda x: x, mesh22(), input_shardings=[{0: [0]}])(_args(3, [(4, 1)])),
 }
@@ -160,7 +167,8 @@ def test_shards_must_agree_in_shape_and_type(no_xla):
     f = shard_jit(lambda x: x, mesh22(), input_shardings=[{0: [0]}], compiler="exla")
     args = _args(shapes=[(4, 1)])
     args[2] = [nx.iota((4, 2))]
-    with pytest.raises(ValueError, match=r"argument leaf 0 is s32\[4\]\[2\] on device 2 but s32\[4\]\[1\] on device 0"):
+    with pytest.raises(ValueError, match=r"argument leaf 0 is s32\[4\]\[2\] on device 2 "
+                                         r"but s32\[4\]\[1\] on device 0"):
         f(args)
     args[2] = [nx.iota((4, 1), type="f32")]
     with pytest.raises(ValueError, match="same shape and type"):
@@ -171,7 +179,8 @@ def test_shards_must_agree_in_shape_and_type(no_xla):
 
 
 def test_split_not_divisible():
-    with pytest.raises(ValueError, match=r"cannot shard dim 0 of tensor \(size 3\) over mesh axes \['axis_0'\]"):
+    with pytest.raises(ValueError, match=r"cannot shard dim 0 of tensor \(size 3\) "
+                                         r"over mesh axes \['axis_0'\]"):
         SH.shard(nx.iota((3, 2)), mesh22(), {0: [0]})
 
 
@@ -184,7 +193,8 @@ def test_compiler_without_sharded_entry_point():
 
 def test_mesh_errors():
     n = pjrt.device_count()
-    with pytest.raises(ValueError, match=rf"needs {n + 1} devices but the cpu client has {n}.*NXPY_CPU_DEVICES={n + 1}"):
+    with pytest.raises(ValueError, match=rf"needs {n + 1} devices but the cpu client has "
+                                         rf"{n}.*NXPY_CPU_DEVICES={n + 1}"):
         nx.Mesh("big", (n + 1,))
     with pytest.raises(ValueError, match="axis_names must be 2 distinct"):
         nx.Mesh("m", (2, 2), axis_names=("x", "x"))
@@ -249,7 +259,8 @@ def test_meshes(compiler, shape, axes, sharding):
 def test_named_dims(compiler):
     mesh = mesh22()
     x = nx.tensor(np.arange(16, dtype=np.float32).reshape(4, 4), names=["rows", "cols"])
-    f, res, glob = _run_global(lambda a: a * 3, mesh, [x], [{"cols": [1], "rows": ["axis_0"]}], compiler)
+    f, res, glob = _run_global(lambda a: a * 3, mesh, [x], [{"cols": [1], "rows": ["axis_0"]}],
+                               compiler)
     assert f.output_shardings == P("axis_0", "axis_1")
     np.testing.assert_array_equal(glob.to_numpy(), x.to_numpy() * 3)
 
@@ -304,7 +315,8 @@ def test_eight_devices_2x4():
                                    [{0: ["x"], 1: ["y"]}], compiler)
         assert f.output_shardings == P("x")
         np.testing.assert_array_equal(glob.to_numpy(), x.to_numpy() * 2)
-    module = exla.to_mlir(lambda a: all_gather(a, all_gather_dim=1), per_device(mesh, [x], [{1: ["y"]}]),
+    module = exla.to_mlir(lambda a: all_gather(a, all_gather_dim=1),
+                          per_device(mesh, [x], [{1: ["y"]}]),
                           mesh=mesh, input_shardings=[{1: ["y"]}])
     m = parse(module)
     assert only(m, "stablehlo.all_gather").attrs["replica_groups"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
@@ -317,7 +329,8 @@ def test_eight_devices_2x4():
 def _module(fun, sharding, x=None):
     mesh = mesh22()
     x = x if x is not None else nx.iota((4, 4))
-    return exla.to_mlir(fun, per_device(mesh, [x], [sharding]), mesh=mesh, input_shardings=[sharding])
+    return exla.to_mlir(fun, per_device(mesh, [x], [sharding]), mesh=mesh,
+                        input_shardings=[sharding])
 
 
 @pytest.mark.parametrize("sharding, groups", [
@@ -353,8 +366,9 @@ def test_all_gather_explicit_axes_and_groups(compiler):
     assert f.output_shardings == P("axis_0")
     np.testing.assert_array_equal(glob.to_numpy(), x.to_numpy())
     # explicit groups in another group order, and a channel id
-    fun = lambda a: all_gather(a, {"all_gather_dim": 0, "replica_groups": [[1, 3], [0, 2]],  # noqa: E731
-                                   "channel_id": 7})
+    def fun(a):
+        return all_gather(a, {"all_gather_dim": 0, "replica_groups": [[1, 3], [0, 2]],
+                              "channel_id": 7})
     f, res, glob = _run_global(fun, mesh, [x], [{0: [0]}], compiler)
     np.testing.assert_array_equal(glob.to_numpy(), x.to_numpy())
     if compiler == "exla":
@@ -371,7 +385,8 @@ def test_all_gather_explicit_axes_and_groups(compiler):
     ({"all_gather_dim": 0, "axes": [5]}, "axis 5 is not valid for mesh with 2 axes"),
     ({"all_gather_dim": 0, "replica_groups": [[0, 1], [2, 2]]}, "exactly once"),
     ({"all_gather_dim": 0, "replica_groups": [[0, 1, 2], [3]]}, "same size"),
-    ({"all_gather_dim": 0, "replica_groups": [[2, 0], [3, 1]]}, "in the order its shards are laid out"),
+    ({"all_gather_dim": 0, "replica_groups": [[2, 0], [3, 1]]},
+     "in the order its shards are laid out"),
     ({"all_gather_dim": 0, "channel_id": 0}, "channel_id must be a positive integer"),
 ])
 def test_all_gather_errors(opts, message, no_xla):
@@ -426,7 +441,8 @@ def _out_sharding(fun, shapes, shardings, mesh=None):
      {0: [0], 2: [1]}),
     (lambda x: x[:, 0:2], [(8, 4)], [{0: [0], 1: [1]}], {0: [0]}),
     (lambda x: nx.pad(x, 0, [(0, 0, 0), (1, 1, 0)]), [(8, 4)], [{0: [0], 1: [1]}], {0: [0]}),
-    (lambda x, y: nx.concatenate([x, y], axis=1), [(8, 4), (8, 4)], [{0: [0], 1: [1]}, {}], {0: [0]}),
+    (lambda x, y: nx.concatenate([x, y], axis=1), [(8, 4), (8, 4)], [{0: [0], 1: [1]}, {}],
+     {0: [0]}),
     (lambda x: nx.broadcast(x, (2, 8, 4)), [(8, 4)], [{0: [1]}], {1: [1]}),
     (lambda x: nx.transpose(x), [(8, 4)], [{0: [0], 1: [1]}], {0: [1], 1: [0]}),
     (lambda x, y: x + y, [(8, 4), (4,)], [{0: [0]}, {0: [1]}], {0: [0], 1: [1]}),
@@ -454,7 +470,8 @@ def _program(draw):
         used, out = set(), {}
         for d in range(2):
             choices = [a for a in mesh_axes if a not in used]
-            axes = draw(st.lists(st.sampled_from(choices), unique=True, max_size=len(choices))) if choices else []
+            axes = draw(st.lists(st.sampled_from(choices), unique=True,
+                                 max_size=len(choices))) if choices else []
             if axes:
                 out[d] = axes
                 used.update(axes)

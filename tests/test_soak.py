@@ -26,8 +26,8 @@ def _run(code, env=None, timeout=240):
     """Runs ``code`` in a fresh Python; returns its stdout (fails on a non-zero exit)."""
     e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
              **(env or {}))
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                       env=e, cwd=ROOT, timeout=timeout)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, env=e, cwd=ROOT, timeout=timeout)
     assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}"
     return p.stdout
 
@@ -45,7 +45,7 @@ def _hammer(n_threads, calls, job):
             start.wait()
             for i in range(calls):
                 job(t, i)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:  # reported below
             errors.append((t, repr(e)))
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(n_threads)]
     for th in threads:
@@ -157,7 +157,8 @@ def test_keyboard_interrupt_leaves_the_process_usable():
         from nxpy.defn import jit, while_loop
 
         def count(n):
-            return while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 1.0), (0, nx.tensor(1.0)))[0]
+            return while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 1.0),
+                              (0, nx.tensor(1.0)))[0]
         slow = jit(count, compiler="evaluator")
         assert slow(nx.tensor(3)).tolist() == 3
 

@@ -68,7 +68,8 @@ SAME_OP = [
      "%0 = stablehlo.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>", ""),
     ("iota", '%0 = "stablehlo.iota"() <{iota_dimension = 1 : i64}> : () -> tensor<2x3xi32>',
      "%0 = stablehlo.iota dim = 1 : tensor<2x3xi32>", ""),
-    ("transpose", f'%0 = "stablehlo.transpose"(%x) <{{permutation = array<i64: 1, 0>}}> : ({T23}) -> {T32}',
+    ("transpose",
+     f'%0 = "stablehlo.transpose"(%x) <{{permutation = array<i64: 1, 0>}}> : ({T23}) -> {T32}',
      f"%0 = stablehlo.transpose %x, dims = [1, 0] : ({T23}) -> {T32}", f"%x: {T23}"),
     ("reverse", f'%0 = "stablehlo.reverse"(%x) <{{dimensions = array<i64: 0>}}> : ({T23}) -> {T23}',
      f"%0 = stablehlo.reverse %x, dims = [0] : {T23}", f"%x: {T23}"),
@@ -124,7 +125,8 @@ def test_reduce_forms_agree():
                "= [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>")
     region = ("%0 = stablehlo.reduce(%x init: %c) across dimensions = [1] : (tensor<2x3xf32>, "
               "tensor<f32>) -> tensor<2xf32>\n reducer(%a: tensor<f32>, %b: tensor<f32>) {\n"
-              "  %m = stablehlo.maximum %a, %b : tensor<f32>\n  stablehlo.return %m : tensor<f32>\n }")
+              "  %m = stablehlo.maximum %a, %b : tensor<f32>\n"
+              "  stablehlo.return %m : tensor<f32>\n }")
     generic = ('%0 = "stablehlo.reduce"(%x, %c) <{dimensions = array<i64: 1>}> ({\n'
                "^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
                '  %m = "stablehlo.maximum"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n'
@@ -154,7 +156,8 @@ def test_multi_operand_reduce_block_arguments():
 def test_while_custom_form():
     text = fn("%0:2 = stablehlo.while(%i = %n, %v = %x) : tensor<i32>, tensor<2xf32>\n"
               " cond {\n  %c = stablehlo.constant dense<3> : tensor<i32>\n"
-              "  %p = stablehlo.compare LT, %i, %c, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+              "  %p = stablehlo.compare LT, %i, %c, SIGNED : (tensor<i32>, tensor<i32>) "
+              "-> tensor<i1>\n"
               "  stablehlo.return %p : tensor<i1>\n } do {\n"
               "  %one = stablehlo.constant dense<1> : tensor<i32>\n"
               "  %j = stablehlo.add %i, %one : tensor<i32>\n"
@@ -219,7 +222,8 @@ def test_dense_elements(lit, ty, values):
     text = f'"test.op"() {{v = {lit}{" : " + ty if ty else ""}}} : () -> ()'
     v = only_op(fn(text, "", "()")).attributes["v"]
     assert isinstance(v, DenseElements)
-    np.testing.assert_array_equal(v.array, np.asarray(values, dtype=v.array.dtype).reshape(v.array.shape))
+    np.testing.assert_array_equal(v.array,
+                                  np.asarray(values, dtype=v.array.dtype).reshape(v.array.shape))
 
 
 ELEMENT_TYPES = {"i1": "pred", "i8": "s8", "i16": "s16", "i32": "s32", "i64": "s64",
@@ -245,9 +249,13 @@ def test_unsupported_element_type_is_named():
 
 def test_meshes_and_shardings():
     m = parse('''module @m attributes {mhlo.num_partitions = 4 : i32} {
-  sdy.mesh @mesh = <["x"=2, "y"=2], device_ids=[3, 2, 1, 0]> {stablehlo.mesh = {axes = [{name = "x", size = 2 : i64}]}}
+  sdy.mesh @mesh = <["x"=2, "y"=2], device_ids=[3, 2, 1, 0]>
+      {stablehlo.mesh = {axes = [{name = "x", size = 2 : i64}]}}
   sdy.mesh @"odd name" = <["a"=4]>
-  func.func public @main(%arg0: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", ?}p1, {}], replicated={"y"}>}) -> (tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>}) {
+  func.func public @main(
+      %arg0: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", ?}p1, {}],
+                                                          replicated={"y"}>})
+      -> (tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>}) {
     %0 = sdy.sharding_constraint %arg0 <@mesh, [{"x"}, {}]> : tensor<4x4xf32>
     return %0 : tensor<4x4xf32>
   }
@@ -300,11 +308,13 @@ SYNTAX_ERRORS = [  # (text, line, column, message fragment)
     (fn("%0 = stablehlo.transpose %x, dims = [a] : tensor<2xf32>"), 2, 1,
      "expected a list of integers, got [a]"),
     ("func.func @f(%x: tensor<2xf32>) { return %x : tensor<2xf32> } $", 1, 63,
-     "unexpected character '$'; expected 'func.func', 'loc', 'module', an alias (#name) or end of input"),
+     "unexpected character '$'; expected 'func.func', 'loc', 'module', an alias (#name) or end "
+     "of input"),
     (fn('%0:2 = "stablehlo.abs"(%x) : (tensor<2xf32>) -> tensor<2xf32>'), 2, 1,
      "defines 2 result(s) but its type has 1"),
     ("module { func.func @f(%x: tensor<2xf32>) -> () { %0 = stablehlo.slice %x [1:2:3:4] : "
-     "tensor<2xf32> } }", 1, 50, "stablehlo.slice: expected start:limit(:stride), got 1 : 2 : 3 : 4"),
+     "tensor<2xf32> } }", 1, 50,
+     "stablehlo.slice: expected start:limit(:stride), got 1 : 2 : 3 : 4"),
 ]
 
 
@@ -330,8 +340,10 @@ def test_other_custom_forms_are_kept_as_text():
     assert [str(u) for u in op.operands] == ["%x", "%w"]
     # the convolution's custom form is read since the window family (nxpy.stablehlo.rules_conv)
     assert "dimension_numbers" in op.attrs and "custom_assembly" not in op.attrs
-    odd = fn("%0 = chlo.sinh(%x, k = 2) : tensor<2xf32> -> tensor<2xf32>\nreturn %0 : tensor<2xf32>")
-    with pytest.raises(UnsupportedOpError, match=r"its custom form `\(%x, k = 2\)` is not one nxpy"):
+    odd = fn("%0 = chlo.sinh(%x, k = 2) : tensor<2xf32> -> tensor<2xf32>\n"
+             "return %0 : tensor<2xf32>")
+    with pytest.raises(UnsupportedOpError,
+                       match=r"its custom form `\(%x, k = 2\)` is not one nxpy"):
         load(odd).debug_expr()
 
 
@@ -384,7 +396,8 @@ UNSUPPORTED = [
         "%0 = stablehlo.reduce(%x init: %c) applies stablehlo.divide across dimensions = [] : "
         "(tensor<2xf32>, tensor<f32>) -> tensor<2xf32>\nreturn %0 : tensor<2xf32>"),
      "a reduce over no dimensions with a custom body"),
-    (fn('%0 = "stablehlo.all_reduce"(%x) <{replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}> ({\n'
+    (fn('%0 = "stablehlo.all_reduce"(%x) '
+        '<{replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}> ({\n'
         "^bb0(%a: tensor<f32>, %b: tensor<f32>):\n  %s = stablehlo.add %a, %b : tensor<f32>\n"
         "  stablehlo.return %s : tensor<f32>\n}) : (tensor<2xf32>) -> tensor<2xf32>\n"
         "return %0 : tensor<2xf32>"), "a collective outside sdy.manual_computation"),
@@ -448,7 +461,8 @@ ROUND_TRIP = {
     "unary_other_types": (lambda a, b, c: [nx.negate(a), nx.abs(a), nx.sign(a), nx.bitwise_not(b),
                                            nx.exp(c), nx.abs(c), nx.is_nan(c), nx.is_infinity(c),
                                            nx.sqrt(c), nx.sign(b)],
-                          [_ints("s8", 5), _ints("u16", 5, lo=0), nx.tensor([1 + 2j, -3j, 0.5], type="c64")]),
+                          [_ints("s8", 5), _ints("u16", 5, lo=0),
+                           nx.tensor([1 + 2j, -3j, 0.5], type="c64")]),
     "binary": (lambda a, b: [a + b, a - b, a * b, a / b, nx.pow(nx.abs(a), b), nx.atan2(a, b),
                              nx.min(a, b), nx.max(a, b), nx.remainder(a, b), a == b, a != b,
                              a < b, a <= b, a > b, a >= b, nx.logical_and(a > 0, b > 0),
@@ -466,7 +480,8 @@ ROUND_TRIP = {
                            nx.tensor([True, True, False, False, True, False])]),
     "wide_and_half_types": (lambda a, b, c, d: [a * 2 + 1, b / 3, nx.exp(c), d + d, nx.sum(c)],
                             [_ints("s64", 4), nx.tensor([1.0, 2.0], type="f64"),
-                             nx.tensor([0.5, 1.5], type="f16"), nx.tensor([1.0, 2.5], type="bf16")]),
+                             nx.tensor([0.5, 1.5], type="f16"),
+                             nx.tensor([1.0, 2.5], type="bf16")]),
     "as_type": (lambda x: [nx.as_type(x * 100, t) for t in
                            ("s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16",
                             "f64", "c64", "c128", "pred")], [X]),
@@ -474,7 +489,8 @@ ROUND_TRIP = {
                                               nx.as_type(c, "f32"), nx.as_type(d, "s32"),
                                               nx.as_type(c, "c128")],
                           [_ints("u64", 3, lo=0), nx.tensor([1e3, -1e3, float("nan")], type="f64"),
-                           nx.tensor([1 + 1j, 2 - 1j, 0j], type="c64"), nx.tensor([True, False, True])]),
+                           nx.tensor([1 + 1j, 2 - 1j, 0j], type="c64"),
+                           nx.tensor([True, False, True])]),
     "bitcast": (lambda x, z: [nx.bitcast(x, "s32"), nx.bitcast(x, "u32"), nx.bitcast(z, "u64"),
                               nx.bitcast(nx.bitcast(z, "f64"), "c64")],
                 [X, nx.tensor([1 + 2j, -0.5j], type="c64")]),
@@ -491,11 +507,13 @@ ROUND_TRIP = {
                           x[1:3, ::2], nx.slice(x, [0, 1], [2, 3], strides=[2, 1]),
                           nx.concatenate([x, x * 2], axis=1), nx.stack([x, x], axis=1),
                           nx.squeeze(nx.new_axis(x, 0)), x[..., 2]], [X]),
-    "dynamic_slices": (lambda x, i: [nx.slice(x, [i, 1], [2, 2]), nx.slice(x, [i, i], [1, 2], strides=[1, 2]),
+    "dynamic_slices": (lambda x, i: [nx.slice(x, [i, 1], [2, 2]),
+                                     nx.slice(x, [i, i], [1, 2], strides=[1, 2]),
                                      nx.put_slice(x, [i, 0], nx.full((1, 2), 9.0)), x[i]],
                        [X, nx.tensor(1)]),
     # reductions, dot, windows
-    "reductions": (lambda x, b, i: [nx.sum(x), nx.sum(x, axes=[1]), nx.product(x, axes=[0], keep_axes=True),
+    "reductions": (lambda x, b, i: [nx.sum(x), nx.sum(x, axes=[1]),
+                                    nx.product(x, axes=[0], keep_axes=True),
                                     nx.reduce_max(x, axes=[0]), nx.reduce_min(x), nx.all(b),
                                     nx.any(b, axes=[0]), nx.mean(x, axes=[1]), nx.sum(i, axes=[1]),
                                     nx.product(i), nx.reduce_max(i, axes=[0])],
@@ -505,24 +523,30 @@ ROUND_TRIP = {
                                      nx.argmin(i > 0, axis=1)],
                        [nx.tensor([[1.0, float("nan"), 3.0, 3.0], [2.0, 2.0, -1.0, 0.0]]),
                         _ints("s16", 3, 4)]),
-    "dot": (lambda a, b, c, i: [nx.dot(a, b), nx.dot(a, [0], c, [0]), nx.dot(a, [1], [], b, [0], []),
-                                nx.dot(nx.reshape(a, (1, 3, 4)), [2], [0], nx.reshape(b, (1, 4, 2)), [1], [0]),
+    "dot": (lambda a, b, c, i: [nx.dot(a, b), nx.dot(a, [0], c, [0]),
+                                nx.dot(a, [1], [], b, [0], []),
+                                nx.dot(nx.reshape(a, (1, 3, 4)), [2], [0],
+                                       nx.reshape(b, (1, 4, 2)), [1], [0]),
                                 nx.dot(i, nx.transpose(i)), nx.dot(i, a)],
             [X, _f32(4, 2, seed=3), _f32(3, 5, seed=4), _ints("s32", 3, 3)]),
-    "windows": (lambda x, i: [nx.window_sum(x, (2, 2)), nx.window_max(x, (2, 3), strides=[1, 2], padding="same"),
-                              nx.window_sum(x, (1, 2), padding=[(1, 0), (0, 1)], window_dilations=[1, 2]),
+    "windows": (lambda x, i: [nx.window_sum(x, (2, 2)),
+                              nx.window_max(x, (2, 3), strides=[1, 2], padding="same"),
+                              nx.window_sum(x, (1, 2), padding=[(1, 0), (0, 1)],
+                                            window_dilations=[1, 2]),
                               nx.window_max(i, (3, 1)), nx.window_sum(i, (2, 2), strides=2)],
                 [X, _ints("u16", 4, 4, lo=0)]),
     # control flow and containers
     "cond": (lambda x: nx.cond(nx.sum(x) > 0, lambda: (x * 2, {"n": nx.sum(x)}),
                                lambda: (-x, {"n": nx.tensor(0.0)})), [X]),
-    "nested_cond": (lambda x, k: nx.cond(k > 1, lambda: nx.cond(k > 2, lambda: x * 3, lambda: x * 2),
+    "nested_cond": (lambda x, k: nx.cond(k > 1,
+                                         lambda: nx.cond(k > 2, lambda: x * 3, lambda: x * 2),
                                          lambda: x), [X, nx.tensor(2)]),
     "while": (lambda x: nx.while_loop(lambda s: s["i"] < 5,
                                       lambda s: {"i": s["i"] + 1, "acc": s["acc"] * 1.5 + x},
                                       {"i": 0, "acc": x}), [X]),
     "while_in_cond": (lambda x, n: nx.cond(n > 0, lambda: nx.while_loop(
-        lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] + x), (0, x))[1], lambda: x), [X, nx.tensor(3)]),
+        lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] + x), (0, x))[1], lambda: x),
+        [X, nx.tensor(3)]),
     "containers": (lambda t: {"a": t["x"] + 1, "b": [t["y"] * 2, (t["x"],)]},
                    [{"x": X, "y": _ints("s32", 2)}]),
 }
@@ -561,11 +585,13 @@ def test_compare_results_and_per_device_name_what_differs():
     a, b = nx.tensor([1, 2], type="s32"), nx.tensor([1.0, 2.0])
     roundtrip.compare_results((a, b), [a, b])
     roundtrip.compare_per_device([a, (a, b)], [a, (a, b)], "here")
-    with pytest.raises(roundtrip.RoundTripError, match=r"here: the loaded program returned 1 results, the original 2"):
+    with pytest.raises(roundtrip.RoundTripError,
+                       match=r"here: the loaded program returned 1 results, the original 2"):
         roundtrip.compare_results((a, b), a, "here")
     with pytest.raises(roundtrip.RoundTripError, match=r"result 1 \(here, device 1\) differs"):
         roundtrip.compare_per_device([(a, b), (a, b)], [(a, b), (a, b + 1e-3)], "here")
-    with pytest.raises(roundtrip.RoundTripError, match=r"here, device 0\): the loaded program returned s32\[3\]"):
+    with pytest.raises(roundtrip.RoundTripError,
+                       match=r"here, device 0\): the loaded program returned s32\[3\]"):
         roundtrip.compare_per_device([a], [nx.tensor([1, 2, 3], type="s32")], "here")
     with pytest.raises(roundtrip.RoundTripError, match="results for 1 devices, the original for 2"):
         roundtrip.compare_per_device([a, a], [a], "here")
@@ -609,10 +635,12 @@ SHARD_MAP = [  # (name, in_specs, out_specs, body) on a 2x2 ("x", "y") mesh, arg
     ("pmax_pmin_pmean", ("x", "y"), [(None, None)] * 3,
      lambda a: (pmax(a, ("x", "y")), pmin(a, ("y", "x")), pmean(a, ("x", "y")))),
     ("all_gather", ("x", "y"), [(None, "y"), ("x", None), (None, None)],
-     lambda a: (all_gather(a, axes="x", all_gather_dim=0), all_gather(a, axes="y", all_gather_dim=1),
+     lambda a: (all_gather(a, axes="x", all_gather_dim=0),
+                all_gather(a, axes="y", all_gather_dim=1),
                 all_gather(a, axes=("x", "y"), all_gather_dim=0, tiled=False))),
     ("all_gather_groups", (None, ("x", "y")), (None, ("x", "y")),
-     lambda a: all_gather(a, axes=("x", "y"), all_gather_dim=1, axis_index_groups=[[0, 1], [2, 3]])),
+     lambda a: all_gather(a, axes=("x", "y"), all_gather_dim=1,
+                          axis_index_groups=[[0, 1], [2, 3]])),
     ("reduce_scatter", (None, None), [("x", None), (None, ("x", "y"))],
      lambda a: (psum_scatter(a, "x", scatter_dimension=0, tiled=True),
                 reduce_scatter(a, ("x", "y"), 1, tiled=True))),
@@ -624,8 +652,8 @@ SHARD_MAP = [  # (name, in_specs, out_specs, body) on a 2x2 ("x", "y") mesh, arg
      lambda a: (ppermute(a, "x", [(0, 1), (1, 0)]), shift(a, "y", 1),
                 ppermute(a, ("x", "y"), [(0, 3), (3, 1), (1, 0)]))),
     ("broadcast_index_slice", ("x", None), [("x", "y"), ("x", "y"), ("x", "y")],
-     lambda a: (collective_broadcast(a, "y", source=1), a * nx.as_type(axis_index(("y", "x")), "f32"),
-                all_slice(a, "y", 1))),
+     lambda a: (collective_broadcast(a, "y", source=1),
+                a * nx.as_type(axis_index(("y", "x")), "f32"), all_slice(a, "y", 1))),
     ("control_flow", ("x", "y"), ("x", "y"),
      lambda a: nx.cond(axis_index("x") == 0, lambda: a * 10, lambda: -a) + psum(a, "x")),
 ]
@@ -670,7 +698,8 @@ def _layer_norm(x, g, b):
 
 JAX_CORPUS = {
     "mlp": (lambda x, w, b: jax.nn.relu(x @ w + b), [_n(4, 3), _n(3, 5), _n(5)]),
-    "mlp_gelu_tanh": (lambda x, w1, w2: jnp.tanh(jax.nn.gelu(x @ w1) @ w2), [_n(4, 3), _n(3, 8), _n(8, 2)]),
+    "mlp_gelu_tanh": (lambda x, w1, w2: jnp.tanh(jax.nn.gelu(x @ w1) @ w2),
+                      [_n(4, 3), _n(3, 8), _n(8, 2)]),
     "softmax": (lambda x: jax.nn.softmax(x, axis=-1), [_n(3, 5)]),
     "log_softmax": (lambda x: jax.nn.log_softmax(x, axis=0), [_n(3, 5)]),
     "layer_norm": (_layer_norm, [_n(4, 6), _n(6), _n(6)]),
@@ -688,7 +717,8 @@ JAX_CORPUS = {
     "dot_general_batch": (lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
                           [_n(2, 3, 4), _n(2, 4, 5)]),
     "einsum": (lambda a, b: jnp.einsum("bij,bkj->bik", a, b), [_n(2, 3, 4), _n(2, 5, 4)]),
-    "structural": (lambda x: (x[0:2, 1:3:2], jnp.concatenate([x, x], 1), jnp.pad(x, ((1, 2), (0, 1))),
+    "structural": (lambda x: (x[0:2, 1:3:2], jnp.concatenate([x, x], 1),
+                              jnp.pad(x, ((1, 2), (0, 1))),
                               lax.dynamic_slice(x, (1, 1), (1, 2)), x.T, jnp.flip(x, 0),
                               jnp.clip(x, 0, 1), jnp.where(x > 0, x, 0), x.astype(jnp.int32),
                               jnp.arange(6).reshape(2, 3), jnp.round(x * 2),
@@ -697,16 +727,19 @@ JAX_CORPUS = {
     "elementwise": (lambda x: (jnp.sinh(x), lax.erf_inv(x * 0.1), jnp.exp(x), jnp.log1p(jnp.abs(x)),
                                jnp.sign(x), jnp.floor(x), jnp.arctan2(x, 1.5), x ** 3,
                                jnp.isfinite(x / 0.0), jax.nn.sigmoid(x), jnp.cbrt(x)), [_n(4)]),
-    "max_pool": (lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"),
+    "max_pool": (lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                             "VALID"),
                  [_n(1, 4, 4, 2)]),
     "avg_pool_same": (lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "SAME") / 4,
                       [_n(4, 4)]),
     "cumsum": (lambda x: jnp.cumsum(x, axis=0), [_n(5, 2)]),
     "ints": (lambda a, b: (a // b, a % b, a >> 1, a << 2, a & b, a | b, a ^ b, ~a,
                            jnp.maximum(a, b), -a, abs(a)),
-             [_rng.integers(-50, 50, (6,)).astype(np.int32), _rng.integers(1, 9, (6,)).astype(np.int32)]),
+             [_rng.integers(-50, 50, (6,)).astype(np.int32),
+              _rng.integers(1, 9, (6,)).astype(np.int32)]),
     "uints": (lambda a, b: (a // b, a % b, a >> 1, a + b, a > b),
-              [_rng.integers(0, 50, (6,)).astype(np.uint32), _rng.integers(1, 9, (6,)).astype(np.uint32)]),
+              [_rng.integers(0, 50, (6,)).astype(np.uint32),
+               _rng.integers(1, 9, (6,)).astype(np.uint32)]),
 }
 
 
@@ -780,9 +813,11 @@ def test_jax_shard_map(compiler, sharded):
         return
     mesh = prog.mesh()
     assert (mesh.name, mesh.shape, mesh.axis_names) == ("mesh", (2, 2), ("x", "y"))
-    outs = prog.shard_jit(compiler)([[s] for s in SH.shard(nx.tensor(x), mesh, {0: ["x"], 1: ["y"]})])
+    outs = prog.shard_jit(compiler)([[s] for s in SH.shard(nx.tensor(x), mesh,
+                                                           {0: ["x"], 1: ["y"]})])
     for i, (w, spec) in enumerate(zip(want, _JAX_OUT_SPECS)):
-        parts = SH.shard_array(np.asarray(w), SH.normalize(_spec_dict(spec), np.shape(w), mesh), mesh)
+        parts = SH.shard_array(np.asarray(w), SH.normalize(_spec_dict(spec), np.shape(w), mesh),
+                               mesh)
         for p in range(4):
             _close(outs[p][i], parts[p], f"result {i} on device {p}")
 
@@ -790,12 +825,14 @@ def test_jax_shard_map(compiler, sharded):
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_jax_sharded_jit(compiler):
     jm = _jax_mesh()
-    f = jax.jit(lambda x: jnp.sin(jax.lax.with_sharding_constraint(x * 2, NamedSharding(jm, P("x")))),
+    f = jax.jit(lambda x: jnp.sin(jax.lax.with_sharding_constraint(x * 2,
+                                                                   NamedSharding(jm, P("x")))),
                 out_shardings=NamedSharding(jm, P(None, "y")))
     x = np.arange(16.0, dtype=np.float32).reshape(4, 4)
     prog = load(f.lower(jax.device_put(x, NamedSharding(jm, P("x", "y")))).as_text())
     mesh = prog.mesh()
-    outs = prog.shard_jit(compiler)([[s] for s in SH.shard(nx.tensor(x), mesh, {0: ["x"], 1: ["y"]})])
+    outs = prog.shard_jit(compiler)([[s] for s in SH.shard(nx.tensor(x), mesh,
+                                                           {0: ["x"], 1: ["y"]})])
     parts = SH.shard_array(np.sin(x * 2), SH.normalize({1: ["y"]}, (4, 4), mesh), mesh)
     for p in range(4):
         _close(outs[p], parts[p], f"device {p}")
@@ -834,8 +871,10 @@ def test_find_all_gather_in_shard_jit_module():
 def test_find_collectives_in_shard_map_module():
     mesh = grid()
     f = shard_map(lambda a: (psum(a, "x"), ppermute(a, "y", [(0, 1), (1, 0)]),
-                             all_to_all(a, "x", 0, 1, tiled=True), psum_scatter(a, "y", tiled=True)),
-                  mesh, in_specs=("x", "y"), out_specs=[(None, "y"), ("x", "y"), ("x", "y"), ("x", "y")])
+                             all_to_all(a, "x", 0, 1, tiled=True),
+                             psum_scatter(a, "y", tiled=True)),
+                  mesh, in_specs=("x", "y"),
+                  out_specs=[(None, "y"), ("x", "y"), ("x", "y"), ("x", "y")])
     m = parse(to_mlir(f, nx.template((4, 8), "f32")))
     (ar,) = m.find("stablehlo.all_reduce")
     assert ar.attrs["replica_groups"] == [[0, 2], [1, 3]]
@@ -843,7 +882,8 @@ def test_find_collectives_in_shard_map_module():
     (cp,) = m.find("stablehlo.collective_permute")
     assert cp.attrs["source_target_pairs"] == [[0, 1], [1, 0], [2, 3], [3, 2]]
     (a2a,) = m.find("stablehlo.all_to_all")
-    assert (a2a.attrs["split_dimension"], a2a.attrs["concat_dimension"], a2a.attrs["split_count"]) == (0, 1, 2)
+    assert (a2a.attrs["split_dimension"], a2a.attrs["concat_dimension"],
+            a2a.attrs["split_count"]) == (0, 1, 2)
     (rs,) = m.find("stablehlo.reduce_scatter")
     assert rs.attrs["scatter_dimension"] == 0 and rs.attrs["replica_groups"] == [[0, 1], [2, 3]]
     (mc,) = m.find("sdy.manual_computation")
@@ -875,7 +915,8 @@ def test_cli_reports_errors_with_locations(tmp_path, capsys):
     sort.write_text(fn('%0 = "stablehlo.cholesky"(%x) : (tensor<2x2xf32>) -> tensor<2x2xf32>\n'
                        "return %0 : tensor<2x2xf32>", "%x: tensor<2x2xf32>", "tensor<2x2xf32>"))
     assert cli_main([str(sort)]) == 1
-    assert "stablehlo.cholesky at line 2, column 1: nxpy has no equivalent" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "stablehlo.cholesky at line 2, column 1: nxpy has no equivalent" in err
     assert cli_main([str(tmp_path / "missing.mlir")]) == 1
 
 

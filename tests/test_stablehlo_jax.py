@@ -159,7 +159,7 @@ MESHES = '''module {
   sdy.mesh @mesh_0 = <["x"=2, "y"=4]> {stablehlo.mesh = {axes = [{name = "x", size = 2 : i64}, {name = "y", size = 4 : i64}]}}
   sdy.mesh @flat = <["d"=8]>
   sdy.mesh @perm = <["x"=2, "y"=2], device_ids=[3, 1, 2, 0]> {stablehlo.mesh = {axes = [{name = "x", size = 2 : i64}, {name = "y", size = 2 : i64}], device_ids = dense<[3, 1, 2, 0]> : tensor<4xi64>}}
-}'''
+}'''  # noqa: E501 - MLIR as JAX prints it, an op a line
 
 
 def _rg(text):
@@ -265,11 +265,11 @@ def _module(mesh_lines, body, arg="tensor<4x8xf32>", local="tensor<2x2xf32>",
     }} : ({arg}) -> {out}
     return %0 : {out}
   }}
-}}'''
+}}'''  # noqa: E501 - MLIR as JAX prints it, an op a line
 
 
 _TWO = '''  sdy.mesh @mesh = <["x"=2, "y"=4]>
-  sdy.mesh @mesh_0 = <["x"=2, "y"=4]> {stablehlo.mesh = {axes = [{name = "x", size = 2 : i64}, {name = "y", size = 4 : i64}]}}'''
+  sdy.mesh @mesh_0 = <["x"=2, "y"=4]> {stablehlo.mesh = {axes = [{name = "x", size = 2 : i64}, {name = "y", size = 4 : i64}]}}'''  # noqa: E501 - MLIR as JAX prints it, an op a line
 
 
 def _reduce(groups_text, local="tensor<2x2xf32>"):
@@ -277,7 +277,7 @@ def _reduce(groups_text, local="tensor<2x2xf32>"):
       ^bb0(%a: tensor<f32>, %b: tensor<f32>):
         %s = stablehlo.add %a, %b : tensor<f32>
         stablehlo.return %s : tensor<f32>
-      }}) : ({local}) -> {local}'''
+      }}) : ({local}) -> {local}'''  # noqa: E501 - MLIR as JAX prints it, an op a line
 
 
 def _per_device(prog, x):
@@ -303,8 +303,8 @@ def test_sub_axes_and_axis_orders_run_as_nxpy_collectives(refs, axes, aig):
 
 
 def test_collective_broadcast_in_the_mesh_axes_form():
-    body = '''      %1 = "stablehlo.collective_broadcast"(%arg1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = ''' + \
-        _axes("@mesh_0", "y") + '''}> : (tensor<2x2xf32>) -> tensor<2x2xf32>'''
+    body = ('''      %1 = "stablehlo.collective_broadcast"(%arg1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = '''  # noqa: E501 - MLIR as JAX prints it, an op a line
+            + _axes("@mesh_0", "y") + '''}> : (tensor<2x2xf32>) -> tensor<2x2xf32>''')
     prog = load(_module(_TWO, body))
     x = np.arange(32.0, dtype=np.float32).reshape(4, 8)
     mesh, got = _per_device(prog, x)

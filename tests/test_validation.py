@@ -65,14 +65,20 @@ def test_complex_into_real_types():
 
 
 @pytest.mark.parametrize("op, x, value, match", [
-    (nx.add, nx.tensor([1], type="s64"), 2**63, r"add: right operand: integer 9223372036854775808 is out of range for s64"),
-    (nx.add, nx.tensor([1], type="u64"), 2**64, r"add: right operand: integer 18446744073709551616 is out of range for u64"),
-    (nx.subtract, nx.tensor([1], type="s32"), -2**70, r"subtract: right operand: integer -1180591620717411303424"),
-    (nx.multiply, nx.tensor([1.0]), 2**200, r"multiply: right operand: integer 160693804425\.\.\.\(61 digits\) is too large for f32"),
+    (nx.add, nx.tensor([1], type="s64"), 2**63,
+     r"add: right operand: integer 9223372036854775808 is out of range for s64"),
+    (nx.add, nx.tensor([1], type="u64"), 2**64,
+     r"add: right operand: integer 18446744073709551616 is out of range for u64"),
+    (nx.subtract, nx.tensor([1], type="s32"), -2**70,
+     r"subtract: right operand: integer -1180591620717411303424"),
+    (nx.multiply, nx.tensor([1.0]), 2**200,
+     r"multiply: right operand: integer 160693804425\.\.\.\(61 digits\) is too large for f32"),
     (lambda a, b: nx.max(b, a), nx.tensor([1], type="u64"), 2**64, r"max: left operand"),
-    (lambda a, b: nx.select(nx.tensor(True), a, b), nx.tensor([1], type="s64"), 2**64, r"select: on_false"),
+    (lambda a, b: nx.select(nx.tensor(True), a, b), nx.tensor([1], type="s64"), 2**64,
+     r"select: on_false"),
     (lambda a, b: nx.clip(a, 0, b), nx.tensor([1], type="s64"), 2**64, r"clip: max"),
-    (lambda a, b: nx.pad(a, b, [(1, 1, 0)]), nx.tensor([1], type="u8"), 300, r"pad: pad_value: integer 300 is out of range for u8"),
+    (lambda a, b: nx.pad(a, b, [(1, 1, 0)]), nx.tensor([1], type="u8"), 300,
+     r"pad: pad_value: integer 300 is out of range for u8"),
 ])
 def test_python_scalars_no_type_can_hold(op, x, value, match):
     # scalars widen the tensor's type as Nx's merge_number does (u8 + 300 is u16); a
@@ -99,7 +105,8 @@ def test_python_scalars_widen_as_nx_does():
     (("u", 4), "4-bit unsigned integer"), (("f", 8), "8-bit float"),
 ])
 def test_nx_types_nxpy_lacks_are_never_reinterpreted(name, why):
-    with pytest.raises(TypeError, match=rf"invalid type .*\(Nx's {why}, which nxpy does not support\)"):
+    with pytest.raises(TypeError,
+                       match=rf"invalid type .*\(Nx's {why}, which nxpy does not support\)"):
         nx.tensor([1], type=name)
     with pytest.raises(TypeError, match="invalid type"):
         nx.iota((2,), type=name)
@@ -196,7 +203,8 @@ def test_negative_sizes():
     (lambda n: nx.rename(nx.iota((2,)), [n]), "rename: expected names entries"),
     (lambda n: nx.new_axis(nx.iota((2,)), 0, n), "new_axis: expected name"),
     (lambda n: nx.stack([nx.iota((2,))], name=n), "stack: expected name"),
-    (lambda n: random.uniform(random.key(0), shape=(2,), names=[n]), "uniform_split: expected names entries"),
+    (lambda n: random.uniform(random.key(0), shape=(2,), names=[n]),
+     "uniform_split: expected names entries"),
 ])
 @pytest.mark.parametrize("bad", [1, 1.5, ("a",), b"a"], ids=repr)
 def test_dim_names_are_strings_or_none(call, arg, bad):
@@ -219,12 +227,14 @@ def test_names_count_and_conflicts():
 # Arrays of unsupported dtypes
 # ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("arr", [np.array([1, "a"], dtype=object), np.array([1, 2], dtype=object),
-                                 np.array(["a"]), np.array([1], np.float128 if hasattr(np, "float128") else object)])
+                                 np.array(["a"]),
+                                 np.array([1], np.float128 if hasattr(np, "float128") else object)])
 def test_unsupported_numpy_dtypes(arr):
     for make in (nx.tensor, nx.from_numpy, nx.to_tensor):
         with pytest.raises(TypeError, match=rf"unsupported NumPy dtype {arr.dtype}"):
             make(arr)
-    with pytest.raises(TypeError, match=rf"argument 0 \(x\): .*unsupported NumPy dtype {arr.dtype}"):
+    with pytest.raises(TypeError,
+                       match=rf"argument 0 \(x\): .*unsupported NumPy dtype {arr.dtype}"):
         jit(lambda x: x)(arr)
 
 
@@ -246,7 +256,8 @@ def test_host_only_operations_raise_a_type_error(fun):
     ([-1, 0, 1, 2], ValueError, r"mesh 'm': devices \[-1, 0, 1, 2\] include -1: device positions"),
     ([0, 1, 2, 10**6], ValueError, r"include 1000000, which is not a device position"),
     ([0, 0, 1, 2], ValueError, r"needs 4 distinct devices, got \[0, 0, 1, 2\]"),
-    ([0, 1, 2.0, 3], TypeError, r"mesh 'm': expected devices to be a sequence of integers, .*2\.0 \(float\)"),
+    ([0, 1, 2.0, 3], TypeError,
+     r"mesh 'm': expected devices to be a sequence of integers, .*2\.0 \(float\)"),
     ([0, 1, 2], ValueError, r"needs 4 distinct devices"),
 ])
 def test_mesh_devices(devices, exc, match):
@@ -309,7 +320,8 @@ def test_defn_integer_options():
         jit(lambda x: x, donate_argnums=0.0)
     with pytest.raises(TypeError, match="grad: expected argnums to be an integer"):
         grad(lambda x: nx.sum(x), argnums=0.0)(nx.tensor([1.0]))
-    with pytest.raises(ValueError, match="while_loop: max_iterations must be a non-negative integer"):
+    with pytest.raises(ValueError,
+                       match="while_loop: max_iterations must be a non-negative integer"):
         jit(lambda x: nx.while_loop(lambda s: s < 3, lambda s: s + 1, x,
                                     max_iterations=2.0))(nx.tensor(0))
     with pytest.raises(ValueError, match=r"option device_id must be an integer"):
@@ -327,7 +339,8 @@ def test_linalg_and_random_arguments():
         linalg.qr(m, mode="bad")
     with pytest.raises(TypeError, match="matrix_power: expected power to be an integer, got 2.0"):
         linalg.matrix_power(m, 2.0)
-    with pytest.raises(ValueError, match="svd: expected max_iter to be a positive integer, got 1.5"):
+    with pytest.raises(ValueError,
+                       match="svd: expected max_iter to be a positive integer, got 1.5"):
         linalg.svd(m, max_iter=1.5)
     with pytest.raises(TypeError, match="pinv: expected eps to be a number"):
         linalg.pinv(m, eps="small")
@@ -399,7 +412,8 @@ def test_modules_nxpy_cannot_run_fail_at_load(text, exc, match):
 
 
 def test_program_arguments():
-    prog = load("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %a : tensor<2xf32>\n}")
+    prog = load("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+                "  return %a : tensor<2xf32>\n}")
     with pytest.raises(ValueError, match=r"argument 0 \(%a\) must be f32\[2\]"):
         prog(nx.tensor([1, 2]))
 
@@ -408,14 +422,22 @@ def test_program_arguments():
 # nxpy.distributed: checked before the runtime is touched
 # ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kw, exc, match", [
-    ({"num_processes": 2.0, "process_id": 0}, TypeError, "initialize: expected num_processes to be an integer, got 2.0"),
-    ({"num_processes": True, "process_id": 0}, TypeError, "expected num_processes to be an integer, got True"),
-    ({"num_processes": 0, "process_id": 0}, ValueError, "expected num_processes to be an integer >= 1"),
-    ({"num_processes": 2, "process_id": 2}, ValueError, r"process_id must be below num_processes \(2\), got 2"),
-    ({"num_processes": 2, "process_id": -1}, ValueError, "expected process_id to be an integer >= 0"),
-    ({"num_processes": 2, "process_id": 0, "local_device_count": 1.5}, TypeError, "local_device_count"),
-    ({"num_processes": 2, "process_id": 0, "timeout": -1}, ValueError, "timeout must be a positive number"),
-    ({"num_processes": 2, "process_id": 0, "heartbeat_timeout": "10"}, ValueError, "heartbeat_timeout must be"),
+    ({"num_processes": 2.0, "process_id": 0}, TypeError,
+     "initialize: expected num_processes to be an integer, got 2.0"),
+    ({"num_processes": True, "process_id": 0}, TypeError,
+     "expected num_processes to be an integer, got True"),
+    ({"num_processes": 0, "process_id": 0}, ValueError,
+     "expected num_processes to be an integer >= 1"),
+    ({"num_processes": 2, "process_id": 2}, ValueError,
+     r"process_id must be below num_processes \(2\), got 2"),
+    ({"num_processes": 2, "process_id": -1}, ValueError,
+     "expected process_id to be an integer >= 0"),
+    ({"num_processes": 2, "process_id": 0, "local_device_count": 1.5}, TypeError,
+     "local_device_count"),
+    ({"num_processes": 2, "process_id": 0, "timeout": -1}, ValueError,
+     "timeout must be a positive number"),
+    ({"num_processes": 2, "process_id": 0, "heartbeat_timeout": "10"}, ValueError,
+     "heartbeat_timeout must be"),
 ])
 def test_distributed_initialize_arguments(kw, exc, match):
     from nxpy import distributed
@@ -426,12 +448,18 @@ def test_distributed_initialize_arguments(kw, exc, match):
 
 @pytest.mark.parametrize("call, match", [
     (lambda: jit(3), "jit: expected fun to be a callable, got 3"),
-    (lambda: nx.defn.compile(3, nx.template((2,), "f32")), "compile: expected fun to be a callable"),
-    (lambda: shard_jit(3, nx.Mesh("m", (2,)), input_shardings=[{}]), "shard_jit: expected fun to be a callable"),
-    (lambda: shard_map(3, nx.Mesh("m", (2,)), in_specs=None, out_specs=None), "shard_map: expected fun to be a callable"),
-    (lambda: nx.while_loop(1, lambda s: s, nx.tensor(0)), "while_loop: expected cond_fun to be a callable"),
-    (lambda: nx.fori_loop(0, 3, None, nx.tensor(0)), "fori_loop: expected body_fun to be a callable, got None"),
-    (lambda: shard_jit(lambda x: x, "m", input_shardings=[{}]), "shard_jit: expected mesh to be an nx.Mesh"),
+    (lambda: nx.defn.compile(3, nx.template((2,), "f32")),
+     "compile: expected fun to be a callable"),
+    (lambda: shard_jit(3, nx.Mesh("m", (2,)), input_shardings=[{}]),
+     "shard_jit: expected fun to be a callable"),
+    (lambda: shard_map(3, nx.Mesh("m", (2,)), in_specs=None, out_specs=None),
+     "shard_map: expected fun to be a callable"),
+    (lambda: nx.while_loop(1, lambda s: s, nx.tensor(0)),
+     "while_loop: expected cond_fun to be a callable"),
+    (lambda: nx.fori_loop(0, 3, None, nx.tensor(0)),
+     "fori_loop: expected body_fun to be a callable, got None"),
+    (lambda: shard_jit(lambda x: x, "m", input_shardings=[{}]),
+     "shard_jit: expected mesh to be an nx.Mesh"),
 ])
 def test_functions_and_meshes_are_checked_when_given(call, match):
     with pytest.raises(TypeError, match=match):

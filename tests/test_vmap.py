@@ -113,10 +113,12 @@ def _program(cases):
 
 def _compare(case, label, got, want):
     leaves = flatten(got)[0]
-    assert len(leaves) == len(want), f"{case.id} ({label}): {len(leaves)} results, expected {len(want)}"
+    assert len(leaves) == len(want), (f"{case.id} ({label}): {len(leaves)} results, "
+                                      f"expected {len(want)}")
     for i, (g, (w, wt)) in enumerate(zip(leaves, want)):
         what = f"{case.id} ({label}) result {i}"
-        assert (str(g.type), g.shape) == (wt, w.shape), f"{what}: {g.type}{list(g.shape)}, expected {wt}{list(w.shape)}"
+        assert (str(g.type), g.shape) == (wt, w.shape), (f"{what}: {g.type}{list(g.shape)}, "
+                                                         f"expected {wt}{list(w.shape)}")
         g = g.to_numpy()
         if case.tol:
             kind = np.complex128 if w.dtype.kind == "c" else np.float64
@@ -199,7 +201,8 @@ def test_in_and_out_axes_as_jax(in_axes, out_axes, shapes):
     if shapes is None:  # out_axes None needs an output that is not batched
         x, y = _rng(3, 4), _rng(4, 3, seed=1)
         f = vmap(lambda a, b: (a * b, nx.sum(nx.iota((2,)))), in_axes=in_axes, out_axes=(0, None))
-        jf = jax.vmap(lambda a, b: (a * b, jnp.sum(jnp.arange(2))), in_axes=in_axes, out_axes=(0, None))
+        jf = jax.vmap(lambda a, b: (a * b, jnp.sum(jnp.arange(2))), in_axes=in_axes,
+                      out_axes=(0, None))
         _close(f(nx.tensor(x), nx.tensor(y)), jf(x, y))
         return
     x, y = _rng(*shapes[0]), _rng(*shapes[1], seed=1)
@@ -227,9 +230,11 @@ def test_containers_and_prefix_in_axes_as_jax():
 
 def test_keyword_arguments_are_batched_along_axis_0_as_jax():
     x, y = _rng(3, 4), _rng(3, 4, seed=1)
-    f = lambda a, b, *, scale: a * scale + b  # noqa: E731
+    def f(a, b, *, scale):
+        return a * scale + b
     got = vmap(f, in_axes=(1, None))(nx.tensor(x.T), nx.tensor(y[0]), scale=nx.tensor(x[:, 0]))
-    want = jax.vmap(lambda a, b, *, scale: a * scale + b, in_axes=(1, None))(x.T, y[0], scale=x[:, 0])
+    want = jax.vmap(lambda a, b, *, scale: a * scale + b, in_axes=(1, None))(x.T, y[0],
+                                                                             scale=x[:, 0])
     _close(got, want)
     # inside a jit, and with an int in_axes for the positionals
     got = jit(lambda a, s: vmap(f, in_axes=0)(a, nx.tensor(y), scale=s), compiler="exla")(
@@ -239,7 +244,8 @@ def test_keyword_arguments_are_batched_along_axis_0_as_jax():
 
 def test_nested_vmap_as_jax():
     x, y = _rng(2, 3, 4), _rng(3, 4, seed=1)
-    inner = lambda a, b: nx.dot(a, b)  # noqa: E731
+    def inner(a, b):
+        return nx.dot(a, b)
     got = vmap(vmap(inner, in_axes=(0, 0)), in_axes=(0, None))(nx.tensor(x), nx.tensor(y))
     want = jax.vmap(jax.vmap(jnp.dot, in_axes=(0, 0)), in_axes=(0, None))(x, y)
     _close(got, want)
@@ -278,10 +284,12 @@ def test_conv_as_jax(in_axes, fg, bg, rule):
     bk = np.stack([k * (1 - i / 10) for i in range(n)], in_axes[1]) if in_axes[1] is not None else k
     before = dict(batch_paths().get("conv", {"rule": 0, "fallback": 0}))
     for compiler in ("evaluator", "exla"):
-        got = jit(vmap(_nconv(fg, bg), in_axes=in_axes), compiler=compiler)(nx.tensor(bx), nx.tensor(bk))
+        got = jit(vmap(_nconv(fg, bg), in_axes=in_axes), compiler=compiler)(nx.tensor(bx),
+                                                                             nx.tensor(bk))
         _close(got, jax.vmap(_jconv(fg, bg), in_axes=in_axes)(bx, bk))
     after = batch_paths()["conv"]
-    assert (after["rule"] > before["rule"], after["fallback"] > before["fallback"]) == (rule, not rule)
+    assert (after["rule"] > before["rule"],
+            after["fallback"] > before["fallback"]) == (rule, not rule)
 
 
 def test_conv_with_permutations_as_jax():
@@ -291,8 +299,10 @@ def test_conv_with_permutations_as_jax():
                   output_permutation=[0, 2, 1]), ("NHC", "HIO", "NHC"))
     bx, bk = np.stack([x, x * 2, -x]), np.stack([k, k / 2, k + 1], 1)
     for in_axes in ((0, None), (None, 1), (0, 1)):
-        args = [bx if in_axes[0] is not None else bx[0], bk if in_axes[1] is not None else bk[:, 0]]
-        got = jit(vmap(_nconv(perms=perms), in_axes=in_axes), compiler="exla")(*map(nx.tensor, args))
+        args = [bx if in_axes[0] is not None else bx[0],
+                bk if in_axes[1] is not None else bk[:, 0]]
+        got = jit(vmap(_nconv(perms=perms), in_axes=in_axes),
+                  compiler="exla")(*map(nx.tensor, args))
         _close(got, jax.vmap(_jconv(perms=perms), in_axes=in_axes)(*args))
 
 
@@ -306,19 +316,24 @@ def test_grad_of_vmap_and_vmap_of_grad_as_jax():
         return jnp.sum(jnp.tanh(x * w)) ** 2
     per_example = vmap(grad(loss), in_axes=(None, 0))(nx.tensor(w), nx.tensor(xs))
     _close(per_example, jax.vmap(jax.grad(jloss), in_axes=(None, 0))(w, xs), 1e-4)
-    total = grad(lambda w, x: nx.sum(vmap(loss, in_axes=(None, 0))(w, x)))(nx.tensor(w), nx.tensor(xs))
-    _close(total, jax.grad(lambda w, x: jnp.sum(jax.vmap(jloss, in_axes=(None, 0))(w, x)))(w, xs), 1e-4)
+    total = grad(lambda w, x: nx.sum(vmap(loss, in_axes=(None, 0))(w, x)))(
+        nx.tensor(w), nx.tensor(xs))
+    _close(total, jax.grad(lambda w, x: jnp.sum(jax.vmap(jloss, in_axes=(None, 0))(w, x)))(w, xs),
+           1e-4)
     # through a counting loop (still differentiable once batched)
     def steps(w, x):
         return nx.sum(nx.fori_loop(0, 3, lambda i, s: nx.sin(s * w), x))
 
     def jsteps(w, x):
         return jnp.sum(jax.lax.fori_loop(0, 3, lambda i, s: jnp.sin(s * w), x))
-    got = grad(lambda w, x: nx.sum(vmap(steps, in_axes=(None, 0))(w, x)))(nx.tensor(w), nx.tensor(xs))
-    _close(got, jax.grad(lambda w, x: jnp.sum(jax.vmap(jsteps, in_axes=(None, 0))(w, x)))(w, xs), 1e-4)
+    got = grad(lambda w, x: nx.sum(vmap(steps, in_axes=(None, 0))(w, x)))(
+        nx.tensor(w), nx.tensor(xs))
+    _close(got, jax.grad(lambda w, x: jnp.sum(jax.vmap(jsteps, in_axes=(None, 0))(w, x)))(w, xs),
+           1e-4)
     # through the loop over the examples too (slices whose starts differ between examples)
     starts = np.array([0, 1, 0, 1, 1], np.int32)
-    got = grad(lambda x: nx.sum(vmap(lambda r, i: nx.slice(r, [i], [2]))(x, starts) ** 2))(nx.tensor(xs))
+    got = grad(lambda x: nx.sum(vmap(lambda r, i: nx.slice(r, [i], [2]))(x, starts) ** 2))(
+        nx.tensor(xs))
     want = jax.grad(lambda x: jnp.sum(jax.vmap(lambda r, i: jax.lax.dynamic_slice(r, [i], [2]))(
         x, starts) ** 2))(xs)
     _close(got, want, 1e-4)
@@ -396,7 +411,8 @@ def test_grad_through_a_loop_whose_predicate_differs_between_examples():
      r"different batch sizes: args\[0\] has 2 along axis 0 \(shape \(2, 3\)\), args\[1\] has 3"),
     (lambda: vmap(lambda a: a, in_axes=2)(nx.iota((2, 3))), ValueError,
      r"in_axes for args\[0\] is 2, out of range for a value of rank 2 \(shape \(2, 3\)\)"),
-    (lambda: vmap(lambda a: a, in_axes=-3)(nx.iota((2, 3))), ValueError, r"in_axes for args\[0\] is -3"),
+    (lambda: vmap(lambda a: a, in_axes=-3)(nx.iota((2, 3))), ValueError,
+     r"in_axes for args\[0\] is -3"),
     (lambda: vmap(lambda a, b: a, in_axes=(0,))(nx.iota((2,)), nx.iota((2,))), ValueError,
      r"in_axes has 1 entries, one per positional argument, but the function was called with 2"),
     (lambda: vmap(lambda p: p["a"], in_axes=({"b": 0},))({"a": nx.iota((2,))}), ValueError,
@@ -422,7 +438,8 @@ def test_errors(call, err, match):
 
 def test_a_plugin_rule_is_used_and_checked():
     from nxpy.extend import register_batch_rule, register_op
-    double = register_op("vmap_doc_double", lambda x: (x.shape, x.type), evaluate=lambda out, x: x.to_numpy() * 2)
+    double = register_op("vmap_doc_double", lambda x: (x.shape, x.type),
+                         evaluate=lambda out, x: x.to_numpy() * 2)
     x = nx.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert vmap(double)(x).tolist() == [[2.0, 4.0], [6.0, 8.0]]  # the loop
     assert batch_paths()["vmap_doc_double"] == {"rule": 0, "fallback": 1}
@@ -430,9 +447,10 @@ def test_a_plugin_rule_is_used_and_checked():
     assert vmap(double, in_axes=1)(x).tolist() == [[2.0, 6.0], [4.0, 8.0]]
     assert batch_paths()["vmap_doc_double"] == {"rule": 1, "fallback": 1}
     register_batch_rule("vmap_doc_double")(lambda ctx, e, xs, dims: (xs[0], None))
-    with pytest.raises(ValueError, match=r"batching rule of 'vmap_doc_double' returned f32\[2\]\[2\] "
-                                         r"batched along None, expected f32\[2\] with a batch of 2 along one axis \(or, with "
-                                         r"None, unbatched\)"):
+    with pytest.raises(ValueError,
+                       match=r"batching rule of 'vmap_doc_double' returned f32\[2\]\[2\] "
+                             r"batched along None, expected f32\[2\] with a batch of 2 along one "
+                             r"axis \(or, with None, unbatched\)"):
         vmap(double)(nx.tensor([[1.0, 2.0], [3.0, 5.0]]))
 
 
@@ -457,7 +475,8 @@ def test_regression_the_results_keep_their_names(compiler):
     assert [t.names for t in got] == [("w", None), (None, "w")]
     # fuzz seed 3 #154: broadcast to a tensor's own shape drops its names (as Nx), without
     # a node: vmap returned the input's names
-    b = lambda x: nx.broadcast(x, (2,))  # noqa: E731
+    def b(x):
+        return nx.broadcast(x, (2,))
     assert _names_alone(b, x) == [(None,)]
     assert jit(vmap(b, out_axes=-1), compiler=compiler)(
         nx.tensor([[1.0, 2.0]] * 3, names=[None, "w"])).names == (None, None)
@@ -468,7 +487,8 @@ def test_regression_the_loop_keeps_the_names_of_the_example(compiler):
     # fuzz seed 0 #132: dynamic_slice with starts that differ between examples goes to
     # the loop, whose buffers were unnamed
     x = nx.tensor([1.0, 2.0, 3.0], names=["w"])
-    f = lambda x, i: nx.slice(nx.erf(x), [i], [2])  # noqa: E731
+    def f(x, i):
+        return nx.slice(nx.erf(x), [i], [2])
     assert _names_alone(f, x, nx.tensor(1)) == [("w",)]
     before = batch_paths().get("dynamic_slice", {}).get("fallback", 0)
     got = jit(vmap(f, in_axes=(None, 0), out_axes=1), compiler=compiler)(x, nx.tensor([0, 1, 5]))
