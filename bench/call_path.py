@@ -7,11 +7,10 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 
-from .core import Pair, Skip, case
+from .core import Pair, case
 from .single_device import CHAIN_BLOCKS, _call_fn, _call_sides, _operands, chain
 
 

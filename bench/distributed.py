@@ -122,10 +122,11 @@ def main(argv=None):
                                     {"NXPY_CPU_DEVICES": "4"}),
         "JAX, 2 processes x 2": _run(launch + [me, "--worker", "jax", str(calls)]),
     }
-    mp, sp, jx = rows["nxpy, 2 processes x 2"], rows["nxpy, 1 process x 4"], rows["JAX, 2 processes x 2"]
+    mp, sp, jx = (rows["nxpy, 2 processes x 2"], rows["nxpy, 1 process x 4"],
+                  rows["JAX, 2 processes x 2"])
     print(f"2x2 mesh, one f32 shard of {SHARD >> 20} MiB per device; median of {calls} calls "
           f"on process 0")
-    print(f"| op | nxpy 2 proc | nxpy 1 proc | JAX 2 proc | nxpy 2p / nxpy 1p | nxpy 2p / JAX 2p |")
+    print("| op | nxpy 2 proc | nxpy 1 proc | JAX 2 proc | nxpy 2p / nxpy 1p | nxpy 2p / JAX 2p |")
     print("|---|---|---|---|---|---|")
     for op in OPS:
         print(f"| {op} | {mp[op] * 1e3:.1f} ms | {sp[op] * 1e3:.1f} ms | {jx[op] * 1e3:.1f} ms | "

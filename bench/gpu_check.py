@@ -120,9 +120,10 @@ def check_linalg(env):
     for t, tol in (("f32", 2e-3), ("f64", 1e-9)):
         a = rng.normal(size=(3, 6, 6)).astype(t.replace("f", "float"))
         spd = a @ np.swapaxes(a, -1, -2) + 6 * np.eye(6)
-        jit = lambda f: nx.defn.jit(f, compiler="exla")  # noqa: E731
-        l = np.asarray(jit(nx.linalg.cholesky)(nx.tensor(spd)))
-        _close(l @ np.swapaxes(l, -1, -2), spd, tol, tol, f"cholesky {t}")
+        def jit(f):
+            return nx.defn.jit(f, compiler="exla")
+        low = np.asarray(jit(nx.linalg.cholesky)(nx.tensor(spd)))
+        _close(low @ np.swapaxes(low, -1, -2), spd, tol, tol, f"cholesky {t}")
         q, r = (np.asarray(v) for v in jit(nx.linalg.qr)(nx.tensor(a)))
         _close(q @ r, a, tol, tol, f"qr {t}")
         w, v = (np.asarray(u) for u in jit(nx.linalg.eigh)(nx.tensor(spd)))
@@ -146,7 +147,8 @@ def check_random(env):
     import numpy as np
     import nxpy as nx
     jax = env["jax"]
-    jit = lambda f: nx.defn.jit(f, compiler="exla")  # noqa: E731
+    def jit(f):
+        return nx.defn.jit(f, compiler="exla")
     for seed in (0, 42):
         k = jax.random.key(seed)
         ours = jit(lambda s: nx.random.uniform_split(nx.random.key(s), shape=(4, 1000)))(seed)
@@ -357,7 +359,8 @@ def gpu_part(platform: str, small: bool) -> tuple[list, list]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.gpu_check", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.gpu_check",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--platform", default="cuda", choices=["cuda", "rocm", "cpu"],
                     help="where part 2 runs (cpu: the host devices, to test this script)")
     ap.add_argument("--small", action="store_true", help="small sizes, short timings")

@@ -121,9 +121,9 @@ def grad_trace_lower(cfg):
     assert "stablehlo.cosine" in jax_lower().as_text()
     _, _, info = _chain_compiled()
     return Pair(nxpy=nxpy_lower, jax=jax_lower,
-                info=f"grad(lambda x: sum(chain(x))) on f32[4][4], no XLA compile. nxpy: "
-                     f"to_mlir(grad(f), template) (trace, differentiate, StableHLO text). "
-                     f"JAX: jax.jit(jax.grad(f)).lower(spec), .as_text() not included. "
+                info="grad(lambda x: sum(chain(x))) on f32[4][4], no XLA compile. nxpy: "
+                     "to_mlir(grad(f), template) (trace, differentiate, StableHLO text). "
+                     "JAX: jax.jit(jax.grad(f)).lower(spec), .as_text() not included. "
                      + info)
 
 

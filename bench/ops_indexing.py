@@ -49,6 +49,7 @@ def take_evaluator(cfg):
     t, i = nx.tensor(table), nx.tensor(idx)
     nf = jit(_take(nx), compiler="evaluator")
     np.testing.assert_array_equal(nf(t, i).to_numpy(), table[idx])
-    return Pair(nxpy=lambda: nf(t, i), jax=lambda: np.take(table, np.clip(idx, 0, ROWS - 1), axis=0),
+    return Pair(nxpy=lambda: nf(t, i),
+                jax=lambda: np.take(table, np.clip(idx, 0, ROWS - 1), axis=0),
                 info="the Evaluator running nxpy.take on NumPy tensors vs plain NumPy "
                      "np.take(table, np.clip(idx, 0, rows - 1)) in the JAX column")

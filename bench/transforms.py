@@ -212,7 +212,8 @@ def _remat_program(checkpointed=True):
     import nxpy as nx
     from nxpy.defn import checkpoint, grad
 
-    same = (lambda f: f)
+    def same(f):
+        return f
     rng = np.random.default_rng(0)
     ws = [(rng.normal(size=(REMAT_WIDTH, REMAT_WIDTH)) / np.sqrt(REMAT_WIDTH)).astype(
         np.float32) for _ in range(REMAT_LAYERS)]
@@ -245,7 +246,8 @@ REMAT_NOTE = (f"grad of sum(x * x) after {REMAT_LAYERS} layers x = tanh(x @ w), 
 def _remat_extra(nxpy_lower):
     assert nxpy_lower().count("stablehlo.optimization_barrier") >= REMAT_LAYERS - 1
     mem = _remat_memory()
-    mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
+    def mib(b):
+        return f"{b / 2**20:.1f} MiB"
     return (f". Compiled peak (temporaries + outputs), nxpy vs JAX: plain "
             f"{mib(mem[False][0])} vs {mib(mem[False][1])}, checkpointed "
             f"{mib(mem[True][0])} vs {mib(mem[True][1])} (the per-layer residuals are the "

@@ -11,7 +11,6 @@ batched graphs differ.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from .core import Pair, case
 from .grad import CALL_AIM, CALL_TIMING, LOWER_AIM, _call_pair, _check, _mlp_arrays, _sizes

@@ -130,7 +130,8 @@ def sharded_sections():
 
     results = {}
     for compiler in ("exla", "evaluator"):
-        f = shard_jit(scale_and_gather, MESH, input_shardings=[sharding, sharding], compiler=compiler)
+        f = shard_jit(scale_and_gather, MESH, input_shardings=[sharding, sharding],
+                      compiler=compiler)
         results[compiler] = f(args)
         heading(f"Sharded: per-device results from {compiler}")
         print(f"result sharding reported by the compiled function: {f.output_shardings}")
@@ -138,7 +139,8 @@ def sharded_sections():
     same = all(np.array_equal(np.asarray(a), np.asarray(b)) and a.device_id == b.device_id
                for a, b in zip(results["exla"], results["evaluator"]))
     print(f"\nEXLA and the Evaluator agree on every device: {same}")
-    print("assembled global result:", np.asarray(assemble(results["exla"], MESH, {1: [1]})).tolist())
+    assembled = assemble(results["exla"], MESH, {1: [1]})
+    print("assembled global result:", np.asarray(assembled).tolist())
 
     heading("Local view: shard_map with psum and axis_index (JAX semantics)")
     mesh = nx.Mesh("xy", (2, 2), axis_names=("x", "y"))
