@@ -1,17 +1,24 @@
-"""Helpers shared by the tests: switching the default backend, structural checks of
-emitted MLIR through nxpy's own StableHLO parser (not substrings), and comparisons of
-results with JAX's."""
+"""Helpers shared by the tests: the path harness of the op tests (a function run on every
+path, its results compared with an oracle's), switching the default backend, structural
+checks of emitted MLIR through nxpy's own StableHLO parser (not substrings), and
+comparisons of results with JAX's."""
 import contextlib
 import json
+import math
 import re
+import zlib
 
+import ml_dtypes
 import numpy as np
 
 import nxpy as nx
+from nxpy.defn import jit, jvp
 from nxpy.stablehlo import parse
 from nxpy.stablehlo.sharding import replica_groups
+from nxpy.testing.records import RANGES
 
 import jax  # after nxpy (importing JAX starts no client; nxpy's conftest starts XLA)
+import jax.numpy as jnp
 
 
 @contextlib.contextmanager
@@ -89,3 +96,217 @@ def close_to_jax(got, want, tol):
     for a, b in zip(g, w):
         assert a.shape == tuple(np.shape(b)), (a.shape, np.shape(b))
         np.testing.assert_allclose(a, np.asarray(b), rtol=tol, atol=tol)
+
+
+# ----------------------------------------------------------------------------------------
+# Types, by nxpy's names
+# ----------------------------------------------------------------------------------------
+ALL_TYPES = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
+             "c64", "c128", "pred"]
+INTS = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"]
+FLOATS = ["f16", "bf16", "f32", "f64"]
+COMPLEX = ["c64", "c128"]
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def dt(t: str) -> np.dtype:
+    """The NumPy dtype of the nxpy type ``t``."""
+    return BF16 if t == "bf16" else np.dtype({
+        "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64, "u8": np.uint8,
+        "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f16": np.float16,
+        "f32": np.float32, "f64": np.float64, "c64": np.complex64, "c128": np.complex128,
+        "pred": np.bool_}[t])
+
+
+def tname(d) -> str:
+    """The nxpy type name of the NumPy dtype ``d``."""
+    d = np.dtype(d)
+    return next(t for t in ALL_TYPES if dt(t) == d)
+
+
+def is_inexact(t):
+    return t in FLOATS or t in COMPLEX
+
+
+def x64():
+    """JAX in 64-bit mode, for the ``with`` block."""
+    return jax.enable_x64(True)
+
+
+# ----------------------------------------------------------------------------------------
+# The path runner
+# ----------------------------------------------------------------------------------------
+#: eager on the NumPy backend, jit with the Evaluator, jit with EXLA, eager on EXLA's backend
+PATHS = ("numpy", "evaluator", "exla", "exla_eager")
+#: without EXLA's eager backend, which compiles one program per op: for many-op functions
+CHEAP = ("numpy", "evaluator", "exla")
+
+
+def run(f, *arrays, paths=PATHS, names=None):
+    """``f`` on each path: ``{path: result}``; ``arrays`` (NumPy arrays) become its tensor
+    arguments (with ``names``, if given). On EXLA's eager backend every result must stay on
+    that backend."""
+    def args(backend=None):
+        return [nx.tensor(a, names=names, backend=backend) for a in arrays]
+    res = {}
+    if "numpy" in paths:
+        res["numpy"] = f(*args())
+    if "evaluator" in paths:
+        res["evaluator"] = jit(f, compiler="evaluator")(*args())
+    if "exla" in paths:
+        res["exla"] = jit(f, compiler="exla")(*args())
+    if "exla_eager" in paths:
+        with default_backend("exla"):
+            r = res["exla_eager"] = f(*args("exla"))
+        for leaf in (r if isinstance(r, (tuple, list)) else [r]):
+            assert leaf.backend.name == "exla", "an eager op on EXLA tensors left the backend"
+    return res
+
+
+# ----------------------------------------------------------------------------------------
+# Comparisons
+# ----------------------------------------------------------------------------------------
+#: (rtol, atol) of a result of each inexact type against its oracle
+TOL = {"f16": (4e-3, 1e-3), "bf16": (2e-2, 1e-2), "f32": (1e-5, 1e-6), "c64": (1e-5, 1e-6),
+       "f64": (1e-10, 1e-12), "c128": (1e-10, 1e-12)}
+
+
+def assert_same(actual: np.ndarray, expected, t, rtol=None, atol=None, what="", tols=TOL,
+                scaled=False):
+    """``actual`` (of nxpy type ``t``; None: of any type, values only) equals ``expected``:
+    exactly for integers and pred, within ``rtol``/``atol`` (default: ``tols[t]``) for
+    inexact types, NaN equal to NaN; ``scaled``: ``atol`` is relative to the largest
+    finite magnitude of ``expected`` (at least 1), for results that sum many terms."""
+    expected = np.asarray(expected)
+    if t is None:
+        t = tname(actual.dtype)
+    else:
+        assert actual.dtype == dt(t), f"{what}: dtype {actual.dtype}, expected {dt(t)}"
+    assert actual.shape == expected.shape, \
+        f"{what}: shape {actual.shape}, expected {expected.shape}"
+    if is_inexact(t):
+        r, a = tols[t]
+        r, a = r if rtol is None else rtol, a if atol is None else atol
+        wide = np.complex128 if t in COMPLEX else np.float64
+        exp = expected.astype(np.complex128 if expected.dtype.kind == "c" else np.float64)
+        if t not in COMPLEX and exp.dtype.kind == "c":
+            exp = exp.real
+        if scaled:
+            finite = np.abs(exp)[np.isfinite(np.abs(exp))]
+            a *= max(1.0, float(np.max(finite))) if finite.size else 1.0
+        np.testing.assert_allclose(actual.astype(wide), exp, rtol=r, atol=a, equal_nan=True,
+                                   err_msg=what)
+    else:
+        ok = np.array_equal(actual.astype(object), expected.astype(object))
+        assert ok, f"{what}:\n got      {actual.tolist()}\n expected {expected.tolist()}"
+
+
+def check(results, expected, t=None, rtol=None, atol=None, what="", names=None, tols=TOL,
+          scaled=False):
+    """Every path's result (a tensor, or a tuple or list of them: ``expected`` then has one
+    entry per result) has type ``t`` (one for all results, one per result, or None: any),
+    ``expected``'s shape, ``names`` if given, and ``expected``'s values (:func:`assert_same`)."""
+    for path, r in results.items():
+        rs, es = (r, expected) if isinstance(r, (tuple, list)) else ([r], [expected])
+        ts = t if isinstance(t, (tuple, list)) else [t] * len(rs)
+        assert len(rs) == len(es), f"{path}: {len(rs)} results, expected {len(es)}"
+        for i, (x, e, ty) in enumerate(zip(rs, es, ts)):
+            w = f"{what} [{path}{'' if len(rs) == 1 else f' result {i}'}]"
+            assert ty is None or str(x.type) == ty, f"{w}: type {x.type}, expected {ty}"
+            assert x.shape == np.shape(e), f"{w}: shape {x.shape}, expected {np.shape(e)}"
+            if names is not None:
+                assert x.names == tuple(names), f"{w}: names {x.names}"
+            arr = x.to_numpy()
+            assert arr.shape == x.shape, f"{w}: to_numpy gave shape {arr.shape}"
+            assert_same(arr, e, ty, rtol, atol, w, tols, scaled)
+
+
+def _sorted_leaves(t):
+    if isinstance(t, dict):
+        return [x for k in sorted(t) for x in _sorted_leaves(t[k])]
+    if isinstance(t, (tuple, list)):
+        return [x for v in t for x in _sorted_leaves(v)]
+    return [t]
+
+
+def close(got, want, rtol=2e-5, atol=2e-5):
+    """``got`` (nxpy tensors or arrays, in containers) is within ``rtol``/``atol`` of
+    ``want``, leaf by leaf (dict keys sorted, as JAX orders them)."""
+    g, w = _sorted_leaves(got), _sorted_leaves(want)
+    assert len(g) == len(w), (got, want)
+    for a, b in zip(g, w):
+        a, b = a.to_numpy() if isinstance(a, nx.Tensor) else np.asarray(a), np.asarray(b)
+        wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(b) else np.float64
+        np.testing.assert_allclose(a.astype(wide), b.astype(wide), rtol=rtol, atol=atol)
+
+
+def assert_same_tree(got, want, rtol, atol, backend=None, where="result"):
+    """``got`` (nxpy tensors) has ``want``'s structure (containers of the same kinds,
+    dict keys), shapes and dtypes, and values within ``rtol``/``atol``."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and sorted(got) == sorted(want), (where, got)
+        for k in want:
+            assert_same_tree(got[k], want[k], rtol, atol, backend, f"{where}[{k!r}]")
+        return
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want), (where, type(got), got)
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same_tree(g, w, rtol, atol, backend, f"{where}[{i}]")
+        return
+    assert isinstance(got, nx.Tensor), (where, got)
+    assert backend is None or got.backend.name == backend, (where, got.backend.name)
+    g = got.to_numpy()
+    w = np.asarray(want)
+    assert g.shape == w.shape, (where, g.shape, w.shape)
+    assert g.dtype == w.dtype, (where, g.dtype, w.dtype)
+    np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
+                               err_msg=where)
+
+
+def jvp_matches_jax(nf, jf, args, path, rtol, x64=False):
+    """``jvp(nf)`` under ``jit`` with ``path``'s compiler equals ``jax.jvp(jf)`` (within
+    ``rtol``, relative and absolute) at ``args``, along fixed random tangents."""
+    def tangent(a, seed):
+        rng = np.random.default_rng(seed)
+        t = rng.standard_normal(np.shape(a))
+        if np.iscomplexobj(a):
+            t = t + 1j * rng.standard_normal(np.shape(a))
+        return t.astype(np.asarray(a).dtype)
+    tans = tuple(tangent(a, i) for i, a in enumerate(args))
+    with jax.enable_x64(x64):
+        want = jax.jvp(jf, tuple(jnp.asarray(a) for a in args), tuple(jnp.asarray(t) for t in tans))
+        want = jax.tree_util.tree_map(np.asarray, want)
+    got = jit(lambda p, t: jvp(nf, p, t), compiler=path)(tuple(nx.tensor(a) for a in args),
+                                                          tuple(nx.tensor(t) for t in tans))
+    close(got, want, rtol, rtol)
+
+
+# ----------------------------------------------------------------------------------------
+# Inputs
+# ----------------------------------------------------------------------------------------
+def rng_for(*key):
+    """A generator seeded by ``key`` (the same values whichever worker draws them)."""
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def gen(t: str, shape, rng, domain="any"):
+    """Values of type ``t`` in ``domain`` (a :class:`nxpy.testing.records.Domain`, or the
+    name of one of ``records.RANGES``); integers take the integer points inside."""
+    lo, hi, either_sign = RANGES[domain] if isinstance(domain, str) else domain
+    d = dt(t)
+    if t == "pred":
+        return np.ones(shape, bool) if either_sign else rng.random(shape) < 0.5
+    if t in INTS:
+        ilo, ihi = math.ceil(lo), math.floor(hi)
+        if t[0] == "u":
+            ilo = max(ilo, 0)
+        v = rng.integers(ilo, ihi + 1, size=shape)
+        if either_sign:
+            v = v * np.where(rng.random(shape) < 0.5, -1, 1) if t[0] == "s" else v
+        return v.astype(d)
+    v = rng.uniform(lo, hi, size=shape)
+    if either_sign:
+        v = v * np.where(rng.random(shape) < 0.5, -1, 1)
+    if t in COMPLEX:
+        v = v + 1j * rng.uniform(lo, hi, size=shape)
+    return np.asarray(v).astype(d)

@@ -1,13 +1,15 @@
 """Forward mode: nxpy's ``jvp``, ``linearize``, ``jacfwd``, ``hessian`` and ``custom_jvp``
 against JAX's.
 
-The per-primitive check reuses the gradient test's table (``tests/test_grad.py``'s
+The per-primitive check reuses the gradient test's table (``tests/grad_cases.py``'s
 ``CASES``, one function per op written with nxpy and with ``jax.numpy``/``jax.lax``): each
 case's differentiated arguments get fixed random tangents and ``jvp`` is compared with
 ``jax.jvp`` on two paths: ``eager`` (``jvp`` called outside a defn: the Evaluator on the
 NumPy backend) and ``exla`` (``jit(..., compiler="exla")``). Then control flow, shard_map
 collectives on a 2x2 mesh, ``jacfwd``/``hessian`` and ``custom_jvp``, and that every
-primitive has a JVP rule or is declared to have a zero tangent.
+primitive has a JVP rule or is declared to have a zero tangent. The op families' own
+gradient tables are checked under ``jvp`` in their modules (``tests/test_ops_*.py``,
+``test_jvp_*``, with ``helpers.jvp_matches_jax``).
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from nxpy.defn import (checkpoint, custom_jvp, custom_vjp, fori_loop, grad, hess
 from nxpy.defn.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
 from nxpy.ops import PRIMITIVES
 
-import test_grad as TG
+from grad_cases import CASES, clipped_sqrt, needs_x64, nx_args, tleaves, tmap
+from helpers import assert_same_tree, close
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -52,7 +55,7 @@ def tangents(c):
     whichever worker runs it and in whatever order."""
     if c.name not in _TANGENTS:
         rng = np.random.default_rng(zlib.crc32(c.name.encode()))
-        _TANGENTS[c.name] = [TG.tmap(functools.partial(_tangent_of, rng), c.args[n])
+        _TANGENTS[c.name] = [tmap(functools.partial(_tangent_of, rng), c.args[n])
                              for n in _argnums(c)]
     return _TANGENTS[c.name]
 
@@ -80,14 +83,14 @@ _JAX: dict = {}
 
 def jax_jvp(c):
     if c.name not in _JAX:
-        with jax.enable_x64(TG._x64(c)):
-            args = TG.tmap(jnp.asarray, c.args)
+        with jax.enable_x64(needs_x64(c)):
+            args = tmap(jnp.asarray, c.args)
             nums = _argnums(c)
             prim = [args[n] for n in nums]
             tans = [_tmap2(_jax_tangent, t, c.args[n]) for t, n in zip(tangents(c), nums)]
             out = jax.jit(lambda p, t: jax.jvp(_restricted(c.jax, c, args), p, t,
                                                has_aux=c.has_aux))(prim, tans)
-            _JAX[c.name] = TG.tmap(np.asarray, out)
+            _JAX[c.name] = tmap(np.asarray, out)
     return _JAX[c.name]
 
 
@@ -104,7 +107,7 @@ def _nx_tangent(t, a):
 
 
 def nx_jvp(c, path):
-    args = TG.nx_args(c.args)
+    args = nx_args(c.args)
     nums = _argnums(c)
     prim = [args[n] for n in nums]
     tans = [_tmap2(_nx_tangent, t, c.args[n]) for t, n in zip(tangents(c), nums)]
@@ -146,7 +149,7 @@ def _f32_reference(c):
 
 
 def _params():
-    for c in TG.CASES:
+    for c in CASES:
         if c.name in _JAX_CANNOT:
             continue
         for p in ("eager", "exla"):
@@ -154,7 +157,7 @@ def _params():
 
 
 def _loose(got, want, rtol):
-    for g, w in zip(TG.tleaves(got), TG.tleaves(want)):
+    for g, w in zip(tleaves(got), tleaves(want)):
         np.testing.assert_allclose(g.to_numpy().astype(np.float64),
                                    np.asarray(w).astype(np.float64), rtol=rtol, atol=rtol)
 
@@ -174,10 +177,10 @@ def test_jvp_matches_jax(c, path):
         return
     if c.name in _PRIMAL_DIFFERS:
         _loose(got, want, _PRIMAL_DIFFERS[c.name])
-        for y, t in zip(TG.tleaves(got[0]), TG.tleaves(got[1])):
+        for y, t in zip(tleaves(got[0]), tleaves(got[1])):
             assert (y.type, y.shape) == (t.type, t.shape)  # a tangent is like its primal
         return
-    TG.assert_same_tree(tuple(got), tuple(want), max(c.rtol, 2e-5), max(c.atol, 2e-6))
+    assert_same_tree(tuple(got), tuple(want), max(c.rtol, 2e-5), max(c.atol, 2e-6))
 
 
 def test_every_primitive_has_a_jvp_rule_or_a_zero_tangent():
@@ -205,23 +208,6 @@ PATHS = {
     "evaluator": lambda f: jit(f),
     "exla": lambda f: jit(f, compiler="exla"),
 }
-
-
-def _sorted_leaves(t):
-    if isinstance(t, dict):
-        return [x for k in sorted(t) for x in _sorted_leaves(t[k])]
-    if isinstance(t, (tuple, list)):
-        return [x for v in t for x in _sorted_leaves(v)]
-    return [t]
-
-
-def close(got, want, rtol=2e-5, atol=2e-5):
-    g, w = _sorted_leaves(got), _sorted_leaves(want)
-    assert len(g) == len(w), (got, want)
-    for a, b in zip(g, w):
-        a, b = a.to_numpy() if isinstance(a, nx.Tensor) else np.asarray(a), np.asarray(b)
-        wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(b) else np.float64
-        np.testing.assert_allclose(a.astype(wide), b.astype(wide), rtol=rtol, atol=atol)
 
 
 def check_jvp(nxf, jf, primals, tangents, path, rtol=2e-5, atol=2e-5):
@@ -348,7 +334,7 @@ def test_jacfwd_containers_and_aux():
         y = {"a": p["w"] * p["b"][0], "b": jnp.sum(p["w"] ** 2)}
         return y, jnp.sum(p["w"])
     p = {"w": r(3), "b": (r(3, seed=1),)}
-    got, aux = jacfwd(f, has_aux=True)(TG.tmap(nx.tensor, p))
+    got, aux = jacfwd(f, has_aux=True)(tmap(nx.tensor, p))
     want, jaux = jax.jacfwd(jfn, has_aux=True)(p)
     close(got, want)
     close(aux, jaux)
@@ -412,7 +398,7 @@ def test_jvp_of_stop_grad_is_zero():
 
 def test_jvp_of_custom_grad_follows_the_primal_computation():
     # Nx's custom_grad changes reverse mode only: forward mode differentiates the value
-    y, t = jvp(lambda x: TG._clipped_sqrt(x), (nx.tensor(4.0),), (nx.tensor(1.0),))
+    y, t = jvp(lambda x: clipped_sqrt(x), (nx.tensor(4.0),), (nx.tensor(1.0),))
     assert (y.tolist(), t.tolist()) == (2.0, 0.25)
 
 
@@ -525,9 +511,9 @@ def test_custom_jvp_nondiff_argnums_containers_and_vmap():
         (p,), (tp,) = primals, tangents
         return japply(k, p), {"y": tp["a"] * k * 3.0 + tp["b"]}
     p, tp = {"a": r(2), "b": r(2, seed=1)}, {"a": r(2, seed=2), "b": r(2, seed=3)}
-    close(jvp(lambda p: apply(2.0, p), (TG.tmap(nx.tensor, p),), (TG.tmap(nx.tensor, tp),)),
+    close(jvp(lambda p: apply(2.0, p), (tmap(nx.tensor, p),), (tmap(nx.tensor, tp),)),
           jax.jvp(lambda p: japply(2.0, p), (p,), (tp,)))
-    close(grad(lambda p: nx.sum(apply(2.0, p)["y"]))(TG.tmap(nx.tensor, p)),
+    close(grad(lambda p: nx.sum(apply(2.0, p)["y"]))(tmap(nx.tensor, p)),
           jax.grad(lambda p: jnp.sum(japply(2.0, p)["y"]))(p))
     # batched: vmap of the custom function, under jvp and under grad
     xs = r(4, 2)
@@ -759,95 +745,6 @@ def test_jvp_of_runtime_call_is_an_error_unless_stopped():
 
 
 # ----------------------------------------------------------------------------------------
-# The op families' own gradient tables under jvp: indexing, sorting, windows and conv,
-# linear algebra, complex and FFT, compositions
-# ----------------------------------------------------------------------------------------
-import test_ops_complex as TC  # noqa: E402
-import test_ops_compositions as TCO  # noqa: E402
-import test_ops_indexing as TI  # noqa: E402
-import test_ops_linalg as TL  # noqa: E402
-import test_ops_sorting as TS  # noqa: E402
-import test_ops_windows as TW  # noqa: E402
-
-
-def _family_cases():
-    """(id, nxpy function, JAX function, arguments, x64, rtol)."""
-    out = []
-    for name, (nf, jf, a) in TI.GRADS.items():
-        out.append((f"indexing-{name}", nf, jf, (a,), False, 2e-5))
-    for name, (nf, jf, x0) in TS._GRADS.items():
-        x0 = (np.random.default_rng(7).uniform(-2, 2, (3, 8)).astype(np.float32)
-              if x0 is None else x0)
-        f, g = TS._grad_pair(nf, jf)
-        out.append((f"sorting-{name}", f, g, (x0,), False, 2e-5))
-    for i, (xs, ks, opts) in enumerate(TW.GRAD_CONV):
-        out.append((f"conv-{i}", lambda a, b, o=opts: nx.sum(nx.sin(nx.conv(a, b, **o))),
-                    lambda a, b, o=opts: jnp.sum(jnp.sin(TW.jconv(a, b, **o))),
-                    (TW._u(xs, 1), TW._u(ks, 2)), False, 1e-4))
-    win = [(2, 3), (2, 2), [(1, 1), (0, 1)]]
-    for op, init, jop in (("window_min", np.inf, lax.min), ("window_max", -np.inf, lax.max)):
-        out.append((f"windows-{op}",
-                    lambda a, op=op: nx.sum(nx.exp(getattr(nx, op)(a, win[0], strides=win[1],
-                                                                   padding=win[2]))),
-                    lambda a, init=init, jop=jop: jnp.sum(jnp.exp(TW.jwin(a, jop, init, *win))),
-                    (TW._u((5, 6), 3),), False, 1e-4))
-    out.append(("windows-window_sum_product",
-                lambda a: nx.sum(nx.window_sum(a, (2, 2)) * nx.window_product(a, (2, 2))),
-                lambda a: jnp.sum(TW.jwin(a, lax.add, 0.0, (2, 2), (1, 1), "VALID")
-                                  * TW.jwin(a, lax.mul, 1.0, (2, 2), (1, 1), "VALID")),
-                (TW._u((4, 5), 4),), False, 1e-4))
-    for name, f, jf, x in TL._grad_cases():
-        if name in ("cholesky", "eigh"):  # their input must stay symmetric: below
-            continue
-        out.append((f"linalg-{name}", f, jf, (x,), True, 1e-6))
-    for name, (nf, jf, args) in TC.GRADS.items():
-        out.append((f"complex-{name}", nf, jf, args, args[0].dtype == np.complex128, 1e-4))
-    for name, nf, jf in TCO.GRADS:
-        out.append((f"compositions-{name}", nf, jf,
-                    (TCO.rand("f32", (3, 4), ("grad", name)),), False, 1e-4))
-    return out
-
-
-_FAMILY = _family_cases()
-
-
-def _family_tangent(a, seed):
-    rng = np.random.default_rng(seed)
-    t = rng.standard_normal(np.shape(a))
-    if np.iscomplexobj(a):
-        t = t + 1j * rng.standard_normal(np.shape(a))
-    return t.astype(np.asarray(a).dtype)
-
-
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
-@pytest.mark.parametrize("case", _FAMILY, ids=[c[0] for c in _FAMILY])
-def test_jvp_of_op_families_matches_jax(case, path):
-    name, nf, jf, args, x64, rtol = case
-    tans = tuple(_family_tangent(a, i) for i, a in enumerate(args))
-    with jax.enable_x64(x64):
-        want = jax.jvp(jf, tuple(jnp.asarray(a) for a in args), tuple(jnp.asarray(t) for t in tans))
-        want = TG.tmap(np.asarray, want)
-    got = PATHS[path](lambda p, t: jvp(nf, p, t))(tuple(nx.tensor(a) for a in args),
-                                                  tuple(nx.tensor(t) for t in tans))
-    close(got, want, rtol, rtol)
-
-
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
-def test_jvp_of_symmetric_decompositions(path):
-    # cholesky and eigh read one triangle: symmetric tangents, as JAX's rules assume
-    a = TL.spd("f64", (4, 4))
-    t = _family_tangent(a, 1)
-    t = (t + t.T) / 2
-    for name, f, jf, _ in TL._grad_cases():
-        if name not in ("cholesky", "eigh"):
-            continue
-        with jax.enable_x64(True):
-            want = TG.tmap(np.asarray, jax.jvp(jf, (jnp.asarray(a),), (jnp.asarray(t),)))
-        got = PATHS[path](lambda p, t, f=f: jvp(f, p, t))((nx.tensor(a),), (nx.tensor(t),))
-        close(got, want, 1e-6, 1e-8)
-
-
-# ----------------------------------------------------------------------------------------
 # The remaining rules, against central finite differences in f64 (nxpy alone)
 # ----------------------------------------------------------------------------------------
 def _fd(f, x, t, eps=1e-6):
@@ -970,7 +867,8 @@ _COMPLEX_LINEAR = {
                            lambda a: lax.cumprod(a, axis=1), (_c(3, 4),)),
     "reduce_multiply": (lambda a: nx.reduce(a, 1.0 + 0j, lambda x, y: x * y, axes=[1]),
                         lambda a: jnp.prod(a, axis=1), (_c(3, 4),)),
-    "solve": (nx.linalg.solve, jnp.linalg.solve, (_c(3, 3) + 2 * np.eye(3, dtype=np.complex64), _c(3, seed=1))),
+    "solve": (nx.linalg.solve, jnp.linalg.solve,
+              (_c(3, 3) + 2 * np.eye(3, dtype=np.complex64), _c(3, seed=1))),
     "triangular_solve": (lambda a, b: nx.linalg.triangular_solve(a, b),
                          lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True),
                          (np.tril(_c(3, 3)) + 2 * np.eye(3, dtype=np.complex64),

@@ -6,16 +6,14 @@ Every op runs on four paths -- eager on the NumPy backend, ``jit`` with the Eval
 arrays by NumPy and ``jax.numpy`` (never by nxpy's NumPy backend): every dtype, lengths
 that pad and truncate, ``"power_of_two"``, negative and named axes, empty dims. Then the
 ported Nx doctests, the errors, gradients against ``jax.grad`` (JAX's convention for
-complex values), JAX-exported programs loaded by the StableHLO importer, and transforms
-along sharded axes under ``shard_jit``.
+complex values) and ``jvp`` against ``jax.jvp``, JAX-exported programs loaded by the
+StableHLO importer, and transforms along sharded axes under ``shard_jit``.
 """
 from __future__ import annotations
 
 import functools
 import re
-import zlib
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -25,26 +23,15 @@ from nxpy.defn import debug_expr, grad, jit
 from nxpy.defn import sharding as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import load, parse
+from nxpy.testing.records import Domain
 
-from helpers import default_backend
+import helpers
+from helpers import (ALL_TYPES, BF16, COMPLEX, INTS, PATHS, default_backend, jvp_matches_jax,
+                     rng_for, run, x64)
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
 from jax import lax
-
-PATHS = ("numpy", "evaluator", "exla", "exla_eager")
-ALL_TYPES = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
-             "c64", "c128", "pred"]
-COMPLEX = ["c64", "c128"]
-BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-def dt(t: str) -> np.dtype:
-    return BF16 if t == "bf16" else np.dtype({
-        "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64, "u8": np.uint8,
-        "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f16": np.float16,
-        "f32": np.float32, "f64": np.float64, "c64": np.complex64, "c128": np.complex128,
-        "pred": np.bool_}[t])
 
 
 # the type rules, written out independently of nxpy: Nx.Type.to_complex / to_real
@@ -58,65 +45,15 @@ def real_of(t):
 
 
 def gen(t, shape, seed=0):
-    rng = np.random.default_rng(zlib.crc32(repr((t, shape, seed)).encode()))
-    if t == "pred":
-        return rng.random(shape) < 0.5
-    if t[0] in "su":
-        return rng.integers(0 if t[0] == "u" else -5, 6, size=shape).astype(dt(t))
-    v = rng.uniform(-3, 3, size=shape)
-    if t in COMPLEX:
-        v = v + 1j * rng.uniform(-3, 3, size=shape)
-    return v.astype(dt(t))
+    """Integers in [-5, 5], floats (both parts) in [-3, 3]."""
+    return helpers.gen(t, shape, rng_for(t, shape, seed), Domain(-5, 5) if t in INTS else "any")
 
 
-def run(f, *arrays, paths=PATHS, names=None):
-    """``f`` on each path; ``arrays`` (NumPy arrays) become its tensor arguments."""
-    def args(backend=None):
-        return [nx.tensor(a, names=names, backend=backend) for a in arrays]
-    res = {}
-    if "numpy" in paths:
-        res["numpy"] = f(*args())
-    if "evaluator" in paths:
-        res["evaluator"] = jit(f, compiler="evaluator")(*args())
-    if "exla" in paths:
-        res["exla"] = jit(f, compiler="exla")(*args())
-    if "exla_eager" in paths:
-        with default_backend("exla"):
-            r = res["exla_eager"] = f(*args("exla"))
-        for leaf in (r if isinstance(r, (tuple, list)) else [r]):
-            assert leaf.backend.name == "exla", "an eager op on EXLA tensors left the backend"
-    return res
-
-
-TOL = {"f16": 4e-3, "bf16": 2e-2, "f32": 2e-5, "c64": 2e-5, "f64": 1e-11, "c128": 1e-11}
-
-
-def check(results, expected, t, what="", tol=None, names=None):
-    """Every path's result (or results) has type ``t`` and is close to ``expected``."""
-    for path, r in results.items():
-        rs = r if isinstance(r, (tuple, list)) else [r]
-        es = expected if isinstance(r, (tuple, list)) else [expected]
-        ts = t if isinstance(t, (tuple, list)) else [t] * len(rs)
-        for i, (x, e, ty) in enumerate(zip(rs, es, ts)):
-            w = f"{what} [{path} {i}]"
-            e = np.asarray(e)
-            assert str(x.type) == ty, f"{w}: type {x.type}, expected {ty}"
-            assert x.shape == e.shape, f"{w}: shape {x.shape}, expected {e.shape}"
-            if names is not None:
-                assert x.names == tuple(names), f"{w}: names {x.names}"
-            a = x.to_numpy()
-            assert a.dtype == dt(ty), w
-            wide = np.complex128 if ty in COMPLEX else np.float64
-            rt = TOL[ty] if tol is None else tol
-            # an absolute floor scaled by the magnitudes (FFTs sum many terms)
-            finite = np.abs(e)[np.isfinite(np.abs(e))]
-            scale = max(1.0, float(np.max(finite))) if finite.size else 1.0
-            np.testing.assert_allclose(a.astype(wide), e.astype(wide), rtol=rt, atol=rt * scale,
-                                       equal_nan=True, err_msg=w)
-
-
-def x64():
-    return jax.enable_x64(True)
+#: the family's tolerances (relative, and absolute scaled by the largest magnitude of the
+#: result: transforms sum many terms)
+TOL = {t: (v, v) for t, v in {"f16": 4e-3, "bf16": 2e-2, "f32": 2e-5, "c64": 2e-5,
+                              "f64": 1e-11, "c128": 1e-11}.items()}
+check = functools.partial(helpers.check, tols=TOL, scaled=True)
 
 
 # ----------------------------------------------------------------------------------------
@@ -134,8 +71,8 @@ def test_elementwise_parts(t):
     x = gen(t, (2, 3))
     if t in ("f32", "f64", "c64", "c128"):  # signed zeros, infinities, nan
         x = x.reshape(-1)
-        x[:4] = [0.0, -0.0, np.inf, np.nan] if t[0] == "f" else [0, -0.0 - 0.0j,
-                                                                   complex(np.inf, -1), complex(1, np.nan)]
+        x[:4] = [0.0, -0.0, np.inf, np.nan] if t[0] == "f" else \
+            [0, -0.0 - 0.0j, complex(np.inf, -1), complex(1, np.nan)]
         x = x.reshape(2, 3)
     w = x.astype(np.complex128) if t != "bf16" else x.astype(np.float64).astype(np.complex128)
     rt, ct = real_of(t), complex_of(t)
@@ -146,7 +83,7 @@ def test_elementwise_parts(t):
         other = np.asarray(lax.complex(re, im)) if t in COMPLEX else np.asarray(
             lax.complex(re, re if t == "pred" or t[0] == "u" else -re))
     res = run(_parts, x)
-    check(res, [re, im, conj, phase, other], [rt, rt, ct, rt, ct], f"parts of {t}")
+    check(res, [re, im, conj, phase, other], [rt, rt, ct, rt, ct], what=f"parts of {t}")
     for path, r in res.items():  # conjugate of a real value: the imaginary parts are -0.0
         if t not in COMPLEX:
             assert np.all(np.signbit(r[2].to_numpy().imag)), path
@@ -159,7 +96,7 @@ def test_elementwise_names_and_broadcasting():
     assert nx.imag(nx.tensor([1, 2], names=["x"])).names == ("x",)
     res = run(lambda a, b: nx.complex(a, b), np.arange(3, dtype=np.float32),
               np.array([[1.0], [2.0]], np.float64))
-    check(res, np.arange(3)[None] + 1j * np.array([[1.0], [2.0]]), "c128", "broadcast")
+    check(res, np.arange(3)[None] + 1j * np.array([[1.0], [2.0]]), "c128", what="broadcast")
     z = nx.complex(nx.tensor([1.0, 2.0], names=["x"]), 3)
     assert z.names == ("x",) and str(z.type) == "c64" and z.tolist() == [1 + 3j, 2 + 3j]
     assert str(nx.complex(nx.tensor(1.0, type="f64"), 2).type) == "c128"
@@ -196,7 +133,7 @@ def test_fft_every_type(t):
     x = gen(t, (2, 6))
     res = run(lambda a: (nx.fft(a), nx.ifft2(a)), x)
     want = [_np_fft(x, False, [6], [-1]), _np_fft(x, True, [2, 6], [-2, -1])]
-    check(res, want, [complex_of(t)] * 2, f"fft of {t}")
+    check(res, want, [complex_of(t)] * 2, what=f"fft of {t}")
 
 
 def _nextpow2(n):
@@ -217,7 +154,7 @@ def test_fft_options(t, op, length, axis):
     L = n if length is None else _nextpow2(n) if length == "power_of_two" else length
     res = run(lambda a: getattr(nx, op)(a, length=length, axis=axis), x,
               paths=("numpy", "exla", "exla_eager") if t != "c64" else PATHS)
-    check(res, _np_fft(x, op == "ifft", [L], [axis]), complex_of(t), f"{op} {length} {axis}")
+    check(res, _np_fft(x, op == "ifft", [L], [axis]), complex_of(t), what=f"{op} {length} {axis}")
 
 
 FFT2_OPTIONS = [  # (op, lengths, axes)
@@ -234,7 +171,8 @@ def test_fft2_options(t, op, lengths, axes):
           for v, a in zip(lengths or [None, None], axes)]
     res = run(lambda a: getattr(nx, op)(a, lengths=lengths, axes=list(axes)), x,
               paths=("numpy", "evaluator", "exla"))
-    check(res, _np_fft(x, op == "ifft2", ls, list(axes)), complex_of(t), f"{op} {lengths} {axes}")
+    check(res, _np_fft(x, op == "ifft2", ls, list(axes)), complex_of(t),
+          what=f"{op} {lengths} {axes}")
 
 
 def test_transforms_with_names():
@@ -242,10 +180,11 @@ def test_transforms_with_names():
     res = run(lambda a: (nx.fft(a, axis="time", length=6), nx.fft2(a, axes=["batch", "time"])),
               x, names=["batch", "time"], paths=("numpy", "evaluator", "exla"))
     check(res, [_np_fft(x, False, [6], [1]), _np_fft(x, False, [2, 4], [0, 1])], ["c64", "c64"],
-          "named", names=["batch", "time"])
+          what="named", names=["batch", "time"])
     res = run(lambda a: (nx.rfft(a, axis="time", length=5), nx.irfft(a, axis="batch", length=3)),
               x, names=["batch", "time"], paths=("numpy", "evaluator", "exla"))
-    check(res, [_np_rfft(x, False, 5, 1), _np_rfft(x, True, 3, 0)], ["c64", "f32"], "named real",
+    check(res, [_np_rfft(x, False, 5, 1), _np_rfft(x, True, 3, 0)], ["c64", "f32"],
+          what="named real",
           names=["batch", "time"])
 
 
@@ -263,7 +202,7 @@ def test_transforms_with_names():
 def test_empty_dims(shape, call, out_shape, t):
     """Transforms of nothing padded with zeros are zeros; empty results stay empty."""
     res = run(call, np.zeros(shape, np.float32))
-    check(res, np.zeros(out_shape), t, f"empty {shape}")
+    check(res, np.zeros(out_shape), t, what=f"empty {shape}")
 
 
 def test_eps_cleans_tiny_parts_on_the_numpy_backend_only():
@@ -304,11 +243,11 @@ def test_real_transforms_every_type(t):
     result of real's type (f16 stays f16, integers become f32)."""
     x = gen(t, (2, 6))
     if t in COMPLEX:
-        check(run(nx.irfft, x), _np_rfft(x, True, 10, -1), real_of(t), f"irfft of {t}")
+        check(run(nx.irfft, x), _np_rfft(x, True, 10, -1), real_of(t), what=f"irfft of {t}")
         return
     res = run(lambda a: (nx.rfft(a), nx.irfft(a)), x)
     check(res, [_np_rfft(x, False, 6, -1), _np_rfft(x, True, 10, -1)],
-          [complex_of(t), real_of(t)], f"rfft, irfft of {t}")
+          [complex_of(t), real_of(t)], what=f"rfft, irfft of {t}")
 
 
 RFFT_OPTIONS = [  # (op, length, axis): even and odd lengths, padding, truncation, axis 0
@@ -330,7 +269,7 @@ def test_real_transform_options(t, op, length, axis):
     res = run(lambda a: getattr(nx, op)(a, length=length, axis=axis), x,
               paths=PATHS if t in ("f32", "c64") else ("numpy", "exla", "exla_eager"))
     want_t = complex_of(t) if op == "rfft" else real_of(t)
-    check(res, _np_rfft(x, op == "irfft", L, axis), want_t, f"{op} {length} {axis}")
+    check(res, _np_rfft(x, op == "irfft", L, axis), want_t, what=f"{op} {length} {axis}")
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 8])
@@ -338,13 +277,13 @@ def test_irfft_inverts_rfft(n):
     """irfft(rfft(x), length=n) is x, for odd and even n (the oracle is x itself)."""
     x = gen("f64", (3, n), seed=n)
     check(run(lambda a: nx.irfft(nx.rfft(a, axis=-1), length=n), x,
-              paths=("numpy", "evaluator", "exla")), x, "f64", f"round trip {n}")
+              paths=("numpy", "evaluator", "exla")), x, "f64", what=f"round trip {n}")
 
 
 def test_irfft_ignores_dc_and_nyquist_imaginary_parts():
     """As XLA's C2R transform and NumPy: only the Hermitian part of the spectrum counts."""
     z = np.array([[1 + 5j, 2 - 1j, 3 + 2j, -1 + 7j]], np.complex64)
-    check(run(lambda a: nx.irfft(a), z), np.fft.irfft(z), "f32", "DC and Nyquist")
+    check(run(lambda a: nx.irfft(a), z), np.fft.irfft(z), "f32", what="DC and Nyquist")
 
 
 # ----------------------------------------------------------------------------------------
@@ -509,23 +448,32 @@ def test_printing():
 
 
 ERRORS = [
-    (lambda: nx.fft(nx.tensor(1.0)), ValueError, "fft: expected a tensor with rank > 0, got tensor with rank 0"),
+    (lambda: nx.fft(nx.tensor(1.0)), ValueError,
+     "fft: expected a tensor with rank > 0, got tensor with rank 0"),
     (lambda: nx.fft(nx.tensor([1, 1]), length="invalid"), ValueError,
      r"fft: expected length to be a positive integer or 'power_of_two', got 'invalid'"),
-    (lambda: nx.ifft(nx.tensor([1, 1]), length=0), ValueError, "ifft: expected length to be a positive"),
+    (lambda: nx.ifft(nx.tensor([1, 1]), length=0), ValueError,
+     "ifft: expected length to be a positive"),
     (lambda: nx.fft(nx.tensor([1, 1]), length=2.0), ValueError, "got 2.0"),
-    (lambda: nx.fft(nx.tensor([1, 1]), axis=1), ValueError, r"fft: given axis \(1\) invalid for shape with rank 1"),
-    (lambda: nx.fft(nx.tensor([1, 1], names=["x"]), axis="y"), ValueError, "fft: axis name 'y' not found"),
-    (lambda: nx.fft(nx.tensor([1, 1]), eps=-1), TypeError, "fft: expected eps to be a non-negative number, got -1"),
+    (lambda: nx.fft(nx.tensor([1, 1]), axis=1), ValueError,
+     r"fft: given axis \(1\) invalid for shape with rank 1"),
+    (lambda: nx.fft(nx.tensor([1, 1], names=["x"]), axis="y"), ValueError,
+     "fft: axis name 'y' not found"),
+    (lambda: nx.fft(nx.tensor([1, 1]), eps=-1), TypeError,
+     "fft: expected eps to be a non-negative number, got -1"),
     (lambda: nx.fft(nx.tensor([1, 1]), eps="x"), TypeError, "expected eps"),
     (lambda: nx.fft(nx.tensor(np.zeros(0)), length="power_of_two"), ValueError, "non-empty axis"),
-    (lambda: nx.fft2(nx.tensor([1, 1])), ValueError, "fft2: expected a tensor with rank > 1, got tensor with rank 1"),
+    (lambda: nx.fft2(nx.tensor([1, 1])), ValueError,
+     "fft2: expected a tensor with rank > 1, got tensor with rank 1"),
     (lambda: nx.ifft2(nx.tensor([[1, 1]]), lengths=["invalid", 2]), ValueError,
      r"ifft2: expected lengths to be a positive integer or 'power_of_two', got 'invalid'"),
-    (lambda: nx.fft2(nx.tensor([[1, 1]]), lengths=[2]), ValueError, "fft2: expected lengths to be a list of 2"),
-    (lambda: nx.fft2(nx.tensor([[1, 1]]), axes=[0]), ValueError, r"fft2: expected axes to be a list with 2 axes, got \[0\]"),
+    (lambda: nx.fft2(nx.tensor([[1, 1]]), lengths=[2]), ValueError,
+     "fft2: expected lengths to be a list of 2"),
+    (lambda: nx.fft2(nx.tensor([[1, 1]]), axes=[0]), ValueError,
+     r"fft2: expected axes to be a list with 2 axes, got \[0\]"),
     (lambda: nx.fft2(nx.tensor([[1, 1]]), axes=[1, -1]), ValueError, "fft2: axes .* repeated axis"),
-    (lambda: nx.fft2(nx.tensor([[1, 1]]), axes=[0, 2]), ValueError, r"fft2: given axis \(2\) invalid"),
+    (lambda: nx.fft2(nx.tensor([[1, 1]]), axes=[0, 2]), ValueError,
+     r"fft2: given axis \(2\) invalid"),
     (lambda: nx.complex(nx.tensor(1j), 1.0), TypeError,
      "complex: expected real to have a real \\(non-complex\\) type, got c64"),
     (lambda: nx.complex(1.0, nx.tensor([1j])), TypeError, "expected imag to have a real"),
@@ -535,15 +483,19 @@ ERRORS = [
      r"rfft: expected x to have a real \(non-complex\) type, got c64"),
     (lambda: nx.rfft(nx.tensor([1.0, 1.0]), length="invalid"), ValueError,
      r"rfft: expected length to be a positive integer or 'power_of_two', got 'invalid'"),
-    (lambda: nx.rfft(nx.tensor(1.0)), ValueError, "rfft: expected a tensor with rank > 0, got tensor with rank 0"),
-    (lambda: nx.rfft(nx.tensor([1.0]), axis=1), ValueError, r"rfft: given axis \(1\) invalid for shape with rank 1"),
-    (lambda: nx.rfft(nx.tensor([1.0]), eps=None), TypeError, "rfft: expected eps to be a non-negative number, got None"),
+    (lambda: nx.rfft(nx.tensor(1.0)), ValueError,
+     "rfft: expected a tensor with rank > 0, got tensor with rank 0"),
+    (lambda: nx.rfft(nx.tensor([1.0]), axis=1), ValueError,
+     r"rfft: given axis \(1\) invalid for shape with rank 1"),
+    (lambda: nx.rfft(nx.tensor([1.0]), eps=None), TypeError,
+     "rfft: expected eps to be a non-negative number, got None"),
     (lambda: nx.irfft(nx.tensor([1j, 1]), length="power_of_two"), ValueError,
      "irfft: expected length to be a positive integer, got 'power_of_two'"),
     (lambda: nx.irfft(nx.tensor([1j, 1]), length=-3), ValueError,
      "irfft: expected length to be a positive integer, got -3"),
     (lambda: nx.irfft(nx.tensor([[1j], [2j]])), ValueError,
-     r"irfft: expected length to be given for an axis of size 1 \(the default, 2 \* \(m - 1\), is 0\)"),
+     r"irfft: expected length to be given for an axis of size 1 "
+     r"\(the default, 2 \* \(m - 1\), is 0\)"),
     (lambda: nx.irfft(nx.tensor(np.zeros((2, 0), np.complex64))), ValueError,
      "irfft: expected length to be given for an axis of size 0"),
     (lambda: nx.irfft(nx.tensor([[1j, 1]], names=["a", "b"]), axis="c"), ValueError,
@@ -598,7 +550,8 @@ GRADS = {
     "complex_broadcast": (lambda x, y: loss_nx(nx.complex(x, y)),
                           lambda x, y: loss_j(lax.complex(jnp.broadcast_to(x, (3, 8)), y)),
                           (rf(8), rf(3, 8))),
-    "phase": (lambda z: nx.sum(nx.phase(z) * W1), lambda z: jnp.sum(jnp.angle(z) * W1), (cz(3, 8),)),
+    "phase": (lambda z: nx.sum(nx.phase(z) * W1), lambda z: jnp.sum(jnp.angle(z) * W1),
+              (cz(3, 8),)),
     "phase_of_real": (lambda x: nx.sum(nx.phase(x) * W1), lambda x: jnp.sum(jnp.angle(x) * W1),
                       (rf(3, 8),)),
     "abs": (lambda z: nx.sum(nx.abs(z) * W1), lambda z: jnp.sum(jnp.abs(z) * W1), (cz(3, 8),)),
@@ -614,7 +567,8 @@ GRADS = {
                             lambda z: loss_j(jnp.fft.fft(z, n=2, axis=0)), (cz(3, 8),)),
     "fft2": (lambda z: loss_nx(nx.fft2(z, lengths=[2, 8])),
              lambda z: loss_j(jnp.fft.fft2(z, s=(2, 8))), (cz(3, 5),)),
-    "ifft2_of_real": (lambda x: loss_nx(nx.ifft2(x)), lambda x: loss_j(jnp.fft.ifft2(x)), (rf(3, 8),)),
+    "ifft2_of_real": (lambda x: loss_nx(nx.ifft2(x)), lambda x: loss_j(jnp.fft.ifft2(x)),
+                      (rf(3, 8),)),
     "rfft_sum_of_squares": (lambda x: nx.sum(nx.real(nx.rfft(x)) ** 2),
                             lambda x: jnp.sum(jnp.real(jnp.fft.rfft(x)) ** 2), (rf(3, 8),)),
     "rfft": (lambda x: loss_nx(nx.rfft(x)), lambda x: loss_j(jnp.fft.rfft(x)), (rf(3, 8),)),
@@ -630,7 +584,8 @@ GRADS = {
     "irfft_of_real": (lambda x: loss_nx(nx.irfft(x, length=6)),
                       lambda x: loss_j(jnp.fft.irfft(x, n=6)), (rf(3, 5),)),
     "irfft_c128": (lambda z: nx.sum(nx.irfft(z, length=5) ** 2),
-                   lambda z: jnp.sum(jnp.fft.irfft(z, n=5) ** 2), (cz(3, 4).astype(np.complex128),)),
+                   lambda z: jnp.sum(jnp.fft.irfft(z, n=5) ** 2),
+                   (cz(3, 4).astype(np.complex128),)),
     "real_round_trip": (lambda x: nx.sum(nx.irfft(nx.rfft(x) * C[0, :5], length=8) * W1),
                         lambda x: jnp.sum(jnp.fft.irfft(jnp.fft.rfft(x) * C[0, :5], n=8) * W1),
                         (rf(3, 8),)),
@@ -667,6 +622,13 @@ def test_grad_matches_jax(name, path):
         w = np.asarray(w)
         assert g.to_numpy().dtype == w.dtype, (g.type, w.dtype)
         np.testing.assert_allclose(g.to_numpy(), w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", ["evaluator", "exla"])
+@pytest.mark.parametrize("name", list(GRADS))
+def test_jvp_matches_jax(name, path):
+    fn, fj, args = GRADS[name]
+    jvp_matches_jax(fn, fj, args, path, 1e-4, x64=args[0].dtype == np.complex128)
 
 
 def test_fft_gradient_is_a_transform():

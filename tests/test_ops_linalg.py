@@ -7,67 +7,56 @@ Evaluator, ``jit`` with EXLA (LAPACK custom calls), eager on the EXLA backend --
 ``numpy.linalg``/``jax.numpy.linalg`` on random well-conditioned batched inputs (f32, f64,
 c64 where Nx takes complex), plus the invariants (``q`` orthonormal, ``l l^H = a``, ``u s
 vt = a``, ...), the ported Nx doctests, the documented singular / non-finite behaviour,
-the errors, gradients against ``jax.grad``, JAX-exported programs loaded by the StableHLO
-importer, the portable fallback on a plugin backend and compiler without linalg kernels,
-and a batched decomposition under ``shard_jit`` with the batch dim sharded.
+the errors, gradients against ``jax.grad`` and ``jvp`` against ``jax.jvp``, JAX-exported
+programs loaded by the StableHLO importer, the portable fallback on a plugin backend and
+compiler without linalg kernels, and a batched decomposition under ``shard_jit`` with the
+batch dim sharded.
 """
 from __future__ import annotations
 
-import zlib
+import functools
 
 import numpy as np
 import pytest
 
 import nxpy as nx
 from nxpy import linalg as L
-from nxpy.defn import grad, jit
+from nxpy.defn import grad, jit, jvp
 from nxpy.defn import sharding as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.compilers.exla import to_mlir
 from nxpy.stablehlo import load
 
-from test_ops import run  # f on every path (NumPy, Evaluator, EXLA, EXLA eager)
+import helpers
+from helpers import PATHS, close, dt, jvp_matches_jax, rng_for, run
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
 
-PATHS = ("numpy", "evaluator", "exla", "exla_eager")
+#: the family's tolerances, relative and absolute
 TOL = {"f32": 2e-4, "c64": 2e-4, "f64": 1e-9, "c128": 1e-9}
-NP = {"f32": np.float32, "f64": np.float64, "c64": np.complex64, "c128": np.complex128}
+check = functools.partial(helpers.check, tols={t: (v, v) for t, v in TOL.items()})
 
 
 def rand(t, shape, seed=0):
-    rng = np.random.default_rng(zlib.crc32(repr((t, shape, seed)).encode()))
+    rng = rng_for(t, shape, seed)
     x = rng.standard_normal(shape)
     if t.startswith("c"):
         x = x + 1j * rng.standard_normal(shape)
-    return x.astype(NP[t])
+    return x.astype(dt(t))
 
 
 def spd(t, shape, seed=0):
     """A well-conditioned Hermitian positive-definite batch."""
     a = rand(t, shape, seed)
     n = shape[-1]
-    return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(NP[t])
+    return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dt(t))
 
 
 def well(t, shape, seed=0):
     """A well-conditioned square batch (diagonally dominant)."""
     n = shape[-1]
-    return (rand(t, shape, seed) + 2 * n ** 0.5 * np.eye(n)).astype(NP[t])
-
-
-def leaves(r):
-    return list(r) if isinstance(r, (tuple, list)) else [r]
-
-
-def check(results, expected, t, tol=None):
-    tol = tol or TOL[t]
-    for path, r in results.items():
-        for got, want in zip(leaves(r), leaves(expected)):
-            want = np.asarray(want)
-            assert got.shape == want.shape, (path, got.shape, want.shape)
-            np.testing.assert_allclose(got.to_numpy(), want, rtol=tol, atol=tol, err_msg=path)
+    return (rand(t, shape, seed) + 2 * n ** 0.5 * np.eye(n)).astype(dt(t))
 
 
 def adj(x):
@@ -84,8 +73,8 @@ def test_cholesky(t):
     check(res, np.linalg.cholesky(a), t)
     for r in res.values():
         assert str(r.type) == t
-        l = r.to_numpy()
-        np.testing.assert_allclose(l @ adj(l), a, rtol=TOL[t] * 10, atol=TOL[t] * 10)
+        low = r.to_numpy()
+        np.testing.assert_allclose(low @ adj(low), a, rtol=TOL[t] * 10, atol=TOL[t] * 10)
 
 
 def test_cholesky_reads_the_lower_triangle_and_converts_ints():
@@ -148,20 +137,20 @@ def test_lu(t):
     a = rand(t, (2, 5, 5))
     res = run(L.lu, a)
     import scipy.linalg as sl
-    for path, (p, l, u) in res.items():
-        p, l, u = p.to_numpy(), l.to_numpy(), u.to_numpy()
-        np.testing.assert_allclose(p @ l @ u, a, rtol=TOL[t] * 10, atol=TOL[t] * 10, err_msg=path)
+    for path, (p, low, u) in res.items():
+        p, low, u = p.to_numpy(), low.to_numpy(), u.to_numpy()
+        np.testing.assert_allclose(p @ low @ u, a, rtol=TOL[t] * 10, atol=TOL[t] * 10, err_msg=path)
         for i in range(2):  # LAPACK's pivots: as scipy's getrf
             sp, sl_, su = sl.lu(a[i])
             np.testing.assert_array_equal(p[i], sp, err_msg=path)
-            np.testing.assert_allclose(l[i], sl_, rtol=TOL[t] * 10, atol=TOL[t] * 10)
-        assert np.allclose(np.triu(l, 1), 0) and np.allclose(np.tril(u, -1), 0)
+            np.testing.assert_allclose(low[i], sl_, rtol=TOL[t] * 10, atol=TOL[t] * 10)
+        assert np.allclose(np.triu(low, 1), 0) and np.allclose(np.tril(u, -1), 0)
 
 
 def test_lu_doctest_and_singular():
-    p, l, u = L.lu(nx.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]]))
-    assert str(p.type) == "s32" and str(l.type) == "f32"
-    np.testing.assert_allclose(p.to_numpy() @ l.to_numpy() @ u.to_numpy(),
+    p, low, u = L.lu(nx.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]]))
+    assert str(p.type) == "s32" and str(low.type) == "f32"
+    np.testing.assert_allclose(p.to_numpy() @ low.to_numpy() @ u.to_numpy(),
                                [[1, 2, 3], [4, 5, 6], [7, 8, 9]], atol=1e-5)
     assert u.to_numpy()[2, 2] == pytest.approx(0, abs=1e-6)
 
@@ -185,7 +174,7 @@ def test_qr(t, shape, mode):
 
 @pytest.mark.parametrize("t", ["f32", "f64", "c64"])
 def test_eigh(t):
-    a = spd(t, (2, 5, 5)) - 5 * np.eye(5).astype(NP[t])
+    a = spd(t, (2, 5, 5)) - 5 * np.eye(5).astype(dt(t))
     res = run(L.eigh, a)
     w_np = np.linalg.eigvalsh(a)
     for path, (w, v) in res.items():
@@ -193,7 +182,8 @@ def test_eigh(t):
         np.testing.assert_allclose(w.to_numpy(), w_np, rtol=TOL[t] * 10, atol=TOL[t] * 10)
         v = v.to_numpy()
         np.testing.assert_allclose(a @ v, v * w.to_numpy()[..., None, :], atol=TOL[t] * 50)
-        np.testing.assert_allclose(adj(v) @ v, np.broadcast_to(np.eye(5), v.shape), atol=TOL[t] * 10)
+        np.testing.assert_allclose(adj(v) @ v, np.broadcast_to(np.eye(5), v.shape),
+                                   atol=TOL[t] * 10)
 
 
 @pytest.mark.parametrize("t", ["f32", "f64"])
@@ -227,7 +217,7 @@ def test_solve_invert_determinant(t):
     res = run(lambda x, y, z: (L.solve(x, y), L.solve(x, z), L.invert(x), L.determinant(x)),
               a, b, bv)
     check(res, (np.linalg.solve(a, b), np.linalg.solve(a, bv[..., None])[..., 0],
-                np.linalg.inv(a), np.linalg.det(a)), t, tol=TOL[t] * 20)
+                np.linalg.inv(a), np.linalg.det(a)), t, rtol=TOL[t] * 20, atol=TOL[t] * 20)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
@@ -313,7 +303,7 @@ def test_norm_errors():
 
 def test_pinv_matrix_power_least_squares_rank():
     a = rand("f64", (2, 5, 3))
-    check(run(L.pinv, a), np.linalg.pinv(a), "f64", tol=1e-8)
+    check(run(L.pinv, a), np.linalg.pinv(a), "f64", rtol=1e-8, atol=1e-8)
     assert L.pinv(2).tolist() == 0.5 and L.pinv(0).tolist() == 0.0
     np.testing.assert_allclose(L.pinv(nx.tensor([0, 1, 2])).to_numpy(), [0, 0.2, 0.4], rtol=1e-6)
     assert L.pinv(nx.tensor([[0, 0], [0, 0], [0, 0]])).shape == (2, 3)
@@ -322,11 +312,13 @@ def test_pinv_matrix_power_least_squares_rank():
         assert r.tolist() == [[5743, 8370], [12555, 18298]] and str(r.type) == "s32"
     assert L.matrix_power(nx.tensor(m), 0).tolist() == [[1, 0], [0, 1]]
     check(run(lambda x: L.matrix_power(x, -3), well("f64", (2, 3, 3))),
-          np.linalg.matrix_power(well("f64", (2, 3, 3)), -3), "f64", tol=1e-8)
+          np.linalg.matrix_power(well("f64", (2, 3, 3)), -3), "f64", rtol=1e-8, atol=1e-8)
     a2, b2 = rand("f64", (6, 3)), rand("f64", (6,), 1)
-    check(run(L.least_squares, a2, b2), np.linalg.lstsq(a2, b2, rcond=None)[0], "f64", tol=1e-8)
+    check(run(L.least_squares, a2, b2), np.linalg.lstsq(a2, b2, rcond=None)[0], "f64", rtol=1e-8,
+          atol=1e-8)
     sq = well("f64", (3, 3))
-    check(run(L.least_squares, sq, b2[:3]), np.linalg.solve(sq, b2[:3]), "f64", tol=1e-8)
+    check(run(L.least_squares, sq, b2[:3]), np.linalg.solve(sq, b2[:3]), "f64", rtol=1e-8,
+          atol=1e-8)
     for path, r in run(L.matrix_rank, np.array([[1, 1, 1], [2, 2, 2], [8, 9, 10], [-2, 1, 5]],
                                                np.float32)).items():
         assert r.tolist() == 3, path
@@ -342,14 +334,19 @@ def test_pinv_matrix_power_least_squares_rank():
 def test_nx_doctests():
     """Nx.LinAlg doctests not covered above (values, types, shapes)."""
     r = L.cholesky(nx.tensor([[20.0, 17.6], [17.6, 16.0]]))
-    np.testing.assert_allclose(r.to_numpy(), [[4.4721360206604, 0.0], [3.9354796409606934, 0.7155418395996094]], rtol=1e-6)
+    np.testing.assert_allclose(r.to_numpy(),
+                               [[4.4721360206604, 0.0], [3.9354796409606934, 0.7155418395996094]],
+                               rtol=1e-6)
     r = L.triangular_solve(nx.tensor([[3, 0, 0, 0], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]]),
                            nx.tensor([4, 2, 4, 2]))
     np.testing.assert_allclose(r.to_numpy(), [1.3333333730697632, -0.6666666865348816,
                                               2.6666667461395264, -1.3333333730697632], rtol=1e-6)
-    r = L.triangular_solve(nx.tensor([[[1, 0], [2, 3]], [[4, 0], [5, 6]]]), nx.tensor([[2, -1], [3, 7]]))
-    np.testing.assert_allclose(r.to_numpy(), [[2.0, -1.6666666269302368], [0.75, 0.5416666865348816]], rtol=1e-6)
-    r = L.triangular_solve(nx.tensor([[1, 0, 0], [1, 1j, 0], [1j, 1, 1]]), nx.tensor([1, -1, 3 + 3j]))
+    r = L.triangular_solve(nx.tensor([[[1, 0], [2, 3]], [[4, 0], [5, 6]]]),
+                           nx.tensor([[2, -1], [3, 7]]))
+    np.testing.assert_allclose(r.to_numpy(),
+                               [[2.0, -1.6666666269302368], [0.75, 0.5416666865348816]], rtol=1e-6)
+    r = L.triangular_solve(nx.tensor([[1, 0, 0], [1, 1j, 0], [1j, 1, 1]]),
+                           nx.tensor([1, -1, 3 + 3j]))
     np.testing.assert_allclose(r.to_numpy(), [1, 2j, 3], atol=1e-6)
     assert str(r.type) == "c64"
     r = L.solve(nx.tensor([[[14, 10], [9, 9]], [[4, 11], [2, 3]]]),
@@ -359,7 +356,8 @@ def test_nx_doctests():
                 nx.tensor([0, 2, 1], names=["z"]))
     assert r.names == (None,) and nx.round(r).tolist() == [1.0, 1.0, -1.0]
     q, r = L.qr(nx.tensor([[3, 2, 1], [0, 1, 1], [0, 0, 1], [0, 0, 1]], type="f32"))
-    np.testing.assert_allclose(np.abs(r.to_numpy()), [[3, 2, 1], [0, 1, 1], [0, 0, 1.4142135381698608]], rtol=1e-6)
+    np.testing.assert_allclose(np.abs(r.to_numpy()),
+                               [[3, 2, 1], [0, 1, 1], [0, 0, 1.4142135381698608]], rtol=1e-6)
     w, v = L.eigh(nx.tensor([[[2, 5], [5, 6]], [[1, 0], [0, 4]]]))
     assert nx.round(w).tolist() == [[-1.0, 9.0], [1.0, 4.0]]  # LAPACK: ascending (Nx: [9, -1])
     u, s, vt = L.svd(nx.tensor([[2, 0, 0], [0, 3, 0], [0, 0, -1], [0, 0, 0]]), full_matrices=False)
@@ -477,7 +475,8 @@ def test_portable_fallback_on_a_plugin_backend_and_compilers():
                                        np.abs(w.to_numpy()) if i in (3, 4, 6) else w.to_numpy(),
                                        rtol=1e-6, atol=1e-6, err_msg=f"{path} output {i}")
     text = to_mlir(_fallback_fn, *[nx.tensor(x) for x in (a, s, b)])
-    assert all(f"lapack_d{r}_ffi" in text for r in ("potrf", "trsm", "geqrf", "orgqr", "syevd", "getrf"))
+    assert all(f"lapack_d{r}_ffi" in text for r in ("potrf", "trsm", "geqrf", "orgqr", "syevd",
+                                                    "getrf"))
 
 
 # ----------------------------------------------------------------------------------------
@@ -494,33 +493,43 @@ def _grad_cases():
     Wt = rand("f64", (5, 3), 5)
     W3 = rand("f64", (3, 3), 6)
     return [
-        ("cholesky", lambda x: nx.sum(L.cholesky(x) * W), lambda x: jnp.sum(jnp.linalg.cholesky(x) * W), spd_),
+        ("cholesky", lambda x: nx.sum(L.cholesky(x) * W),
+         lambda x: jnp.sum(jnp.linalg.cholesky(x) * W), spd_),
         ("triangular_solve", lambda x: nx.sum(L.triangular_solve(x, nx.tensor(b)) ** 2),
          lambda x: jnp.sum(jax.scipy.linalg.solve_triangular(jnp.tril(x), b, lower=True) ** 2), a),
-        ("triangular_solve_t", lambda x: nx.sum(L.triangular_solve(x, nx.tensor(b), lower=False, transform_a="transpose") ** 2),
-         lambda x: jnp.sum(jax.scipy.linalg.solve_triangular(jnp.triu(x), b, lower=False, trans=1) ** 2), a),
+        ("triangular_solve_t",
+         lambda x: nx.sum(L.triangular_solve(x, nx.tensor(b), lower=False,
+                                             transform_a="transpose") ** 2),
+         lambda x: jnp.sum(jax.scipy.linalg.solve_triangular(jnp.triu(x), b, lower=False,
+                                                             trans=1) ** 2), a),
         ("solve", lambda x: nx.sum(L.solve(x, nx.tensor(b)) * nx.tensor(b)),
          lambda x: jnp.sum(jnp.linalg.solve(x, b) * b), a),
         ("qr", lambda x: nx.sum(L.qr(x)[0] * Wt) + nx.sum(L.qr(x)[1] * W3),
          lambda x: jnp.sum(jnp.linalg.qr(x)[0] * Wt) + jnp.sum(jnp.linalg.qr(x)[1] * W3), tall),
-        ("eigh", lambda x: nx.sum(L.eigh(x)[0] * nx.tensor([1.0, 2, 3, 4])) + nx.sum(nx.abs(L.eigh(x)[1][..., 0])),
-         lambda x: jnp.sum(jnp.linalg.eigh(x)[0] * jnp.array([1.0, 2, 3, 4])) + jnp.sum(jnp.abs(jnp.linalg.eigh(x)[1][..., 0])),
+        ("eigh",
+         lambda x: (nx.sum(L.eigh(x)[0] * nx.tensor([1.0, 2, 3, 4]))
+                    + nx.sum(nx.abs(L.eigh(x)[1][..., 0]))),
+         lambda x: (jnp.sum(jnp.linalg.eigh(x)[0] * jnp.array([1.0, 2, 3, 4]))
+                    + jnp.sum(jnp.abs(jnp.linalg.eigh(x)[1][..., 0]))),
          spd_),
         ("determinant", lambda x: L.determinant(x), lambda x: jnp.linalg.det(x), a),
         ("invert", lambda x: nx.sum(L.invert(x) * W), lambda x: jnp.sum(jnp.linalg.inv(x) * W), a),
         ("solve_vec", lambda x: nx.sum(L.solve(x, nx.tensor(b[:, 0])) * nx.tensor([1.0, 2, 3, 4])),
          lambda x: jnp.sum(jnp.linalg.solve(x, b[:, 0]) * jnp.array([1.0, 2, 3, 4])), a),
         ("lu", lambda x: nx.sum(L.lu(x)[1] * W) + nx.sum(L.lu(x)[2] * W.T),
-         lambda x: (lambda lu: jnp.sum((jnp.tril(lu, -1) + jnp.eye(4)) * W) + jnp.sum(jnp.triu(lu) * W.T))(
-             jax.lax.linalg.lu(x)[0]), a),
+         lambda x: (lambda lu: jnp.sum((jnp.tril(lu, -1) + jnp.eye(4)) * W)
+                    + jnp.sum(jnp.triu(lu) * W.T))(jax.lax.linalg.lu(x)[0]), a),
         ("svd_values", lambda x: nx.sum(L.svd(x)[1] * nx.tensor([3.0, 2, 1])),
          lambda x: jnp.sum(jnp.linalg.svd(x, compute_uv=False) * jnp.array([3.0, 2, 1])), tall),
-        ("svd_vectors", lambda x: (lambda u, s_, vt: nx.sum(nx.abs(u) * Wt) + nx.sum(nx.abs(vt) * W3))(
+        ("svd_vectors",
+         lambda x: (lambda u, s_, vt: nx.sum(nx.abs(u) * Wt) + nx.sum(nx.abs(vt) * W3))(
             *L.svd(x, full_matrices=False)),
          lambda x: (lambda u, s_, vt: jnp.sum(jnp.abs(u) * Wt) + jnp.sum(jnp.abs(vt) * W3))(
              *jnp.linalg.svd(x, full_matrices=False)), tall),
-        ("norm_nuclear", lambda x: L.norm(x, ord="nuclear"), lambda x: jnp.linalg.norm(x, "nuc"), tall),
-        ("pinv", lambda x: nx.sum(L.pinv(x) * nx.tensor(Wt.T)), lambda x: jnp.sum(jnp.linalg.pinv(x) * Wt.T), tall),
+        ("norm_nuclear", lambda x: L.norm(x, ord="nuclear"), lambda x: jnp.linalg.norm(x, "nuc"),
+         tall),
+        ("pinv", lambda x: nx.sum(L.pinv(x) * nx.tensor(Wt.T)),
+         lambda x: jnp.sum(jnp.linalg.pinv(x) * Wt.T), tall),
     ]
 
 
@@ -561,6 +570,30 @@ def _complex_grad_cases():
         ("eigh", lambda x: nx.sum(L.eigh(x)[0] * nx.tensor([1.0, 2, 3])),
          lambda x: jnp.sum(jnp.linalg.eigh(x)[0] * jnp.array([1.0, 2, 3])), spd("c128", (3, 3))),
     ]
+
+
+@pytest.mark.parametrize("path", ["evaluator", "exla"])
+@pytest.mark.parametrize("case", [c for c in _grad_cases() if c[0] not in ("cholesky", "eigh")],
+                         ids=lambda c: c[0])
+def test_jvp_vs_jax(case, path):
+    name, f, jf, x = case
+    jvp_matches_jax(f, jf, (x,), path, 1e-6, x64=True)
+
+
+@pytest.mark.parametrize("path", ["evaluator", "exla"])
+def test_jvp_of_symmetric_decompositions(path):
+    # cholesky and eigh read one triangle: symmetric tangents, as JAX's rules assume
+    a = spd("f64", (4, 4))
+    t = np.random.default_rng(1).standard_normal(a.shape)  # as jvp_matches_jax's, symmetrized
+    t = (t + t.T) / 2
+    for name, f, jf, _ in _grad_cases():
+        if name not in ("cholesky", "eigh"):
+            continue
+        with jax.enable_x64(True):
+            want = jax.tree_util.tree_map(np.asarray,
+                                          jax.jvp(jf, (jnp.asarray(a),), (jnp.asarray(t),)))
+        got = jit(lambda p, t, f=f: jvp(f, p, t), compiler=path)((nx.tensor(a),), (nx.tensor(t),))
+        close(got, want, 1e-6, 1e-8)
 
 
 @pytest.mark.parametrize("case", _complex_grad_cases(), ids=lambda c: c[0])
@@ -627,7 +660,8 @@ def _jax_programs():
         ("qr_complete", lambda x: jnp.linalg.qr(x, mode="complete"), (tall,)),
         ("qr_wide", jnp.linalg.qr, (wide,)),
         ("eigh", jnp.linalg.eigh, (s,)),
-        ("solve_triangular", lambda x, y: jax.scipy.linalg.solve_triangular(x, y, lower=False, trans=1), (a, b)),
+        ("solve_triangular",
+         lambda x, y: jax.scipy.linalg.solve_triangular(x, y, lower=False, trans=1), (a, b)),
         ("inv", jnp.linalg.inv, (a,)),
         ("det", jnp.linalg.det, (a,)),
         ("svd", lambda x: jnp.linalg.svd(x, compute_uv=False), (tall,)),
@@ -677,10 +711,9 @@ def test_portable_implementations_match_lapack(t):
         pw, pv = P.portable_eigh([w, v], s, eps=1e-7)
         pairs.append(((pw, nx.abs(pv)), (w, nx.abs(v))))
     for got, want in pairs:
-        for g, w in zip(leaves(got), leaves(want)):
-            np.testing.assert_allclose(g.to_numpy(), w.to_numpy(), rtol=tol, atol=tol)
+        close(got, want, tol, tol)
     # eigh, real symmetric and complex Hermitian (unitary Jacobi rotations)
-    h = spd(t, (2, 4, 4)) - 4 * np.eye(4).astype(NP[t])
+    h = spd(t, (2, 4, 4)) - 4 * np.eye(4).astype(dt(t))
     w, v = P.portable_eigh(list(L.eigh(nx.tensor(h))), nx.tensor(h), eps=1e-7)
     np.testing.assert_allclose(w.to_numpy(), np.linalg.eigvalsh(h), rtol=tol, atol=tol)
     vn = v.to_numpy()

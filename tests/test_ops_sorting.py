@@ -1,7 +1,7 @@
 """The sorting family (sort, argsort, top_k, permute_by_key, cumulative_*, median, mode)
 against jax.numpy / jax.lax on the NumPy backend, the Evaluator, EXLA and EXLA's eager
-backend; Nx's doctests; errors; gradients vs jax.grad; JAX-exported programs through the
-importer; sharded inputs under shard_jit."""
+backend; Nx's doctests; errors; gradients vs jax.grad, jvp vs jax.jvp; JAX-exported
+programs through the importer; sharded inputs under shard_jit."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -12,6 +12,8 @@ from nxpy.defn import grad, jit
 from nxpy.defn import sharding as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import load
+
+from helpers import CHEAP, PATHS, check, jvp_matches_jax, run, x64
 
 pjrt.devices()
 import jax  # noqa: E402
@@ -44,46 +46,6 @@ def data(shape, dtype, seed=0, special=True):
     return a
 
 
-def x64():
-    return jax.enable_x64(True)
-
-
-def paths(f, *args, eager_exla=True):
-    """f on the NumPy backend, the Evaluator, EXLA (jit), and EXLA's eager backend."""
-    ts = [nx.tensor(a) for a in args]
-    out = {"numpy": f(*ts), "evaluator": jit(f)(*ts), "exla": jit(f, compiler="exla")(*ts)}
-    if eager_exla:
-        out["exla_eager"] = f(*[nx.tensor(a, backend="exla") for a in args])
-    return out
-
-
-def _np(r):
-    return tuple(_np(x) for x in r) if isinstance(r, (tuple, list)) else r.to_numpy()
-
-
-def same(got, want, exact=True, rtol=1e-5):
-    got = np.asarray(got)
-    want = np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if got.dtype.kind in "iub":
-        np.testing.assert_array_equal(got.astype(want.dtype) if got.dtype != want.dtype else got, want)
-    elif exact:
-        np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
-    else:
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
-                                   atol=rtol, equal_nan=True)
-
-
-def check_all(f, args, want, exact=True, rtol=1e-5, eager_exla=True):
-    for path, r in paths(f, *args, eager_exla=eager_exla).items():
-        r = _np(r)
-        if isinstance(want, tuple):
-            for g, w in zip(r, want):
-                same(g, w, exact, rtol)
-        else:
-            same(r, want, exact, rtol)
-
-
 # ----------------------------------------------------------------------------------------
 # sort / argsort vs jnp (stable, NaN last, -0.0 == 0.0)
 # ----------------------------------------------------------------------------------------
@@ -100,16 +62,18 @@ def test_sort_and_argsort_match_jax(dtype):
     def f(x):  # one program per dtype: every axis and direction
         return tuple(r for axis, d in combos for r in (nx.sort(x, axis=axis, direction=d),
                                                        nx.argsort(x, axis=axis, direction=d)))
-    check_all(f, [a], tuple(want), eager_exla=dtype in ("float32", "int32"))
+    check(run(f, a, paths=PATHS if dtype in ("float32", "int32") else CHEAP), tuple(want),
+          rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("shape,axis", [((0,), 0), ((2, 0), 1), ((0, 3), 1), ((5,), 0),
                                         ((2, 1, 3), 1)])
 def test_sort_shapes(shape, axis):
     a = data(shape, "float32", special=False)
-    check_all(lambda x: (nx.sort(x, axis=axis), nx.argsort(x, axis=axis, type="u8")), [a],
-              (np.sort(a, axis=axis), np.argsort(a, axis=axis, kind="stable").astype(np.uint8)),
-              eager_exla=False)
+    check(run(lambda x: (nx.sort(x, axis=axis), nx.argsort(x, axis=axis, type="u8")), a,
+              paths=CHEAP),
+          (np.sort(a, axis=axis), np.argsort(a, axis=axis, kind="stable").astype(np.uint8)),
+          rtol=0, atol=0)
 
 
 def test_sort_names_and_types():
@@ -123,7 +87,7 @@ def test_sort_names_and_types():
 
 def test_sort_orders_signed_zeros_and_nans_the_same_way_everywhere():
     a = np.array([0.0, -0.0, np.nan, 1.0, -np.nan, -0.0, 0.0], np.float32)
-    r = paths(lambda x: nx.sort(x), a)
+    r = run(lambda x: nx.sort(x), a)
     bits = {k: v.to_numpy().view(np.uint32).tolist() for k, v in r.items()}
     assert len({tuple(v) for v in bits.values()}) == 1, bits
     np.testing.assert_array_equal(r["numpy"].to_numpy(), np.sort(a))  # as values
@@ -160,7 +124,8 @@ def test_nx_doctests_argsort():
     assert nx.argsort(f).tolist() == [1, 3, 2, 0]
     assert nx.argsort(f, direction="desc").tolist() == [0, 2, 3, 1]
     for comp in ("evaluator", "exla"):
-        assert jit(lambda x: nx.argsort(x, direction="desc"), compiler=comp)(f).tolist() == [0, 2, 3, 1]
+        assert jit(lambda x: nx.argsort(x, direction="desc"),
+                   compiler=comp)(f).tolist() == [0, 2, 3, 1]
 
 
 def test_nx_doctests_top_k():
@@ -178,13 +143,17 @@ def test_nx_doctests_cumulative():
     assert nx.cumulative_sum(nx.tensor([1, 2, 3, 4])).tolist() == [1, 3, 6, 10]
     assert nx.cumulative_sum(i33, axis=0).tolist() == [[0, 1, 2], [3, 5, 7], [9, 12, 15]]
     assert nx.cumulative_sum(i33, axis=1).tolist() == [[0, 1, 3], [3, 7, 12], [6, 13, 21]]
-    assert nx.cumulative_sum(i33, axis=0, reverse=True).tolist() == [[9, 12, 15], [9, 11, 13], [6, 7, 8]]
-    assert nx.cumulative_sum(i33, axis=1, reverse=True).tolist() == [[3, 3, 2], [12, 9, 5], [21, 15, 8]]
+    assert nx.cumulative_sum(i33, axis=0, reverse=True).tolist() == \
+        [[9, 12, 15], [9, 11, 13], [6, 7, 8]]
+    assert nx.cumulative_sum(i33, axis=1, reverse=True).tolist() == \
+        [[3, 3, 2], [12, 9, 5], [21, 15, 8]]
     assert nx.cumulative_product(nx.tensor([1, 2, 3, 4])).tolist() == [1, 2, 6, 24]
     assert nx.cumulative_product(i33, axis=0).tolist() == [[0, 1, 2], [0, 4, 10], [0, 28, 80]]
     assert nx.cumulative_product(i33, axis=1).tolist() == [[0, 0, 0], [3, 12, 60], [6, 42, 336]]
-    assert nx.cumulative_product(i33, axis=0, reverse=True).tolist() == [[0, 28, 80], [18, 28, 40], [6, 7, 8]]
-    assert nx.cumulative_product(i33, axis=1, reverse=True).tolist() == [[0, 2, 2], [60, 20, 5], [336, 56, 8]]
+    assert nx.cumulative_product(i33, axis=0, reverse=True).tolist() == \
+        [[0, 28, 80], [18, 28, 40], [6, 7, 8]]
+    assert nx.cumulative_product(i33, axis=1, reverse=True).tolist() == \
+        [[0, 2, 2], [60, 20, 5], [336, 56, 8]]
     m = nx.tensor([[2, 3, 1], [1, 3, 2], [2, 1, 3]])
     assert nx.cumulative_min(nx.tensor([3, 4, 2, 1])).tolist() == [3, 3, 2, 1]
     assert nx.cumulative_min(m, axis=0).tolist() == [[2, 3, 1], [1, 3, 1], [1, 1, 1]]
@@ -250,7 +219,8 @@ def test_top_k_matches_lax(dtype):
             tuple(np.asarray(w) for w in lax.top_k(c.astype(np.uint8), 4))
     if dtype == "bool":
         want = (want[0].astype(bool), want[1])
-    check_all(lambda x: nx.top_k(x, k=4), [a], want, eager_exla=dtype == "float32")
+    check(run(lambda x: nx.top_k(x, k=4), a, paths=PATHS if dtype == "float32" else CHEAP), want,
+          rtol=0, atol=0)
 
 
 _CUM = {"cumulative_sum": lax.cumsum, "cumulative_product": lax.cumprod,
@@ -275,7 +245,8 @@ def test_cumulative_match_lax(op, dtype):
     def f(*xs):  # one program: the three shapes (the long axes scan, the short one windows)
         return tuple(getattr(nx, op)(x, axis=axis, reverse=rev)
                      for x, (_, axis, rev) in zip(xs, combos))
-    check_all(f, args, tuple(want), exact=exact, rtol=rtol, eager_exla=False)
+    check(run(f, *args, paths=CHEAP), tuple(want), rtol=0 if exact else rtol,
+          atol=0 if exact else rtol)
 
 
 def test_cumulative_types_names_and_empty():
@@ -311,7 +282,7 @@ def test_median_and_mode_match_numpy(dtype):
             np.sort(a, axis=0)[1:3].astype(np.float64).mean(axis=0, keepdims=True),
             np.asarray(np_mode(a)), np.array([np_mode(c) for c in a.T]),
             np.array([[np_mode(r)] for r in a]))
-    check_all(fs, [a], want, exact=False, eager_exla=False)
+    check(run(fs, a, paths=CHEAP), want, rtol=1e-5, atol=1e-5)
 
 
 def test_mode_ties_and_nans():
@@ -389,16 +360,28 @@ _GRADS = {
 }
 
 
-@pytest.mark.parametrize("name", list(_GRADS))
-def test_grad_matches_jax(name):
+def _grad_case(name):
+    """(nxpy loss, JAX loss, input) of the case ``name``."""
     nxf, jf, x0 = _GRADS[name]
     x0 = np.random.default_rng(7).uniform(-2, 2, (3, 8)).astype(np.float32) if x0 is None else x0
-    f, g = _grad_pair(nxf, jf)
+    return (*_grad_pair(nxf, jf), x0)
+
+
+@pytest.mark.parametrize("name", list(_GRADS))
+def test_grad_matches_jax(name):
+    f, g, x0 = _grad_case(name)
     want = np.asarray(jax.jit(jax.grad(g))(x0))
     x = nx.tensor(x0)
     for comp in ("evaluator", "exla"):
         got = jit(grad(f), compiler=comp)(x).to_numpy()
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=f"{name} {comp}")
+
+
+@pytest.mark.parametrize("path", ["evaluator", "exla"])
+@pytest.mark.parametrize("name", list(_GRADS))
+def test_jvp_matches_jax(name, path):
+    f, g, x0 = _grad_case(name)
+    jvp_matches_jax(f, g, (x0,), path, 2e-5)
 
 
 def test_argsort_is_not_differentiable():
@@ -409,7 +392,8 @@ def test_argsort_is_not_differentiable():
 def test_second_order_through_sort():
     f = lambda x: nx.sum(nx.sort(x) * nx.tensor([1.0, 2.0, 3.0]) * x)  # noqa: E731
     g = jit(grad(lambda x: nx.sum(grad(f)(x) * x)))(nx.tensor([2.0, -1.0, 0.5]))
-    jg = jax.grad(lambda x: jnp.sum(jax.grad(lambda y: jnp.sum(jnp.sort(y) * jnp.array([1.0, 2.0, 3.0]) * y))(x) * x))
+    jf = lambda y: jnp.sum(jnp.sort(y) * jnp.array([1.0, 2.0, 3.0]) * y)  # noqa: E731
+    jg = jax.grad(lambda x: jnp.sum(jax.grad(jf)(x) * x))
     np.testing.assert_allclose(g.to_numpy(), np.asarray(jg(jnp.array([2.0, -1.0, 0.5]))), rtol=1e-6)
 
 
@@ -432,7 +416,8 @@ _JAX_PROGRAMS = {
     "lax.cummax rev": (lambda x: lax.cummax(x, axis=1, reverse=True), _A),
     "lax.cummin": (lambda x: lax.cummin(x, axis=1), _AI),
     "lax.cumsum int8": (lambda x: lax.cumsum(x.astype(jnp.int8), axis=1), _AI),
-    "window_sum (not cumulative)": (lambda x: lax.reduce_window(x, 0, lax.add, (1, 2), (1, 1), "VALID"), _AI),
+    "window_sum (not cumulative)": (lambda x: lax.reduce_window(x, 0, lax.add, (1, 2), (1, 1),
+                                                                "VALID"), _AI),
 }
 
 
@@ -449,7 +434,8 @@ def test_jax_exported_programs_load(name):
 
 
 def test_importer_rejects_other_comparators():
-    text = jax.jit(lambda x, y: lax.sort((x, y), dimension=0, num_keys=2)).lower(_AI[0], _AI[1]).as_text()
+    text = jax.jit(lambda x, y: lax.sort((x, y), dimension=0,
+                                         num_keys=2)).lower(_AI[0], _AI[1]).as_text()
     with pytest.raises(NotImplementedError, match="comparator"):
         load(text)(nx.tensor(_AI[0]), nx.tensor(_AI[1]))
 

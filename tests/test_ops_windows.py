@@ -1,7 +1,7 @@
 """The window family (window_min/product/mean/reduce, window_scatter_max/min, reduce with a
 function) and conv: against JAX on every path, Nx's doctests, errors, gradients vs
-jax.grad, the StableHLO importer on JAX-exported programs (a stax CNN included), and
-sharded inputs under shard_jit."""
+jax.grad and jvp vs jax.jvp, the StableHLO importer on JAX-exported programs (a stax CNN
+included), and sharded inputs under shard_jit."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +15,7 @@ from nxpy.ops.windows import select_and_scatter
 import nxpy.stablehlo as sh
 from nxpy import types as T
 
-from test_ops import FLOATS, INTS, assert_same, check, dt, gen, rng_for, run, x64
+from helpers import FLOATS, INTS, check, dt, gen, jvp_matches_jax, rng_for, run, x64
 
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
@@ -241,7 +241,8 @@ PAD_TIE_CASES = [
 @pytest.mark.parametrize("kind,t,x,window,strides,padding", PAD_TIE_CASES,
                          ids=[f"{c[0]}-{c[1]}" for c in PAD_TIE_CASES])
 @pytest.mark.parametrize("tie", ["high", "low"])
-def test_window_scatter_never_selects_the_padding_on_ties(kind, t, x, window, strides, padding, tie):
+def test_window_scatter_never_selects_the_padding_on_ties(kind, t, x, window, strides, padding,
+                                                          tie):
     x = np.asarray(x).astype(dt(t))
     pads = nx_pads(window, (1,), padding)
     n = (len(x) + sum(pads[0]) - window[0]) // strides + 1
@@ -261,7 +262,8 @@ def test_window_scatter_and_reduce_at_rank_0():
     check(run(f, np.float64(1.5), np.float32(2.0)), np.float32(3.0), "f32", what="rank-0 scatter")
     g = lambda a: nx.window_reduce(a, nx.tensor(-1, type="s32"), (), lambda v, acc: nx.min(v, acc))  # noqa: E731
     with x64():
-        exp = np.asarray(lax.reduce_window(jnp.asarray([3], jnp.int32), jnp.int32(-1), lax.min, (1,), (1,),
+        exp = np.asarray(lax.reduce_window(jnp.asarray([3], jnp.int32), jnp.int32(-1), lax.min,
+                                           (1,), (1,),
                                            "VALID")).reshape(())
     check(run(g, np.int32(3)), exp, "s32", what="rank-0 window_reduce")
 
@@ -329,9 +331,11 @@ def test_conv_types(tx, tk, tout):
     x, k = gen(tx, (2, 2, 5), rng), gen(tk, (3, 2, 2), rng)
     w = np.complex128 if tout == "c64" else np.float64
     with x64():
-        exp = np.asarray(jconv(jnp.asarray(x.astype(w)), jnp.asarray(k.astype(w)), padding=[(1, 0)]))
+        exp = np.asarray(jconv(jnp.asarray(x.astype(w)), jnp.asarray(k.astype(w)),
+                               padding=[(1, 0)]))
     check(run(lambda a, b: nx.conv(a, b, padding=[(1, 0)]), x, k), exp, tout,
-          rtol=2e-2 if tout in ("f16", "bf16") else 1e-5, atol=5e-2 if tout in ("f16", "bf16") else 1e-5,
+          rtol=2e-2 if tout in ("f16", "bf16") else 1e-5,
+          atol=5e-2 if tout in ("f16", "bf16") else 1e-5,
           what=f"conv {tx} {tk}")
 
 
@@ -376,7 +380,8 @@ DOCTESTS = [
                             window_dilations=[1, 2, 2]), "f32", [[[2.5, 2.5], [2.5, 4.5]]]),
     (lambda: nx.window_max(nx.tensor(T3), (2, 2, 1), strides=[1, 2, 3],
                            padding=[(0, 1), (2, 0), (1, 1)]), "s32",
-     [[[-2147483648, -2147483648], [-2147483648, 6]], [[-2147483648, -2147483648], [-2147483648, 6]]]),
+     [[[-2147483648, -2147483648], [-2147483648, 6]],
+      [[-2147483648, -2147483648], [-2147483648, 6]]]),
     (lambda: nx.window_max(nx.tensor(TF), (2, 1, 1), strides=[2, 1, 1],
                            padding=[(1, 1), (0, 0), (1, 1)]), "f32",
      [[[-INF, 4.0, 2.0, 3.0, -INF], [-INF, 2.0, 5.0, 6.5, -INF]],
@@ -479,31 +484,47 @@ def test_reduce_doctest_names():
 # Errors
 # ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("f,err,msg", [
-    (lambda: nx.window_min(nx.iota((3, 3)), (2,)), ValueError, "window_min: expected window_dimensions of rank 2"),
-    (lambda: nx.window_min(nx.tensor([1j]), (1,)), TypeError, "window_min: expected x to have a real"),
+    (lambda: nx.window_min(nx.iota((3, 3)), (2,)), ValueError,
+     "window_min: expected window_dimensions of rank 2"),
+    (lambda: nx.window_min(nx.tensor([1j]), (1,)), TypeError,
+     "window_min: expected x to have a real"),
     (lambda: nx.window_product(nx.iota((3,)), (4,)), ValueError, "does not fit"),
     (lambda: nx.window_product(nx.iota((3,)), (2,), padding=[(-1, 0)]), ValueError, "negative"),
     (lambda: nx.window_min(nx.iota((3,)), (2,), strides=[0]), ValueError, "strides"),
     (lambda: nx.window_mean(nx.iota((3,)), (2,), padding="full"), ValueError, "padding"),
-    (lambda: nx.window_reduce(nx.iota((3,)), [0, 1], (2,), lambda a, b: a), ValueError, "accumulator must be a scalar"),
+    (lambda: nx.window_reduce(nx.iota((3,)), [0, 1], (2,), lambda a, b: a), ValueError,
+     "accumulator must be a scalar"),
     (lambda: nx.window_reduce(nx.iota((3,)), 0, (2,), 5), TypeError, "callable"),
-    (lambda: nx.window_reduce(nx.iota((3,)), 0, (2,), lambda a, b: a, stride=1), TypeError, "unknown option"),
-    (lambda: jit(lambda x: nx.window_reduce(x, 0, (2,), lambda a, b: nx.stack([a, b])))(nx.iota((3,))), ValueError, "must return one scalar"),
-    (lambda: jit(lambda x: nx.reduce(x, 0, lambda a, b: a + x[0]))(nx.iota((3,))), ValueError, "from outside"),
-    (lambda: nx.reduce(nx.iota((3,)), 0, lambda a, b: a, axes=[3]), ValueError, "reduce: given axis"),
+    (lambda: nx.window_reduce(nx.iota((3,)), 0, (2,), lambda a, b: a, stride=1), TypeError,
+     "unknown option"),
+    (lambda: jit(lambda x: nx.window_reduce(x, 0, (2,),
+                                            lambda a, b: nx.stack([a, b])))(nx.iota((3,))),
+     ValueError, "must return one scalar"),
+    (lambda: jit(lambda x: nx.reduce(x, 0, lambda a, b: a + x[0]))(nx.iota((3,))), ValueError,
+     "from outside"),
+    (lambda: nx.reduce(nx.iota((3,)), 0, lambda a, b: a, axes=[3]), ValueError,
+     "reduce: given axis"),
     (lambda: nx.reduce(nx.iota((3,)), nx.iota((2,)), lambda a, b: a), ValueError, "accumulator"),
-    (lambda: nx.window_scatter_max(nx.iota((4,)), nx.iota((2,)), 0, (2,)), ValueError, "source shape must match"),
-    (lambda: nx.window_scatter_min(nx.iota((4,)), nx.iota((3,)), nx.iota((1,)), (2,)), ValueError, "init_value must be a scalar"),
+    (lambda: nx.window_scatter_max(nx.iota((4,)), nx.iota((2,)), 0, (2,)), ValueError,
+     "source shape must match"),
+    (lambda: nx.window_scatter_min(nx.iota((4,)), nx.iota((3,)), nx.iota((1,)), (2,)), ValueError,
+     "init_value must be a scalar"),
     (lambda: nx.window_scatter_max(nx.tensor([1j, 2j]), nx.iota((1,)), 0, (2,)), TypeError, "real"),
     (lambda: nx.conv(nx.iota((2, 3)), nx.iota((2, 3, 1))), ValueError, "at least rank 3"),
     (lambda: nx.conv(nx.iota((1, 2, 4)), nx.iota((3, 2, 1, 1))), ValueError, "rank"),
-    (lambda: nx.conv(nx.iota((1, 4, 4)), nx.iota((3, 2, 2)), feature_group_size=3), ValueError, "feature_group_size"),
-    (lambda: nx.conv(nx.iota((3, 2, 4)), nx.iota((4, 2, 2)), batch_group_size=2), ValueError, "batch_group_size"),
-    (lambda: nx.conv(nx.iota((2, 2, 4)), nx.iota((4, 2, 2)), batch_group_size=2, feature_group_size=2), ValueError, "either batch groups or feature groups"),
-    (lambda: nx.conv(nx.iota((1, 2, 4)), nx.iota((4, 2, 2)), strides=[1, 1]), ValueError, "strides"),
+    (lambda: nx.conv(nx.iota((1, 4, 4)), nx.iota((3, 2, 2)), feature_group_size=3), ValueError,
+     "feature_group_size"),
+    (lambda: nx.conv(nx.iota((3, 2, 4)), nx.iota((4, 2, 2)), batch_group_size=2), ValueError,
+     "batch_group_size"),
+    (lambda: nx.conv(nx.iota((2, 2, 4)), nx.iota((4, 2, 2)), batch_group_size=2,
+                     feature_group_size=2), ValueError, "either batch groups or feature groups"),
+    (lambda: nx.conv(nx.iota((1, 2, 4)), nx.iota((4, 2, 2)), strides=[1, 1]), ValueError,
+     "strides"),
     (lambda: nx.conv(nx.iota((1, 2, 4)), nx.iota((4, 2, 5))), ValueError, "does not fit"),
-    (lambda: nx.conv(nx.iota((1, 2, 4)), nx.iota((4, 2, 2)), input_permutation=[0, 0, 1]), ValueError, "repeated"),
-    (lambda: nx.conv(nx.iota((1, 2, 4)), nx.iota((4, 2, 2)), kernel_dilation=0), ValueError, "kernel_dilation"),
+    (lambda: nx.conv(nx.iota((1, 2, 4)), nx.iota((4, 2, 2)), input_permutation=[0, 0, 1]),
+     ValueError, "repeated"),
+    (lambda: nx.conv(nx.iota((1, 2, 4)), nx.iota((4, 2, 2)), kernel_dilation=0), ValueError,
+     "kernel_dilation"),
 ])
 def test_errors(f, err, msg):
     with pytest.raises(err, match=msg):
@@ -533,16 +554,21 @@ GRAD_CONV = [
                                       input_dilation=[1, 2], kernel_dilation=[2, 1])),
     ((2, 4, 5, 5), (6, 2, 2, 2), dict(padding="same", feature_group_size=2, strides=2)),
     ((4, 3, 5), (6, 3, 2), dict(batch_group_size=2, strides=2, padding=[(1, 0)])),
-    ((2, 5, 5, 4), (3, 2, 4, 6), dict(input_permutation=[0, 3, 1, 2], kernel_permutation=[3, 2, 0, 1],
+    ((2, 5, 5, 4), (3, 2, 4, 6),
+     dict(input_permutation=[0, 3, 1, 2], kernel_permutation=[3, 2, 0, 1],
                                       output_permutation=[0, 3, 1, 2], kernel_dilation=2)),
 ]
 
 
+def _conv_loss(opts):
+    """(nxpy, JAX) sum(sin(conv(x, k))) with ``opts``."""
+    return (lambda a, b: nx.sum(nx.sin(nx.conv(a, b, **opts))),
+            lambda a, b: jnp.sum(jnp.sin(jconv(a, b, **opts))))
+
+
 @pytest.mark.parametrize("xs,ks,opts", GRAD_CONV, ids=[str(i) for i in range(len(GRAD_CONV))])
 def test_conv_grad(xs, ks, opts):
-    x, k = _u(xs, 1), _u(ks, 2)
-    check_grad(lambda a, b: nx.sum(nx.sin(nx.conv(a, b, **opts))),
-               lambda a, b: jnp.sum(jnp.sin(jconv(a, b, **opts))), x, k, argnums=(0, 1))
+    check_grad(*_conv_loss(opts), _u(xs, 1), _u(ks, 2), argnums=(0, 1))
 
 
 def jwin(x, op, init, window, strides, pads, dil=None):
@@ -558,15 +584,18 @@ def jslices(x, window, strides, pads, dil, fill):
     picks = []
     for off in np.ndindex(*window):
         start = [k * r for k, r in zip(off, dil)]
-        picks.append(lax.slice(xp, start, [b + (n - 1) * s + 1 for b, n, s in zip(start, out, strides)],
+        picks.append(lax.slice(xp, start,
+                               [b + (n - 1) * s + 1 for b, n, s in zip(start, out, strides)],
                                strides))
     return jnp.stack(picks)
 
 
 def test_window_min_grad():
     x = _u((5, 6), 3)
-    check_grad(lambda a: nx.sum(nx.exp(nx.window_min(a, (2, 3), strides=(2, 2), padding=[(1, 1), (0, 1)]))),
-               lambda a: jnp.sum(jnp.exp(jwin(a, lax.min, jnp.inf, (2, 3), (2, 2), [(1, 1), (0, 1)]))), x)
+    check_grad(lambda a: nx.sum(nx.exp(nx.window_min(a, (2, 3), strides=(2, 2),
+                                                     padding=[(1, 1), (0, 1)]))),
+               lambda a: jnp.sum(jnp.exp(jwin(a, lax.min, jnp.inf, (2, 3), (2, 2),
+                                              [(1, 1), (0, 1)]))), x)
 
 
 def test_window_min_max_grad_ties_go_to_the_first():
@@ -579,8 +608,10 @@ def test_window_min_max_grad_ties_go_to_the_first():
 
 def test_window_min_grad_dilated():
     x = _u((5, 5), 4)
-    check_grad(lambda a: nx.sum(nx.exp(nx.window_min(a, (2, 2), strides=(2, 1), window_dilations=(2, 1)))),
-               lambda a: jnp.sum(jnp.exp(jnp.min(jslices(a, (2, 2), (2, 1), [(0, 0)] * 2, (2, 1), jnp.inf), 0))), x)
+    check_grad(lambda a: nx.sum(nx.exp(nx.window_min(a, (2, 2), strides=(2, 1),
+                                                     window_dilations=(2, 1)))),
+               lambda a: jnp.sum(jnp.exp(jnp.min(jslices(a, (2, 2), (2, 1), [(0, 0)] * 2, (2, 1),
+                                                         jnp.inf), 0))), x)
 
 
 @pytest.mark.parametrize("pads,dil", [([(0, 0), (0, 0)], (1, 1)), ([(1, 0), (1, 2)], (1, 2))])
@@ -595,7 +626,8 @@ def test_window_product_grad(pads, dil):
 def test_window_mean_grad():
     x = _u((4, 5), 6)
     check_grad(lambda a: nx.sum(nx.sin(nx.window_mean(a, (2, 3), padding="same"))),
-               lambda a: jnp.sum(jnp.sin(jwin(a, lax.add, 0.0, (2, 3), (1, 1), [(0, 1), (1, 1)]) / 6)), x)
+               lambda a: jnp.sum(jnp.sin(jwin(a, lax.add, 0.0, (2, 3), (1, 1),
+                                              [(0, 1), (1, 1)]) / 6)), x)
 
 
 @pytest.mark.parametrize("kind", ["add", "max", "min", "mul"])
@@ -634,6 +666,30 @@ def test_window_reduce_and_reduce_grad_where_acc_wins(kind):
                x, c, argnums=(0, 1))
 
 
+_WIN = [(2, 3), (2, 2), [(1, 1), (0, 1)]]  # window, strides, padding
+#: name -> (nxpy function, JAX function, arguments): forward mode against jax.jvp
+JVP_CASES = {
+    **{f"conv-{i}": (*_conv_loss(opts), (_u(xs, 1), _u(ks, 2)))
+       for i, (xs, ks, opts) in enumerate(GRAD_CONV)},
+    **{op: (lambda a, op=op: nx.sum(nx.exp(getattr(nx, op)(a, _WIN[0], strides=_WIN[1],
+                                                           padding=_WIN[2]))),
+            lambda a, init=init, jop=jop: jnp.sum(jnp.exp(jwin(a, jop, init, *_WIN))),
+            (_u((5, 6), 3),))
+       for op, init, jop in (("window_min", np.inf, lax.min), ("window_max", -np.inf, lax.max))},
+    "window_sum_product": (
+        lambda a: nx.sum(nx.window_sum(a, (2, 2)) * nx.window_product(a, (2, 2))),
+        lambda a: jnp.sum(jwin(a, lax.add, 0.0, (2, 2), (1, 1), "VALID")
+                          * jwin(a, lax.mul, 1.0, (2, 2), (1, 1), "VALID")), (_u((4, 5), 4),)),
+}
+
+
+@pytest.mark.parametrize("path", ["evaluator", "exla"])
+@pytest.mark.parametrize("name", list(JVP_CASES))
+def test_jvp_matches_jax(name, path):
+    nf, jf, args = JVP_CASES[name]
+    jvp_matches_jax(nf, jf, args, path, 1e-4)
+
+
 def test_window_reduce_with_another_function_is_not_differentiable():
     with pytest.raises(NotImplementedError, match="window_reduce is defined when its function"):
         jit(grad(lambda a: nx.sum(nx.window_reduce(a, 0.0, (2,), lambda x, acc: x * 2 + acc))))(
@@ -655,8 +711,10 @@ def test_window_scatter_grad():
     x = np.random.default_rng(9).integers(0, 3, size=(5, 6)).astype(np.float32)
     src = _u((3, 3), 10)
     pads = [(1, 0), (0, 1)]
-    nf = lambda s: nx.sum(nx.sin(select_and_scatter("window_scatter_max", nx.tensor(x), s, 0.0, (2, 2), 2, pads, "low")))  # noqa: E731
-    jf = lambda s: jnp.sum(jnp.sin(_select_and_scatter_add(s, jnp.asarray(x), lax.ge_p, (2, 2), (2, 2), pads)))  # noqa: E731
+    nf = lambda s: nx.sum(nx.sin(select_and_scatter(  # noqa: E731
+        "window_scatter_max", nx.tensor(x), s, 0.0, (2, 2), 2, pads, "low")))
+    jf = lambda s: jnp.sum(jnp.sin(_select_and_scatter_add(  # noqa: E731
+        s, jnp.asarray(x), lax.ge_p, (2, 2), (2, 2), pads)))
     check_grad(nf, jf, src)
 
 
@@ -672,7 +730,8 @@ def _load_and_compare(f, *args, rtol=1e-5, atol=1e-5):
         got = prog.jit(compiler=comp)(*[nx.tensor(np.asarray(a)) for a in args])
         got = got if isinstance(got, (tuple, list)) else (got,)
         for g, w in zip(got, want):
-            np.testing.assert_allclose(g.to_numpy(), np.asarray(w), rtol=rtol, atol=atol, err_msg=comp)
+            np.testing.assert_allclose(g.to_numpy(), np.asarray(w), rtol=rtol, atol=atol,
+                                       err_msg=comp)
     return text
 
 
@@ -680,29 +739,37 @@ IMPORT_CASES = {
     "conv_nchw_dilated": (lambda x, k: jconv(x, k, strides=[2, 1], padding=[(1, 1), (0, 2)],
                                              input_dilation=[1, 2], kernel_dilation=[2, 1]),
                           [(2, 3, 6, 6), (4, 3, 3, 3)]),
-    "conv_nhwc_groups": (lambda x, k: lax.conv_general_dilated(x, k, (1, 1), "SAME", feature_group_count=2,
-                                                               dimension_numbers=("NHWC", "HWIO", "NHWC")),
+    "conv_nhwc_groups": (lambda x, k: lax.conv_general_dilated(
+                             x, k, (1, 1), "SAME", feature_group_count=2,
+                             dimension_numbers=("NHWC", "HWIO", "NHWC")),
                          [(2, 5, 5, 4), (2, 2, 2, 6)]),
     "conv_transpose": (lambda x, k: lax.conv_transpose(x, k, (2, 2), "SAME",
                                                        dimension_numbers=("NHWC", "HWIO", "NHWC")),
                        [(1, 4, 4, 2), (3, 3, 2, 3)]),
-    "reduce_window_generic": (lambda x: lax.reduce_window(x, 0.0, lambda a, b: a + b * b, (2, 2), (1, 1), "VALID"),
+    "reduce_window_generic": (lambda x: lax.reduce_window(x, 0.0, lambda a, b: a + b * b, (2, 2),
+                                                          (1, 1), "VALID"),
                               [(4, 4)]),
-    "reduce_window_min_prod": (lambda x: (lax.reduce_window(x, jnp.inf, lax.min, (2, 3), (2, 1), [(1, 1), (0, 2)]),
-                                          lax.reduce_window(x, 1.0, lax.mul, (2, 2), (1, 2), "VALID")), [(5, 6)]),
-    "reduce_window_base_dilation": (lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "VALID",
-                                                                base_dilation=(2, 1)), [(3, 4)]),
+    "reduce_window_min_prod": (lambda x: (lax.reduce_window(x, jnp.inf, lax.min, (2, 3), (2, 1),
+                                                            [(1, 1), (0, 2)]),
+                                          lax.reduce_window(x, 1.0, lax.mul, (2, 2), (1, 2),
+                                                            "VALID")), [(5, 6)]),
+    "reduce_window_base_dilation": (lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1),
+                                                                "VALID", base_dilation=(2, 1)),
+                                    [(3, 4)]),
     "maxpool_grad": (lambda x: jax.grad(lambda x: jnp.sum(jnp.sin(
         lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (2, 2), [(1, 0), (0, 1)]))))(x), [(5, 6)]),
     "minpool_grad": (lambda x: jax.grad(lambda x: jnp.sum(jnp.sin(
         lax.reduce_window(x, jnp.inf, lax.min, (3, 2), (1, 2), "VALID"))))(x), [(5, 6)]),
-    "conv_grad": (lambda x, k: jax.grad(lambda x, k: jnp.sum(jnp.sin(jconv(x, k, strides=2, padding="same", feature_group_size=2))),
-                                        argnums=(0, 1))(x, k), [(2, 4, 5, 5), (6, 2, 3, 3)]),
+    "conv_grad": (lambda x, k: jax.grad(lambda x, k: jnp.sum(jnp.sin(
+        jconv(x, k, strides=2, padding="same", feature_group_size=2))), argnums=(0, 1))(x, k),
+        [(2, 4, 5, 5), (6, 2, 3, 3)]),
     # a one-element window is the identity, not a cumulative scan along axis 0 (the
     # importer took it for one: found by the fuzzer)
-    "reduce_window_one_element": (lambda x: lax.reduce_window(x, jnp.inf, lax.min, (1, 1), (1, 1), "VALID"),
+    "reduce_window_one_element": (lambda x: lax.reduce_window(x, jnp.inf, lax.min, (1, 1), (1, 1),
+                                                              "VALID"),
                                   [(4, 3)]),
-    "reduce_custom_body": (lambda x: lax.reduce(x, 0.0, lambda a, b: jnp.maximum(a, b) + 0.0 * a, (1,)), [(4, 5)]),
+    "reduce_custom_body": (lambda x: lax.reduce(x, 0.0, lambda a, b: jnp.maximum(a, b) + 0.0 * a,
+                                                (1,)), [(4, 5)]),
 }
 
 
@@ -744,7 +811,8 @@ def test_nxpy_programs_round_trip():
         r = nx.reduce(w, 1.0, lambda a, b: a * b + 0.0, axes=[1])
         s = select_and_scatter("window_scatter_min", c, nx.window_min(c, (1, 1, 2, 2)), 0.0,
                                (1, 1, 2, 2), 1, "valid", "low")
-        return r, s, nx.window_scatter_max(c, w, 0.5, (1, 1, 2, 2)), nx.window_product(c, (1, 2, 1, 1))
+        return (r, s, nx.window_scatter_max(c, w, 0.5, (1, 1, 2, 2)),
+                nx.window_product(c, (1, 2, 1, 1)))
     text = exla.to_mlir(f, x, k)
     prog = sh.load(text)
     want = jit(f, compiler="exla")(x, k)

@@ -29,7 +29,8 @@ def _cases():
     return [
         C("cholesky", lambda nx, t: nx.linalg.cholesky(t), (s32,), tol=1e-5),
         C("cholesky", lambda nx, t: nx.linalg.cholesky(t), (s64,), tol=1e-12),
-        C("triangular_solve", lambda nx, a, b: nx.linalg.triangular_solve(a, b), (a32, b32), tol=1e-5),
+        C("triangular_solve", lambda nx, a, b: nx.linalg.triangular_solve(a, b), (a32, b32),
+          tol=1e-5),
         C("triangular_solve", lambda nx, a, b: nx.linalg.triangular_solve(
             a, b, left_side=False, lower=False, transform_a="transpose"),
           (a32, np.swapaxes(b32, -1, -2).copy()), label="right-upper-transposed", tol=1e-5),
@@ -39,8 +40,10 @@ def _cases():
                                                             _mat((4,), "float64", 6)),
           label="vector", tol=1e-12),
         C("qr", lambda nx, t: nx.linalg.qr(t), (tall,), tol=1e-10),
-        C("qr", lambda nx, t: nx.linalg.qr(t, mode="complete"), (tall,), label="complete", tol=1e-10),
-        C("eigh", lambda nx, t: (lambda w, v: (w, nx.abs(v)))(*nx.linalg.eigh(t)), (s64,), tol=1e-8),
+        C("qr", lambda nx, t: nx.linalg.qr(t, mode="complete"), (tall,), label="complete",
+          tol=1e-10),
+        C("eigh", lambda nx, t: (lambda w, v: (w, nx.abs(v)))(*nx.linalg.eigh(t)), (s64,),
+          tol=1e-8),
         C("svd", lambda nx, t: (lambda u, s, vt: (nx.abs(u), s, nx.abs(vt)))(
             *nx.linalg.svd(t, full_matrices=False)), (tall,), tol=1e-8),
     ]

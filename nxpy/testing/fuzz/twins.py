@@ -4,7 +4,8 @@ complex-safe). ``docs/fuzzing.md`` states the rules the twins follow."""
 # A new op touches this file (and nothing else of the fuzzer) to be fuzzed: an OPS entry
 # (its nxpy call and its JAX twin), for a float op its place in EXACT/DISCONTINUOUS, and,
 # unless a family of generator.py already draws it (the elementwise and reduction tables,
-# shapes, indexing, sorting, windows, dot, conv, control flow), a DRAWS entry.
+# shapes, indexing, sorting, windows, dot, conv, control flow), a DRAWS entry. An op of
+# UNARY or BINARY has its twin in its record (nxpy/testing/records.py) instead of OPS.
 from __future__ import annotations
 
 import numpy as np
@@ -14,13 +15,11 @@ from ... import types as T
 from ...defn import cond, while_loop
 from ...ops.elementwise import BINARY, UNARY
 from ...ops.reductions import REDUCTIONS
+from ..records import BINARY_RECORDS, UNARY_RECORDS, Jax
 
 
-class _Jax:
+class _Jax(Jax):
     """jax.numpy, lax and jax, and the cast to an nxpy type name."""
-
-    def __init__(self, jax):
-        self.jax, self.jnp, self.lax = jax, jax.numpy, jax.lax
 
     def c(self, x, t):
         return self.jnp.asarray(x).astype(T.parse(t).dtype)
@@ -28,60 +27,27 @@ class _Jax:
 
 # ----------------------------------------------------------------------------------------
 # The op table: name -> (nxpy function of tensors, JAX function (J, arg types, out type,
-# *arrays)). Nx's type rules are followed by casting to the types nxpy reports.
+# *arrays)). Nx's type rules are followed by casting to the types nxpy reports. The
+# elementwise ops' twins are their records' (nxpy/testing/records.py).
 # ----------------------------------------------------------------------------------------
-def _round(J, x):
-    return J.lax.round(x, J.lax.RoundingMethod.AWAY_FROM_ZERO)
-
-
-_JU = {
-    "negate": lambda J, x: -x, "abs": lambda J, x: J.jnp.abs(x), "sign": lambda J, x: J.jnp.sign(x),
-    "floor": lambda J, x: J.jnp.floor(x), "ceil": lambda J, x: J.jnp.ceil(x), "round": _round,
-    "exp": lambda J, x: J.jnp.exp(x), "expm1": lambda J, x: J.jnp.expm1(x),
-    "log": lambda J, x: J.jnp.log(x), "log1p": lambda J, x: J.jnp.log1p(x),
-    "sqrt": lambda J, x: J.jnp.sqrt(x), "rsqrt": lambda J, x: J.lax.rsqrt(x),
-    "cbrt": lambda J, x: J.lax.cbrt(x), "sin": lambda J, x: J.jnp.sin(x),
-    "cos": lambda J, x: J.jnp.cos(x), "tan": lambda J, x: J.jnp.tan(x),
-    "asin": lambda J, x: J.jnp.arcsin(x), "acos": lambda J, x: J.jnp.arccos(x),
-    "atan": lambda J, x: J.jnp.arctan(x), "sinh": lambda J, x: J.jnp.sinh(x),
-    "cosh": lambda J, x: J.jnp.cosh(x), "tanh": lambda J, x: J.jnp.tanh(x),
-    "asinh": lambda J, x: J.jnp.arcsinh(x), "acosh": lambda J, x: J.jnp.arccosh(x),
-    "atanh": lambda J, x: J.jnp.arctanh(x), "sigmoid": lambda J, x: J.jax.nn.sigmoid(x),
-    "erf": lambda J, x: J.lax.erf(x), "erfc": lambda J, x: J.lax.erfc(x),
-    "erf_inv": lambda J, x: J.lax.erf_inv(x), "is_nan": lambda J, x: J.jnp.isnan(x),
-    "is_infinity": lambda J, x: J.jnp.isinf(x), "bitwise_not": lambda J, x: J.jnp.invert(x),
-    "logical_not": lambda J, x: J.jnp.logical_not(x),
-}
-_JB = {
-    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-    "quotient": lambda J, a, b: J.lax.div(a, b), "remainder": lambda J, a, b: J.lax.rem(a, b),
-    "pow": "power", "atan2": "arctan2", "min": "minimum", "max": "maximum", "bitwise_and": "bitwise_and",
-    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "left_shift": "left_shift",
-    "right_shift": "right_shift", "equal": "equal", "not_equal": "not_equal", "less": "less",
-    "less_equal": "less_equal", "greater": "greater", "greater_equal": "greater_equal",
-    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
-}
-assert set(_JU) == set(UNARY) and set(_JB) == set(BINARY)
-
-
 def _unary(name):
     rule = UNARY[name][0]
+    twin = UNARY_RECORDS[name].jax
 
     def jx(J, ts, out, x):
         if name in ("floor", "ceil", "round") and not T.parse(ts[0]).is_inexact:
             return J.c(x, out)
-        return J.c(_JU[name](J, J.c(x, out if rule == "float" else ts[0])), out)
+        return J.c(twin(J, J.c(x, out if rule == "float" else ts[0])), out)
     return (lambda x: getattr(nx, name)(x)), jx
 
 
 def _binary(name):
     rule = BINARY[name][0]
-    f = _JB[name]
+    twin = BINARY_RECORDS[name].jax
 
     def jx(J, ts, out, a, b):
         ct = str(T.merge(T.parse(ts[0]), T.parse(ts[1]))) if rule in ("compare", "logical") else out
-        g = f if callable(f) else (lambda J, x, y: getattr(J.jnp, f)(x, y))
-        return J.c(g(J, *J.jnp.broadcast_arrays(J.c(a, ct), J.c(b, ct))), out)
+        return J.c(twin(J, *J.jnp.broadcast_arrays(J.c(a, ct), J.c(b, ct))), out)
     return (lambda a, b: getattr(nx, name)(a, b)), jx
 
 
@@ -106,8 +72,11 @@ def _reduction(name):
             return J.c(getattr(J.jnp, name)(x != 0, axis=ax, keepdims=keep), out)
         x = J.c(x, out)
         if name in ("sum", "product"):  # in Nx's type (jnp's integer sums widen to 64 bits)
-            return getattr(J.jnp, "sum" if name == "sum" else "prod")(x, axis=ax, keepdims=keep, dtype=x.dtype)
-        f, init = (J.jnp.max, _lowest(J, out)) if name == "reduce_max" else (J.jnp.min, _highest(J, out))
+            return getattr(J.jnp,
+                           "sum" if name == "sum" else "prod")(x, axis=ax, keepdims=keep,
+                                                               dtype=x.dtype)
+        f, init = (J.jnp.max,
+                   _lowest(J, out)) if name == "reduce_max" else (J.jnp.min, _highest(J, out))
         return f(x, axis=ax, keepdims=keep, initial=init)
     return (lambda x, axes, keep: getattr(nx, name)(x, axes=axes, keep_axes=keep)), jx
 
@@ -123,14 +92,16 @@ def _arg(name):
         else:
             r = f(x, axis=ax, keepdims=keep)
         return J.c(r, out)
-    return (lambda x, axis, keep, tie: getattr(nx, name)(x, axis=axis, keep_axis=keep, tie_break=tie)), jx
+    return (lambda x, axis, keep, tie: getattr(nx, name)(x, axis=axis, keep_axis=keep,
+                                                         tie_break=tie)), jx
 
 
 def _cumulative(name):
     lax_name = {"cumulative_sum": "cumsum", "cumulative_product": "cumprod",
                 "cumulative_max": "cummax", "cumulative_min": "cummin"}[name]
     return ((lambda x, axis, reverse: getattr(nx, name)(x, axis=axis, reverse=reverse)),
-            lambda J, ts, out, x, axis, reverse: getattr(J.lax, lax_name)(J.c(x, out), axis, reverse))
+            lambda J, ts, out, x, axis, reverse: getattr(J.lax,
+                                                         lax_name)(J.c(x, out), axis, reverse))
 
 
 def _canonical_zero(J, x, t):
@@ -159,12 +130,14 @@ def _while_jx(J, ts, out, x, n, body):
 
 
 def _dot_jx(J, ts, out, a, b, ca, ba, cb, bb):
-    return J.lax.dot_general(J.c(a, out), J.c(b, out), ((tuple(ca), tuple(cb)), (tuple(ba), tuple(bb))),
+    return J.lax.dot_general(J.c(a, out), J.c(b, out),
+                             ((tuple(ca), tuple(cb)), (tuple(ba), tuple(bb))),
                              preferred_element_type=T.parse(out).dtype)
 
 
 def _conv_jx(J, ts, out, x, k, strides, padding, input_dilation, kernel_dilation, groups):
-    return J.lax.conv_general_dilated(J.c(x, out), J.c(k, out), strides, [tuple(p) for p in padding],
+    return J.lax.conv_general_dilated(J.c(x, out), J.c(k, out), strides,
+                                      [tuple(p) for p in padding],
                                       input_dilation, kernel_dilation, feature_group_count=groups,
                                       precision=J.lax.Precision.HIGHEST,
                                       preferred_element_type=T.parse(out).dtype)
@@ -197,7 +170,8 @@ def _nx_pads(window, dilations, padding):
 
 # the monoid of each window op: (lax op, identity), and for pred (XLA's add and multiply
 # on pred are or and and)
-_WINDOW_MONOIDS = {"window_sum": ("add", "bitwise_or", 0), "window_product": ("mul", "bitwise_and", 1),
+_WINDOW_MONOIDS = {"window_sum": ("add", "bitwise_or", 0),
+                   "window_product": ("mul", "bitwise_and", 1),
                    "window_max": ("max", "bitwise_or", "lowest"),
                    "window_min": ("min", "bitwise_and", "highest")}
 
@@ -207,18 +181,22 @@ def _reduce_window(J, x, t, kind, window, strides, padding, dilations, init=None
     op, pred_op, ident = _WINDOW_MONOIDS[kind]
     tt = T.parse(t)
     if init is None:
-        init = {"lowest": _lowest, "highest": _highest}[ident](J, t) if isinstance(ident, str) else ident
+        init = ({"lowest": _lowest, "highest": _highest}[ident](J, t) if isinstance(ident, str)
+                else ident)
     x = J.c(x, t)
     pads = _nx_pads(window, dilations, padding)
     if not x.ndim:  # XLA skips the init value at rank 0 (docs/fuzzing.md)
         return _reduce_window(J, x.reshape(1), t, kind, (1,), (1,), "valid", (1,), init).reshape(())
-    return J.lax.reduce_window(x, np.array(init, tt.dtype), getattr(J.lax, pred_op if tt.is_pred else op),
-                               tuple(window), tuple(strides), pads, window_dilation=tuple(dilations))
+    return J.lax.reduce_window(x, np.array(init, tt.dtype),
+                               getattr(J.lax, pred_op if tt.is_pred else op),
+                               tuple(window), tuple(strides), pads,
+                               window_dilation=tuple(dilations))
 
 
 def _window(name):
     def nxf(x, window, strides, padding, dilations):
-        return getattr(nx, name)(x, window, strides=strides, padding=padding, window_dilations=dilations)
+        return getattr(nx, name)(x, window, strides=strides, padding=padding,
+                                 window_dilations=dilations)
 
     def jx(J, ts, out, x, window, strides, padding, dilations):
         if name == "window_mean":
@@ -242,7 +220,8 @@ def _window_reduce_nx(x, fn, acc, window, strides, padding, dilations):
 
 def _window_reduce_jx(J, ts, out, x, fn, acc, window, strides, padding, dilations):
     # XLA's reduce_window folds acc in once per window and skips the padding (as nxpy)
-    return _reduce_window(J, x, out, REDUCE_FNS[fn][0], window, strides, padding, dilations, init=acc)
+    return _reduce_window(J, x, out, REDUCE_FNS[fn][0], window, strides, padding, dilations,
+                          init=acc)
 
 
 def _window_scatter(kind):
@@ -254,10 +233,11 @@ def _window_scatter(kind):
 
     def jx(J, ts, out, x, src, init, window, strides, padding):
         # XLA's select_and_scatter, all in f64 (the operand's values are below 2**53 or
-        # 1e300 in magnitude: generator.py's _scatter_operand_ok), with infinities moved to +-1e301 so the padding
-        # (+-inf) is strictly worse than every element: Nx never selects the padding. A
-        # window keeps its pick while select(current, candidate) holds: > / < move to the
-        # last extremum on ties, Nx's choice. Rank 0 as rank 1 (XLA aborts on rank 0).
+        # 1e300 in magnitude: generator.py's _scatter_operand_ok), with infinities moved to
+        # +-1e301 so the padding (+-inf) is strictly worse than every element: Nx never
+        # selects the padding. A window keeps its pick while select(current, candidate)
+        # holds: > / < move to the last extremum on ties, Nx's choice. Rank 0 as rank 1 (XLA
+        # aborts on rank 0).
         lax, jnp = J.lax, J.jnp
         shape = x.shape
         pads = _nx_pads(window, (1,) * len(window), padding)
@@ -334,7 +314,8 @@ _REDUCE_IDENTITY = {"add": 0, "multiply": 1, "max": "lowest", "min": "highest"}
 
 def _reduce_nx(x, fn, axes, keep):
     acc = _REDUCE_IDENTITY[fn]
-    acc = {"lowest": T.min_value, "highest": T.max_value}[acc](x.type) if isinstance(acc, str) else acc
+    acc = {"lowest": T.min_value,
+           "highest": T.max_value}[acc](x.type) if isinstance(acc, str) else acc
     return nx.reduce(x, nx.tensor(acc, type=x.type), {"axes": axes, "keep_axes": keep},
                      REDUCE_FNS[fn][1])
 
@@ -342,7 +323,8 @@ def _reduce_nx(x, fn, axes, keep):
 def _reduce_jx(J, ts, out, x, fn, axes, keep):
     t = T.parse(out)
     ident = _REDUCE_IDENTITY[fn]
-    init = {"lowest": _lowest, "highest": _highest}[ident](J, out) if isinstance(ident, str) else ident
+    init = {"lowest": _lowest, "highest": _highest}[ident](J,
+                                                           out) if isinstance(ident, str) else ident
     dims = tuple(range(x.ndim)) if axes is None else tuple(axes)
     op = {"add": J.lax.add, "multiply": J.lax.mul, "max": J.lax.max, "min": J.lax.min}[fn]
     r = J.lax.reduce(J.c(x, out), np.array(init, t.dtype), op, dims)
@@ -356,22 +338,28 @@ OPS = {
     "argmax": _arg("argmax"), "argmin": _arg("argmin"),
     **{n: _cumulative(n) for n in ("cumulative_sum", "cumulative_product", "cumulative_max",
                                    "cumulative_min")},
-    "clip": (lambda x, lo, hi: nx.clip(x, lo, hi), lambda J, ts, out, x, lo, hi: J.c(J.jnp.clip(x, lo, hi), out)),
+    "clip": (lambda x, lo, hi: nx.clip(x, lo, hi),
+             lambda J, ts, out, x, lo, hi: J.c(J.jnp.clip(x, lo, hi), out)),
     "as_type": (lambda x, type: nx.as_type(x, type), lambda J, ts, out, x, type: J.c(x, out)),
     "select": (lambda p, a, b: nx.select(p, a, b),
                lambda J, ts, out, p, a, b: J.jnp.where(p != 0, J.c(a, out), J.c(b, out))),
-    "reshape": (lambda x, shape: nx.reshape(x, shape), lambda J, ts, out, x, shape: J.jnp.reshape(x, shape)),
-    "transpose": (lambda x, axes: nx.transpose(x, axes=axes), lambda J, ts, out, x, axes: J.jnp.transpose(x, axes)),
+    "reshape": (lambda x, shape: nx.reshape(x, shape),
+                lambda J, ts, out, x, shape: J.jnp.reshape(x, shape)),
+    "transpose": (lambda x, axes: nx.transpose(x, axes=axes),
+                  lambda J, ts, out, x, axes: J.jnp.transpose(x, axes)),
     "broadcast": (lambda x, shape: nx.broadcast(x, shape),
                   lambda J, ts, out, x, shape: J.jnp.broadcast_to(x, shape)),
     "squeeze": (lambda x: nx.squeeze(x), lambda J, ts, out, x: J.jnp.squeeze(x)),
-    "new_axis": (lambda x, axis: nx.new_axis(x, axis), lambda J, ts, out, x, axis: J.jnp.expand_dims(x, axis)),
+    "new_axis": (lambda x, axis: nx.new_axis(x, axis),
+                 lambda J, ts, out, x, axis: J.jnp.expand_dims(x, axis)),
     "pad": (lambda x, config: nx.pad(x, 0, config),
-            lambda J, ts, out, x, config: J.lax.pad(x, J.jnp.zeros((), x.dtype), [tuple(c) for c in config])),
+            lambda J, ts, out, x, config: J.lax.pad(x, J.jnp.zeros((), x.dtype),
+                                                    [tuple(c) for c in config])),
     "reverse": (lambda x, axes: nx.reverse(x, axes=axes),
                 lambda J, ts, out, x, axes: J.jnp.flip(x, tuple(axes)) if axes else x),
     "concatenate": (lambda a, b, axis: nx.concatenate([a, b], axis=axis),
-                    lambda J, ts, out, a, b, axis: J.jnp.concatenate([J.c(a, out), J.c(b, out)], axis)),
+                    lambda J, ts, out, a, b, axis: J.jnp.concatenate([J.c(a, out), J.c(b, out)],
+                                                                     axis)),
     "slice": (lambda x, starts, lengths, strides: nx.slice(x, starts, lengths, strides=strides),
               lambda J, ts, out, x, starts, lengths, strides: J.lax.slice(
                   x, starts, [s + n for s, n in zip(starts, lengths)], strides)),
@@ -379,22 +367,27 @@ OPS = {
                       lambda J, ts, out, x, i, lengths: J.lax.dynamic_slice(
                           x, [i.astype(np.int64)] + [0] * (len(lengths) - 1), lengths)),
     "put_slice": (lambda x, u, starts: nx.put_slice(x, starts, u),
-                  lambda J, ts, out, x, u, starts: J.lax.dynamic_update_slice(J.c(x, out), J.c(u, out), starts)),
+                  lambda J, ts, out, x, u, starts: J.lax.dynamic_update_slice(
+                      J.c(x, out), J.c(u, out), starts)),
     "take": (lambda x, idx, axis: nx.take(x, idx, axis=axis),
-             lambda J, ts, out, x, idx, axis: J.jnp.take(x, idx.astype(np.int64), axis=axis, mode="clip")),
+             lambda J, ts, out, x, idx, axis: J.jnp.take(x, idx.astype(np.int64), axis=axis,
+                                                         mode="clip")),
     "gather": (lambda x, idx: nx.gather(x, idx), _gather_jx),
     "indexed_add": _scatter("add"), "indexed_put": _scatter("put"),
     "sort": (lambda x, axis, desc: nx.sort(x, axis=axis, direction="desc" if desc else "asc"),
              lambda J, ts, out, x, axis, desc: J.jnp.sort(_canonical_zero(J, x, out), axis=axis,
                                                           descending=desc)),
-    "argsort": (lambda x, axis, desc, type: nx.argsort(x, axis=axis, direction="desc" if desc else "asc", type=type),
+    "argsort": (lambda x, axis, desc, type: nx.argsort(x, axis=axis,
+                                                       direction="desc" if desc else "asc",
+                                                       type=type),
                 lambda J, ts, out, x, axis, desc, type: J.c(J.jnp.argsort(
                     _canonical_zero(J, x, ts[0]), axis=axis, stable=True, descending=desc), out)),
     "dot": (lambda a, b, ca, ba, cb, bb: nx.dot(a, ca, ba, b, cb, bb), _dot_jx),
     "conv": (lambda x, k, strides, padding, input_dilation, kernel_dilation, groups: nx.conv(
         x, k, strides=strides, padding=padding, input_dilation=input_dilation,
         kernel_dilation=kernel_dilation, feature_group_size=groups), _conv_jx),
-    **{n: _window(n) for n in ("window_sum", "window_max", "window_min", "window_product", "window_mean")},
+    **{n: _window(n) for n in ("window_sum", "window_max", "window_min", "window_product",
+                               "window_mean")},
     "window_reduce": (_window_reduce_nx, _window_reduce_jx),
     "window_scatter_max": _window_scatter("max"), "window_scatter_min": _window_scatter("min"),
     "top_k": (lambda x, k, part: nx.top_k(x, k=k)[0 if part == "values" else 1], _top_k_jx),
@@ -425,7 +418,8 @@ OPS = {
                                             descending=desc), axis=-1), out)),
     "cond": (lambda p, x, then, other: cond(nx.sum(p) > 0, lambda: TRANSFORMS[then][0](x),
                                             lambda: TRANSFORMS[other][0](x)), _cond_jx),
-    "while": (lambda x, n, body: while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, TRANSFORMS[body][0](s[1])),
+    "while": (lambda x, n, body: while_loop(lambda s: s[0] < n,
+                                            lambda s: (s[0] + 1, TRANSFORMS[body][0](s[1])),
                                             (0, x))[1], _while_jx),
 }
 
@@ -438,7 +432,8 @@ EXACT = {"negate", "floor", "ceil", "round", "max", "min", "select", "clip", "re
          "complex", "optimization_barrier", "permute_by_key", "iota", "eye"}
 EXACT_ARITH = {"add", "subtract", "multiply"}   # correctly rounded in f32/f64
 # ops whose result jumps when a float operand moves by an ulp
-DISCONTINUOUS = ({"floor", "ceil", "round", "sign", "argmax", "argmin", "argsort", "remainder", "atan2",
+DISCONTINUOUS = ({"floor", "ceil", "round", "sign", "argmax", "argmin", "argsort", "remainder",
+                  "atan2",
                   "all", "any", "select", "cond", "is_nan", "is_infinity", "logical_not",
                   "window_scatter_max", "window_scatter_min", "bitcast"}
                  | {n for n, (rule, _) in BINARY.items() if rule in ("compare", "logical")})
