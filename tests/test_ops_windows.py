@@ -161,6 +161,26 @@ def test_reduce_function_that_is_not_elementwise_runs_per_element():
     check(res, x[:, :-1] + x[:, 1:], "f32", what="window_reduce stack-sum")
 
 
+@pytest.mark.parametrize("op", ["reduce", "window_reduce"])
+@pytest.mark.parametrize("path", ["numpy", "evaluator", "exla"])
+def test_reduction_function_checked_on_an_empty_operand(op, path):
+    """An eager backend never calls the function on an empty operand; it is checked there
+    as a defn traces it (fuzzer, seed 5 index 303: nx.max refuses complex operands)."""
+    x = np.zeros((1, 2, 0), np.complex64)
+
+    def f(v):
+        if op == "reduce":
+            return nx.reduce(v, 0, lambda a, b: nx.max(a, b))
+        return nx.window_reduce(v, 0, (1, 2, 1), lambda a, b: nx.max(a, b))
+    g = f if path == "numpy" else jit(f, compiler=path)
+    with pytest.raises(TypeError, match="max: expected left operand to have a real"):
+        g(nx.tensor(x))
+    ok = (lambda v: nx.reduce(v, 0, lambda a, b: a + b)) if op == "reduce" else \
+        (lambda v: nx.window_reduce(v, 0, (1, 2, 1), lambda a, b: a + b))
+    h = ok if path == "numpy" else jit(ok, compiler=path)
+    assert h(nx.tensor(x)).shape == (() if op == "reduce" else (1, 1, 0))
+
+
 def test_reduce_options():
     t = nx.tensor([[1, 2], [3, 4]])
     assert nx.reduce(t, 0.5, lambda a, b: a + b).type == nx.tensor(1.0).type  # weak float acc

@@ -5,12 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ... import ops as O
-from ..records import ANY, DOMAINS, UNARY_RECORDS
+from ..records import ANY, UNARY_RECORDS
 from .core import Case, _arr, _tol
 
-# DOMAINS: each restricted domain of nxpy/testing/records.py, re-exported for the fuzzer's
-# generator (nxpy/testing/fuzz/generator.py reads it from here)
-__all__ = ["CASES", "OPS", "DOMAINS"]
+__all__ = ["CASES", "OPS"]
 
 
 def _unary_cases():

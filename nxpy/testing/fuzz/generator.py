@@ -13,7 +13,7 @@ from ... import types as T
 from ...ops.core import kind_ok
 from ...ops.elementwise import BINARY, UNARY
 from ...ops.reductions import REDUCTIONS
-from ..cases.base import DOMAINS
+from ..records import DOMAINS
 from .program import NAMES, TYPES, Leaf, Program, Step, _numpy_backend
 from .twins import (COMPLEX_UNARY, DISCONTINUOUS, DRAWS, EXACT, EXACT_ARITH, EXACT_TRANSFORMS,
                     OPS, REDUCE_FNS, TRANSFORMS)
