@@ -450,6 +450,20 @@ def _out_sharding(fun, shapes, shardings, mesh=None):
     (lambda x, y: x + y, [(8, 4), (8, 4)], [{0: [0]}, {0: [1]}], {}),  # a conflict: replicated
     (lambda x: nx.cond(nx.sum(x) > 0, lambda: x, lambda: -x), [(8, 4)], [{0: [0]}], {}),
     (lambda x: nx.window_max(x, (2, 1), padding="same"), [(8, 4)], [{0: [0]}], {0: [0]}),
+    # rules derived from the ops' declared properties (nxpy.ops.core.PROPERTIES)
+    (lambda x: nx.window_min(x, (2, 1), padding="same"), [(8, 4)], [{0: [0]}], {0: [0]}),
+    (lambda x: nx.population_count(nx.as_type(x, "s32")), [(8, 4)], [{0: [0], 1: [1]}],
+     {0: [0], 1: [1]}),
+    (lambda x: nx.sort(x, axis=1), [(8, 4)], [{0: [0], 1: [1]}], {0: [0]}),
+    (lambda x: nx.cumulative_sum(x, axis=0), [(8, 4)], [{0: [0], 1: [1]}], {1: [1]}),
+    (lambda x: nx.real(nx.fft(x)), [(8, 4)], [{0: [0], 1: [1]}], {0: [0]}),
+    # and registered for the op itself
+    (lambda x: nx.reduce(x, 0.0, {"axes": [1]}, lambda a, b: a + b), [(8, 4)],
+     [{0: [0], 1: [1]}], {0: [0]}),
+    (lambda x: nx.window_reduce(x, 0.0, (1, 2), {"strides": (1, 2)}, lambda a, b: a + b),
+     [(8, 4)], [{0: [0], 1: [1]}], {0: [0], 1: [1]}),
+    (lambda x: nx.permute_by_key(nx.as_type(x, "s32"), x, axis=1), [(8, 4)],
+     [{0: [0], 1: [1]}], {0: [0]}),
 ])
 def test_propagation_rules(fun, shapes, shardings, want):
     assert _out_sharding(fun, shapes, shardings) == want

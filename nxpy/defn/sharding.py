@@ -336,7 +336,10 @@ def _elementwise(prop, e, args):
 
 derive_rule(SHARDING_RULES, "elementwise")(_elementwise)
 derive_rule(SHARDING_RULES, "windowed")(_same)  # a window slides over each dim in place
-register_sharding_rule("reverse", "put_slice", "hook")(_same)
+# the result is laid out as the first operand: its dims in place (a window by a function,
+# select-and-scatter's result of the operand's shape)
+register_sharding_rule("reverse", "put_slice", "hook", "window_reduce", "window_scatter_max",
+                       "window_scatter_min")(_same)
 
 
 @register_sharding_rule("elem")
@@ -418,6 +421,7 @@ def _drop(sh, axes, keep):
 
 
 @derive_rule(SHARDING_RULES, "reduction")
+@register_sharding_rule("reduce")  # a reduction by a function: the operand is args[0]
 def _reduce(prop, e, args):
     return _drop(args[0], set(e.attrs["axes"]), e.attrs["keep_axes"])
 
@@ -458,6 +462,7 @@ def _concatenate(prop, e, args):
 
 
 @derive_rule(SHARDING_RULES, "along_axes")
+@register_sharding_rule("permute_by_key")  # values laid out as the keys (args[0])
 def _along_axes(prop, e, args):
     """The dims worked along are replicated (each needs its whole axis); the others keep
     their sharding."""

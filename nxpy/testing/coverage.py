@@ -91,8 +91,7 @@ GAPS = {
         "no tensor operand: replicated": _CREATION,
         "a program's input: laid out by in_shardings": ("parameter",),
         "no rule yet: a result computed by it is replicated unless out_shardings says "
-        "otherwise": ("conv", "gather", "indexed_add", "indexed_put", "permute_by_key",
-                      "reduce", "window_reduce", "window_scatter_max", "window_scatter_min"),
+        "otherwise": ("conv", "gather", "indexed_add", "indexed_put"),
     },
     "importer": {
         "per-device op: loaded in sharded modules (tests/test_stablehlo.py, "
