@@ -7,6 +7,7 @@ imports no JAX: the check is the test's."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 __all__ = ["JAX_NN", "PARAMETER_GAPS", "NOTES", "render", "with_table", "BEGIN", "END"]
@@ -111,7 +112,7 @@ def with_table(doc: str) -> str:
     return doc.rstrip("\n") + "\n\n" + section
 
 
-if __name__ == "__main__":
-    doc = Path(__file__).resolve().parents[2] / "docs" / "nn.md"
+if __name__ == "__main__":  # from the repository's root, or name the page
+    doc = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/nn.md")
     doc.write_text(with_table(doc.read_text() if doc.exists() else ""))
     print(f"wrote the jax.nn coverage table into {doc}")

@@ -16,6 +16,7 @@ is :func:`render`'s output (``python -m nxpy.testing.coverage`` rewrites it in p
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 
 import nxpy as nx
@@ -242,7 +243,7 @@ def with_matrix(doc: str) -> str:
     return head + section + rest.split(END, 1)[1].lstrip("\n")
 
 
-if __name__ == "__main__":
-    doc = Path(__file__).resolve().parents[2] / "docs" / "ops.md"
+if __name__ == "__main__":  # from the repository's root, or name the page
+    doc = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/ops.md")
     doc.write_text(with_matrix(doc.read_text()))
     print(f"wrote the coverage matrix into {doc}")
