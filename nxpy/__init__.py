@@ -25,6 +25,7 @@ from .layout import NamedSharding
 from . import backends, compilers, defn, plugins
 from . import linalg  # nxpy.linalg: Nx.LinAlg
 from . import nn
+from . import numpy
 from . import random
 from . import distributed
 from .defn.compiler import register_compiler

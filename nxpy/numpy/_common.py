@@ -1,0 +1,77 @@
+"""What every module of nxpy.numpy shares: NumPy's type names, ``dtype=`` arguments, array
+conversion and ``axis=`` arguments."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from .. import types as T
+from ..tensor import Tensor
+
+__all__ = ["asarray", "array", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16",
+           "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
+           "complex128", "dtype_of"]
+
+bool_, int8, int16, int32, int64 = (T.parse(t) for t in ("pred", "s8", "s16", "s32", "s64"))
+uint8, uint16, uint32, uint64 = (T.parse(t) for t in ("u8", "u16", "u32", "u64"))
+float16, bfloat16, float32, float64 = (T.parse(t) for t in ("f16", "bf16", "f32", "f64"))
+complex64, complex128 = T.parse("c64"), T.parse("c128")
+
+
+def dtype_of(dtype, fn: str, arg: str = "dtype"):
+    """``dtype`` (a NumPy dtype or type, a name such as ``"float32"``, an nxpy type, or
+    None) as an nxpy type (None stays None), or a TypeError naming ``fn`` and ``arg``.
+
+    >>> dtype_of("float32", "zeros"), dtype_of(np.int8, "zeros"), dtype_of(None, "zeros")
+    (Type('f32'), Type('s8'), None)
+    """
+    if dtype is None:
+        return None
+    try:
+        return T.parse(dtype)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{fn}: expected {arg} to be a NumPy dtype or an nxpy type, got "
+                        f"{dtype!r} ({e})") from None
+
+
+def asarray(a, dtype=None) -> Tensor:
+    """``a`` (a tensor, a NumPy array, a number or nested lists) as a tensor, converted to
+    ``dtype`` when given (``jnp.asarray``).
+
+    >>> asarray([1, 2], dtype="float32").tolist()
+    [1.0, 2.0]
+    """
+    t = dtype_of(dtype, "asarray")
+    x = O.to_tensor(a, "a")
+    return x if t is None or x.type == t else O.as_type(x, t)
+
+
+def array(object, dtype=None, copy=True) -> Tensor:
+    """``jnp.array``: as :func:`asarray` (tensors are immutable, so ``copy`` changes
+    nothing)."""
+    return asarray(object, dtype)
+
+
+def axes_of(axis, rank: int, fn: str) -> tuple[int, ...]:
+    """``axis`` (None: every axis; an int; a tuple of ints; negative from the end) as a
+    sorted tuple of distinct axes, or an error naming ``fn``.
+
+    >>> axes_of(-1, 3, "sum"), axes_of((0, -1), 3, "sum"), axes_of(None, 2, "sum")
+    ((2,), (0, 2), (0, 1))
+    """
+    if axis is None:
+        return tuple(range(rank))
+    one = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
+    many = isinstance(axis, (tuple, list)) and all(
+        isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axis)
+    if not (one or many):
+        raise TypeError(f"{fn}: expected axis to be None, an int or a tuple of ints, got "
+                        f"{axis!r}")
+    out = []
+    for a in ((axis,) if one else axis):
+        if not -rank <= a < rank:
+            raise ValueError(f"{fn}: axis {a} is out of bounds for a tensor of rank {rank}")
+        out.append(int(a) % rank if rank else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fn}: repeated axis in {axis!r}")
+    return tuple(sorted(out))

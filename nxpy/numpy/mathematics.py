@@ -1,0 +1,4 @@
+"""mathematics (issue 28, part 1): see the package docstring."""
+from __future__ import annotations
+
+__all__: list[str] = []
