@@ -1,4 +1,1060 @@
-"""mathematics (issue 28, part 1): see the package docstring."""
+"""NumPy's elementwise functions (``add`` ... ``isclose``) and products (``dot``, ``matmul``,
+``tensordot``, ``einsum``, ``kron``, ``cross``, ``convolve``, ``correlate``) and polynomials
+(``polyval``, ``polyadd``, ``polymul``, ``trapezoid``), with ``jax.numpy``'s names and
+semantics, as compositions of nxpy's ops (issue 28).
+
+Types follow nxpy's promotion (Nx's), which agrees with ``jnp``'s for the usual cases
+(integers and floats of one kind, Python scalars are weak: ``f16 tensor + 1.5`` is f16,
+``s32 tensor + 1.5`` is f32, ``s8 + u8`` is s16, ``f16 + bf16`` is f32, integer
+``true_divide`` is f32); where they differ, :data:`NOTES` says how.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+import ml_dtypes
+import numpy as np
+
+from .. import ops as O
+from .. import types as T
+from ..tensor import Tensor
+
+__all__ = [
+    # arithmetic
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "power",
+    "pow", "float_power", "mod", "remainder", "fmod", "divmod", "abs", "absolute", "fabs",
+    "negative", "positive", "sign", "sqrt", "cbrt", "square", "reciprocal",
+    # exponents and logarithms
+    "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "logaddexp", "logaddexp2",
+    # trigonometry
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh",
+    "arcsinh", "arccosh", "arctanh", "acos", "asin", "atan", "atan2", "acosh", "asinh",
+    "atanh", "hypot", "deg2rad", "rad2deg", "degrees", "radians", "sinc",
+    # rounding
+    "floor", "ceil", "trunc", "fix", "rint", "round", "around",
+    # comparison, clipping, special values
+    "maximum", "minimum", "fmax", "fmin", "clip", "nan_to_num", "isnan", "isinf",
+    "isfinite", "isposinf", "isneginf", "signbit", "copysign", "nextafter", "heaviside",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "isclose",
+    "allclose", "array_equal", "array_equiv",
+    # logic and bits
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "bitwise_invert", "invert", "bitwise_count", "left_shift",
+    "right_shift", "bitwise_left_shift", "bitwise_right_shift",
+    # complex
+    "real", "imag", "conj", "conjugate", "angle",
+    # products
+    "dot", "vdot", "vecdot", "matmul", "inner", "outer", "kron", "cross", "tensordot",
+    "einsum", "convolve", "correlate",
+    # polynomials, integration
+    "polyval", "polyadd", "polymul", "trapezoid",
+]
+
+#: Where a function departs from ``jax.numpy`` and why (collected by the coverage table).
+NOTES = {
+    "add": "nxpy's promotion (Nx's): s32 with u32 (and s64 with u64) widen to s64 where jnp "
+           "(x64 off) gives int32; a Python int that does not fit the tensor's type widens "
+           "it (u8 + 300 is u16) where jnp raises OverflowError. The same holds for every "
+           "binary arithmetic function.",
+    "power": "an integer base to a negative integer exponent gives 0 (XLA's integer power) "
+             "where jnp raises for concrete exponents.",
+    "round": "integers with decimals < 0 raise NotImplementedError.",
+    "float_power": "f32 without x64 (as jnp), f64 when an operand is f64.",
+    "sinc": "the gradient at 0 is 0 (from a safe division), jnp's custom jvp gives 0 too.",
+    "convolve": "precision= and preferred_element_type= are not accepted.",
+    "polyval": "the Horner loop is unrolled in Python (unroll= is not accepted).",
+}
+
+
+# ----------------------------------------------------------------------------------------
+# Arguments
+# ----------------------------------------------------------------------------------------
+def _t(x, fn: str, arg: str = "x") -> Tensor:
+    """``x`` as a tensor, or a TypeError naming ``fn`` and ``arg``."""
+    if isinstance(x, Tensor):
+        return x
+    try:
+        return O.to_tensor(x, arg)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{fn}: expected {arg} to be a tensor, an array or a number, got "
+                        f"{type(x).__name__} ({e})") from None
+
+
+def _no_out(out, fn: str):
+    if out is not None:
+        raise TypeError(f"{fn}: out= is not supported (tensors are immutable), got "
+                        f"{type(out).__name__}")
+
+
+def _inexact(x: Tensor) -> Tensor:
+    """``x`` made floating as ``jnp`` does: pred and integers become f32."""
+    return x if x.type.is_inexact else O.as_type(x, T.to_floating(x.type))
+
+
+def _weak(x) -> bool:
+    """Whether ``x`` is a Python number (weakly typed, as in ``jnp``)."""
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+
+
+def _pair(x1, x2, fn: str):
+    """Both operands as tensors of their merged type; a Python number takes the other
+    operand's kind weakly (``f16 tensor + 1.5`` is f16), as ``jnp``'s weak types."""
+    if _weak(x1) and not _weak(x2):
+        b = _t(x2, fn, "x2")
+        a = O.tensor(x1, type=T.merge_scalar(b.type, x1))
+    elif _weak(x2) and not _weak(x1):
+        a = _t(x1, fn, "x1")
+        b = O.tensor(x2, type=T.merge_scalar(a.type, x2))
+    else:
+        a, b = _t(x1, fn, "x1"), _t(x2, fn, "x2")
+    t = T.merge(a.type, b.type)
+    return (a if a.type == t else O.as_type(a, t)), (b if b.type == t else O.as_type(b, t))
+
+
+def _pair_inexact(x1, x2, fn: str):
+    a, b = _pair(x1, x2, fn)
+    return _inexact(a), _inexact(b)
+
+
+def _const(value, like: Tensor) -> Tensor:
+    return O.tensor(value, type=like.type)
+
+
+def _finfo(t):
+    return ml_dtypes.finfo(T.to_real(t).dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# Elementwise functions made from a table: (name, implementation, jnp's doc line, example)
+# ----------------------------------------------------------------------------------------
+def _make(name: str, impl, nargs: int, doc: str, example: str, expected: str):
+    if nargs == 1:
+        def fn(x, /):
+            return impl(_t(x, name, "x"))
+    else:
+        def fn(x1, x2, /):
+            return impl(x1, x2)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"``jnp.{name}``: {doc}\n\n    >>> import nxpy.numpy as xnp\n"
+                  f"    >>> xnp.{name}({example}).tolist()\n    {expected}\n    ")
+    return fn
+
+
+def _bin(op, inexact=False, bool_op=None):
+    """A binary function over ``op`` (an nxpy op with Nx's promotion)."""
+    def impl(x1, x2):
+        a, b = (_pair_inexact if inexact else _pair)(x1, x2, op.__name__)
+        if bool_op is not None and a.type.is_pred:
+            return bool_op(a, b)
+        return op(a, b)
+    return impl
+
+
+def _un_float(op):
+    return lambda x: op(_inexact(x))
+
+
+def _mod(a, b):
+    return O.mod(a, b)
+
+
+def _fmod(x1, x2):
+    a, b = _pair(x1, x2, "fmod")
+    return O.remainder(a, b)
+
+
+def _floor_divide(x1, x2):
+    a, b = _pair(x1, x2, "floor_divide")
+    if a.type.is_pred:
+        return O.logical_and(a, b)
+    return O.floor_divide(a, b)
+
+
+def _float_power(x1, x2):
+    a, b = _pair(x1, x2, "float_power")
+    t = T.F64 if T.F64 in (a.type, b.type) or a.type.is_complex else None
+    if a.type.is_complex:
+        return O.pow(a, b)
+    t = t or T.F32
+    return O.pow(O.as_type(a, t), O.as_type(b, t))
+
+
+def _abs(x):
+    if x.type.is_pred or x.type.kind == "u":
+        return x
+    return O.abs(x)
+
+
+def _sign(x):
+    if x.type.is_pred:
+        return x
+    return O.sign(x)
+
+
+def _square(x):
+    return O.multiply(x, x)
+
+
+def _reciprocal(x):
+    if x.type.is_inexact:
+        return O.divide(_const(1, x), x)
+    return O.quotient(_const(1, x), x) if not x.type.is_pred else x
+
+
+def _exp2(x):
+    x = _inexact(x)
+    return O.exp(O.multiply(x, _const(math.log(2), x)))
+
+
+def _logaddexp(x1, x2, base2=False):
+    a, b = _pair_inexact(x1, x2, "logaddexp2" if base2 else "logaddexp")
+    amax = O.max(a, b)
+    delta = O.subtract(a, b)
+    if base2:
+        ln2 = _const(math.log(2), amax)
+        tail = O.divide(O.log1p(_exp2(O.negate(O.abs(delta)))), ln2)
+    else:
+        tail = O.log1p(O.exp(O.negate(O.abs(delta))))
+    return O.select(O.is_nan(delta), O.add(a, b), O.add(amax, tail))
+
+
+def _hypot(x1, x2):
+    a, b = _pair_inexact(x1, x2, "hypot")
+    a, b = O.abs(a), O.abs(b)
+    inf = O.logical_or(O.is_infinity(a), O.is_infinity(b))
+    big, small = O.max(a, b), O.min(a, b)
+    zero = O.equal(big, _const(0, big))
+    safe = O.select(zero, _const(1, big), big)
+    ratio = O.divide(small, safe)
+    r = O.select(zero, big, O.multiply(big, O.sqrt(O.add(_const(1, big),
+                                                          O.multiply(ratio, ratio)))))
+    return O.select(inf, _const(math.inf, r), r)
+
+
+def _scale(factor):
+    return lambda x: O.multiply(_inexact(x), _const(factor, _inexact(x)))
+
+
+def _floor(x):
+    return x if not x.type.is_inexact else O.floor(x)
+
+
+def _ceil(x):
+    return x if not x.type.is_inexact else O.ceil(x)
+
+
+def _trunc(x):
+    if not x.type.is_inexact:
+        return x
+    return O.select(O.less(x, _const(0, x)), O.ceil(x), O.floor(x))
+
+
+def _rint(x):
+    """Round half to even: ``round`` (half away from zero) corrected at the ties."""
+    if not x.type.is_inexact:
+        return x
+    r = O.round(x)
+    half = O.equal(O.abs(O.subtract(x, _trunc(x))), _const(0.5, x))
+    even = O.multiply(O.round(O.multiply(x, _const(0.5, x))), _const(2, x))
+    return O.select(half, even, r)
+
+
+def _isnan(x):
+    return O.is_nan(x)
+
+
+def _isinf(x):
+    return O.is_infinity(x) if x.type.is_inexact else O.not_equal(x, x)
+
+
+def _isfinite(x):
+    if not x.type.is_inexact:
+        return O.equal(x, x)
+    return O.logical_not(O.logical_or(O.is_nan(x), O.is_infinity(x)))
+
+
+def _isposinf(x):
+    return O.logical_and(_isinf(x), O.greater(x, _const(0, x)))
+
+
+def _isneginf(x):
+    return O.logical_and(_isinf(x), O.less(x, _const(0, x)))
+
+
+_INT_OF = {16: "s16", 32: "s32", 64: "s64"}
+
+
+def _signbit(x):
+    if x.type.is_pred or x.type.kind == "u":
+        return O.not_equal(x, x)
+    if not x.type.is_inexact:
+        return O.less(x, _const(0, x))
+    if x.type.is_complex:
+        raise TypeError("signbit: expected a real tensor, got a complex one")
+    return O.less(O.bitcast(x, _INT_OF[x.type.bits]), O.tensor(0, type=_INT_OF[x.type.bits]))
+
+
+def _copysign(x1, x2):
+    a, b = _pair_inexact(x1, x2, "copysign")
+    return O.select(_signbit(b), O.negate(O.abs(a)), O.abs(a))
+
+
+def _nextafter(x1, x2):
+    a, b = _pair_inexact(x1, x2, "nextafter")
+    if a.type.is_complex:
+        raise TypeError("nextafter: expected real tensors, got complex ones")
+    it = _INT_OF[a.type.bits]
+    bits = O.bitcast(a, it)
+    one = O.tensor(1, type=it)
+    away = O.equal(O.greater(b, a), O.greater(a, _const(0, a)))
+    step = O.select(away, O.add(bits, one), O.subtract(bits, one))
+    tiny = O.select(_signbit(b), O.tensor(-(2 ** (a.type.bits - 1)) + 1, type=it), one)
+    moved = O.bitcast(O.select(O.equal(a, _const(0, a)), tiny, step), a.type)
+    nan = O.logical_or(O.is_nan(a), O.is_nan(b))
+    return O.select(nan, _const(math.nan, a), O.select(O.equal(a, b), b, moved))
+
+
+def _sinc(x):
+    x = _inexact(x)
+    zero = O.equal(x, _const(0, x))
+    pix = O.multiply(O.select(zero, _const(1, x), x), _const(math.pi, x))
+    return O.select(zero, _const(1, x), O.divide(O.sin(pix), pix))
+
+
+def _heaviside(x1, x2):
+    a, b = _pair_inexact(x1, x2, "heaviside")
+    return O.select(O.less(a, _const(0, a)), _const(0, a),
+                    O.select(O.greater(a, _const(0, a)), _const(1, a), b))
+
+
+def _fmax(x1, x2, op=O.max):
+    a, b = _pair(x1, x2, "fmax" if op is O.max else "fmin")
+    return O.select(O.is_nan(a), b, O.select(O.is_nan(b), a, op(a, b)))
+
+
+def _integer(fn):
+    def check(x1, x2=None):
+        for v in ((x1,) if x2 is None else (x1, x2)):
+            if v.type.is_inexact:
+                raise TypeError(f"{fn}: expected integer or bool tensors, got {v.type}")
+    return check
+
+
+def _bitwise(op, name):
+    def impl(x1, x2):
+        a, b = _pair(x1, x2, name)
+        _integer(name)(a, b)
+        if a.type.is_pred:
+            return {"bitwise_and": O.logical_and, "bitwise_or": O.logical_or,
+                    "bitwise_xor": O.logical_xor}[name](a, b)
+        return op(a, b)
+    return impl
+
+
+def _invert(x):
+    _integer("invert")(x)
+    return O.logical_not(x) if x.type.is_pred else O.bitwise_not(x)
+
+
+def _popcount(x):
+    _integer("bitwise_count")(x)
+    if x.type.is_pred:
+        return O.as_type(x, "u8")
+    return O.as_type(O.population_count(_abs(x)), "u8")
+
+
+def _shift(op, name):
+    def impl(x1, x2):
+        a, b = _pair(x1, x2, name)
+        _integer(name)(a, b)
+        if a.type.is_pred:
+            a, b = O.as_type(a, "s8"), O.as_type(b, "s8")
+        return op(a, b)
+    return impl
+
+
+def _real(x):
+    return O.real(x) if x.type.is_complex else x
+
+
+def _imag(x):
+    return O.imag(x) if x.type.is_complex else O.multiply(x, _const(0, x))
+
+
+def _conj(x):
+    return O.conjugate(x) if x.type.is_complex else x
+
+
+add = _make("add", _bin(O.add, bool_op=O.logical_or), 2, "``x1 + x2`` (pred: logical or).",
+            "[1, 2], 3", "[4, 5]")
+subtract = _make("subtract", _bin(O.subtract), 2, "``x1 - x2``.", "[1, 2], 3", "[-2, -1]")
+multiply = _make("multiply", _bin(O.multiply, bool_op=O.logical_and), 2,
+                 "``x1 * x2`` (pred: logical and).", "[1, 2], 3", "[3, 6]")
+divide = _make("divide", _bin(O.divide, inexact=True), 2,
+               "``x1 / x2``, floating (integers give f32).", "[1, 2], 4", "[0.25, 0.5]")
+true_divide = _make("true_divide", _bin(O.divide, inexact=True), 2, "as :func:`divide`.",
+                    "[1, 2], 4", "[0.25, 0.5]")
+floor_divide = _make("floor_divide", _floor_divide, 2,
+                     "``x1 // x2``, rounded toward minus infinity.", "[-7, 7], 2", "[-4, 3]")
+power = _make("power", _bin(O.pow), 2, "``x1 ** x2``.", "[2, 3], 2", "[4, 9]")
+pow = _make("pow", _bin(O.pow), 2, "as :func:`power`.", "[2, 3], 2", "[4, 9]")
+float_power = _make("float_power", _float_power, 2, "``x1 ** x2`` in floating point.", "[2, 3], 2",
+                    "[4.0, 9.0]")
+mod = _make("mod", _bin(_mod), 2, "the remainder of floor division (sign of ``x2``).", "[-7, 7], 3",
+            "[2, 1]")
+remainder = _make("remainder", _bin(_mod), 2, "as :func:`mod`.", "[-7, 7], 3", "[2, 1]")
+fmod = _make("fmod", _fmod, 2, "the remainder of truncating division (sign of ``x1``).",
+             "[-7, 7], 3", "[-1, 1]")
+abs = _make("abs", _abs, 1, "``|x|`` (complex: the modulus, real).", "[-1.5, 2.0]", "[1.5, 2.0]")
+absolute = _make("absolute", _abs, 1, "as :func:`abs`.", "[-1, 2]", "[1, 2]")
+fabs = _make("fabs", lambda x: _abs(_inexact(x)), 1, "``|x|``, floating.", "[-1, 2]", "[1.0, 2.0]")
+negative = _make("negative", lambda x: O.negate(x), 1, "``-x``.", "[1, -2]", "[-1, 2]")
+positive = _make("positive", lambda x: x, 1, "``+x`` (``x``).", "[1, -2]", "[1, -2]")
+sign = _make("sign", _sign, 1, "-1, 0 or 1 (NaN stays NaN).", "[-3.0, 0.0, 2.0]",
+             "[-1.0, 0.0, 1.0]")
+sqrt = _make("sqrt", _un_float(O.sqrt), 1, "the square root.", "[4, 9]", "[2.0, 3.0]")
+cbrt = _make("cbrt", _un_float(O.cbrt), 1, "the cube root.", "[8.0, -27.0]", "[2.0, -3.0]")
+square = _make("square", _square, 1, "``x * x``.", "[2, -3]", "[4, 9]")
+reciprocal = _make("reciprocal", _reciprocal, 1, "``1 / x`` (integers: truncated, in their type).",
+                   "[2.0, 4.0]", "[0.5, 0.25]")
+exp = _make("exp", _un_float(O.exp), 1, "``e ** x``.", "[0.0]", "[1.0]")
+exp2 = _make("exp2", _exp2, 1, "``2 ** x``.", "[0.0, 3.0]", "[1.0, 8.0]")
+expm1 = _make("expm1", _un_float(O.expm1), 1, "``e ** x - 1``.", "[0.0]", "[0.0]")
+log = _make("log", _un_float(O.log), 1, "the natural logarithm.", "[1.0]", "[0.0]")
+log1p = _make("log1p", _un_float(O.log1p), 1, "``log(1 + x)``.", "[0.0]", "[0.0]")
+log2 = _make("log2", _un_float(O.log2), 1, "the base-2 logarithm.", "[8.0]", "[3.0]")
+log10 = _make("log10", _un_float(O.log10), 1, "the base-10 logarithm.", "[100.0]", "[2.0]")
+logaddexp = _make("logaddexp", lambda a, b: _logaddexp(a, b), 2,
+                  "``log(exp(x1) + exp(x2))``, stably.", "[0.0], [0.0]", "[0.6931471824645996]")
+logaddexp2 = _make("logaddexp2", lambda a, b: _logaddexp(a, b, True), 2, "``log2(2**x1 + 2**x2)``.",
+                   "[1.0], [1.0]", "[2.0]")
+sin = _make("sin", _un_float(O.sin), 1, "the sine.", "[0.0]", "[0.0]")
+cos = _make("cos", _un_float(O.cos), 1, "the cosine.", "[0.0]", "[1.0]")
+tan = _make("tan", _un_float(O.tan), 1, "the tangent.", "[0.0]", "[0.0]")
+arcsin = _make("arcsin", _un_float(O.asin), 1, "the inverse sine.", "[0.0]", "[0.0]")
+arccos = _make("arccos", _un_float(O.acos), 1, "the inverse cosine.", "[1.0]", "[0.0]")
+arctan = _make("arctan", _un_float(O.atan), 1, "the inverse tangent.", "[0.0]", "[0.0]")
+arctan2 = _make("arctan2", _bin(O.atan2, inexact=True), 2, "the angle of the point ``(x2, x1)``.",
+                "[0.0], [1.0]", "[0.0]")
+sinh = _make("sinh", _un_float(O.sinh), 1, "the hyperbolic sine.", "[0.0]", "[0.0]")
+cosh = _make("cosh", _un_float(O.cosh), 1, "the hyperbolic cosine.", "[0.0]", "[1.0]")
+tanh = _make("tanh", _un_float(O.tanh), 1, "the hyperbolic tangent.", "[0.0]", "[0.0]")
+arcsinh = _make("arcsinh", _un_float(O.asinh), 1, "the inverse hyperbolic sine.", "[0.0]", "[0.0]")
+arccosh = _make("arccosh", _un_float(O.acosh), 1, "the inverse hyperbolic cosine.", "[1.0]",
+                "[0.0]")
+arctanh = _make("arctanh", _un_float(O.atanh), 1, "the inverse hyperbolic tangent.", "[0.0]",
+                "[0.0]")
+acos = _make("acos", _un_float(O.acos), 1, "as :func:`arccos`.", "[1.0]", "[0.0]")
+asin = _make("asin", _un_float(O.asin), 1, "as :func:`arcsin`.", "[0.0]", "[0.0]")
+atan = _make("atan", _un_float(O.atan), 1, "as :func:`arctan`.", "[0.0]", "[0.0]")
+atan2 = _make("atan2", _bin(O.atan2, inexact=True), 2, "as :func:`arctan2`.", "[0.0], [1.0]",
+              "[0.0]")
+acosh = _make("acosh", _un_float(O.acosh), 1, "as :func:`arccosh`.", "[1.0]", "[0.0]")
+asinh = _make("asinh", _un_float(O.asinh), 1, "as :func:`arcsinh`.", "[0.0]", "[0.0]")
+atanh = _make("atanh", _un_float(O.atanh), 1, "as :func:`arctanh`.", "[0.0]", "[0.0]")
+hypot = _make("hypot", _hypot, 2, "``sqrt(x1**2 + x2**2)`` without overflow.", "[3.0], [4.0]",
+              "[5.0]")
+deg2rad = _make("deg2rad", _scale(math.pi / 180), 1, "degrees to radians.", "[0.0]", "[0.0]")
+radians = _make("radians", _scale(math.pi / 180), 1, "as :func:`deg2rad`.", "[0.0]", "[0.0]")
+rad2deg = _make("rad2deg", _scale(180 / math.pi), 1, "radians to degrees.", "[0.0]", "[0.0]")
+degrees = _make("degrees", _scale(180 / math.pi), 1, "as :func:`rad2deg`.", "[0.0]", "[0.0]")
+sinc = _make("sinc", _sinc, 1, "``sin(pi x) / (pi x)``, 1 at 0.", "[0.0, 1.0]",
+             "[1.0, -2.7827534054836178e-08]")
+floor = _make("floor", _floor, 1, "rounds down (integers unchanged).", "[-1.5, 1.5]", "[-2.0, 1.0]")
+ceil = _make("ceil", _ceil, 1, "rounds up (integers unchanged).", "[-1.5, 1.5]", "[-1.0, 2.0]")
+trunc = _make("trunc", _trunc, 1, "rounds toward zero.", "[-1.5, 1.5]", "[-1.0, 1.0]")
+fix = _make("fix", _trunc, 1, "as :func:`trunc`.", "[-1.5, 1.5]", "[-1.0, 1.0]")
+rint = _make("rint", _rint, 1, "rounds to the nearest integer, ties to even.", "[0.5, 1.5, -2.5]",
+             "[0.0, 2.0, -2.0]")
+maximum = _make("maximum", _bin(O.max), 2, "the larger (NaN propagates).", "[1, 5], [3, 2]",
+                "[3, 5]")
+minimum = _make("minimum", _bin(O.min), 2, "the smaller (NaN propagates).", "[1, 5], [3, 2]",
+                "[1, 2]")
+fmax = _make("fmax", _fmax, 2, "the larger, ignoring NaN.", "[float('nan'), 1.0], [2.0, 0.0]",
+             "[2.0, 1.0]")
+fmin = _make("fmin", lambda a, b: _fmax(a, b, O.min), 2, "the smaller, ignoring NaN.",
+             "[float('nan'), 1.0], [2.0, 0.0]", "[2.0, 0.0]")
+isnan = _make("isnan", _isnan, 1, "whether NaN.", "[float('nan'), 1.0]", "[True, False]")
+isinf = _make("isinf", _isinf, 1, "whether infinite.", "[float('inf'), 1.0]", "[True, False]")
+isfinite = _make("isfinite", _isfinite, 1, "whether finite.", "[float('inf'), 1.0]",
+                 "[False, True]")
+isposinf = _make("isposinf", _isposinf, 1, "whether +inf.", "[float('inf'), -float('inf')]",
+                 "[True, False]")
+isneginf = _make("isneginf", _isneginf, 1, "whether -inf.", "[float('inf'), -float('inf')]",
+                 "[False, True]")
+signbit = _make("signbit", _signbit, 1, "whether the sign bit is set (``-0.0`` too).",
+                "[-0.0, 1.0]", "[True, False]")
+copysign = _make("copysign", _copysign, 2, "``|x1|`` with the sign of ``x2``.",
+                 "[1.0, 2.0], [-0.0, 1.0]", "[-1.0, 2.0]")
+nextafter = _make("nextafter", _nextafter, 2,
+                  "the next representable number after ``x1`` toward ``x2``.", "[1.0], [2.0]",
+                  "[1.0000001192092896]")
+heaviside = _make("heaviside", _heaviside, 2, "0 below 0, 1 above, ``x2`` at 0.",
+                  "[-1.0, 0.0, 2.0], 0.5", "[0.0, 0.5, 1.0]")
+equal = _make("equal", _bin(O.equal), 2, "``x1 == x2``.", "[1, 2], 2", "[False, True]")
+not_equal = _make("not_equal", _bin(O.not_equal), 2, "``x1 != x2``.", "[1, 2], 2", "[True, False]")
+less = _make("less", _bin(O.less), 2, "``x1 < x2``.", "[1, 2], 2", "[True, False]")
+less_equal = _make("less_equal", _bin(O.less_equal), 2, "``x1 <= x2``.", "[1, 3], 2",
+                   "[True, False]")
+greater = _make("greater", _bin(O.greater), 2, "``x1 > x2``.", "[1, 3], 2", "[False, True]")
+greater_equal = _make("greater_equal", _bin(O.greater_equal), 2, "``x1 >= x2``.", "[1, 2], 2",
+                      "[False, True]")
+logical_and = _make("logical_and", _bin(O.logical_and), 2, "``x1 and x2``.", "[True, False], True",
+                    "[True, False]")
+logical_or = _make("logical_or", _bin(O.logical_or), 2, "``x1 or x2``.", "[True, False], False",
+                   "[True, False]")
+logical_xor = _make("logical_xor", _bin(O.logical_xor), 2, "``x1 xor x2``.", "[True, False], True",
+                    "[False, True]")
+logical_not = _make("logical_not", lambda x: O.logical_not(x), 1, "``not x``.", "[True, False]",
+                    "[False, True]")
+bitwise_and = _make("bitwise_and", _bitwise(O.bitwise_and, "bitwise_and"), 2, "``x1 & x2``.",
+                    "[6, 3], 5", "[4, 1]")
+bitwise_or = _make("bitwise_or", _bitwise(O.bitwise_or, "bitwise_or"), 2, "``x1 | x2``.",
+                   "[6, 3], 5", "[7, 7]")
+bitwise_xor = _make("bitwise_xor", _bitwise(O.bitwise_xor, "bitwise_xor"), 2, "``x1 ^ x2``.",
+                    "[6, 3], 5", "[3, 6]")
+bitwise_not = _make("bitwise_not", _invert, 1, "``~x``.", "[0, 5]", "[-1, -6]")
+bitwise_invert = _make("bitwise_invert", _invert, 1, "as :func:`bitwise_not`.", "[0, 5]",
+                       "[-1, -6]")
+invert = _make("invert", _invert, 1, "as :func:`bitwise_not`.", "[True, False]", "[False, True]")
+bitwise_count = _make("bitwise_count", _popcount, 1, "the number of set bits (of ``|x|``), as u8.",
+                      "[7, 8]", "[3, 1]")
+left_shift = _make("left_shift", _shift(O.left_shift, "left_shift"), 2, "``x1 << x2``.",
+                   "[1, 3], 2", "[4, 12]")
+bitwise_left_shift = _make("bitwise_left_shift", _shift(O.left_shift, "bitwise_left_shift"), 2,
+                           "as :func:`left_shift`.", "[1, 3], 2", "[4, 12]")
+right_shift = _make("right_shift", _shift(O.right_shift, "right_shift"), 2, "``x1 >> x2``.",
+                    "[8, -8], 2", "[2, -2]")
+bitwise_right_shift = _make("bitwise_right_shift", _shift(O.right_shift, "bitwise_right_shift"), 2,
+                            "as :func:`right_shift`.", "[8, -8], 2", "[2, -2]")
+real = _make("real", _real, 1, "the real part.", "[1.5]", "[1.5]")
+imag = _make("imag", _imag, 1, "the imaginary part (0 for real tensors).", "[1.5]", "[0.0]")
+conj = _make("conj", _conj, 1, "the complex conjugate.", "[1.5]", "[1.5]")
+conjugate = _make("conjugate", _conj, 1, "as :func:`conj`.", "[1.5]", "[1.5]")
+
+
+def divmod(x1, x2, /):
+    """``jnp.divmod``: ``(floor_divide(x1, x2), mod(x1, x2))``.
+
+    >>> import nxpy.numpy as xnp
+    >>> [t.tolist() for t in xnp.divmod([7, -7], 2)]
+    [[3, -4], [1, 1]]
+    """
+    return floor_divide(x1, x2), mod(x1, x2)
+
+
+def angle(z, deg: bool = False):
+    """``jnp.angle``: the argument of ``z`` (radians, or degrees when ``deg``).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.angle([-1.0, 1.0]).tolist()
+    [3.1415927410125732, 0.0]
+    """
+    z = _inexact(_t(z, "angle", "z"))
+    a = O.phase(z) if z.type.is_complex else O.atan2(_const(0, z), z)
+    return O.multiply(a, _const(180 / math.pi, a)) if deg else a
+
+
+def round(a, decimals: int = 0, out=None):
+    """``jnp.round``: rounds to ``decimals`` decimals, ties to even (as NumPy).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.round([0.5, 1.5, 1.25], 1).tolist()
+    [0.5, 1.5, 1.2000000476837158]
+    """
+    _no_out(out, "round")
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"round: expected decimals to be an int, got {decimals!r}")
+    x = _t(a, "round", "a")
+    if not x.type.is_inexact:
+        if decimals < 0:
+            raise NotImplementedError("round: integers with decimals < 0")
+        return x
+    if x.type.is_complex:
+        return O.complex(round(O.real(x), decimals), round(O.imag(x), decimals))
+    if decimals == 0:
+        return _rint(x)
+    factor = _const(10.0 ** decimals, x)
+    return O.divide(_rint(O.multiply(x, factor)), factor)
+
+
+def around(a, decimals: int = 0, out=None):
+    """``jnp.around``: as :func:`round`.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.around([2.5]).tolist()
+    [2.0]
+    """
+    return round(a, decimals, out)
+
+
+def clip(arr=None, /, min=None, max=None):
+    """``jnp.clip``: ``arr`` limited to ``[min, max]`` (either bound may be None).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.clip([1, 5, 9], 2, 6).tolist()
+    [2, 5, 6]
+    """
+    x = _t(arr, "clip", "arr")
+    if min is not None:
+        x = maximum(min, x)
+    if max is not None:
+        x = minimum(max, x)
+    return x
+
+
+def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
+    """``jnp.nan_to_num``: NaN, +inf and -inf replaced (by 0 and the type's largest and
+    smallest finite numbers unless given).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.nan_to_num([float("nan"), float("inf"), 1.0], posinf=9.0).tolist()
+    [0.0, 9.0, 1.0]
+    """
+    x = _t(x, "nan_to_num")
+    if not x.type.is_inexact:
+        return x
+    if x.type.is_complex:
+        return O.complex(nan_to_num(O.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                         nan_to_num(O.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    fi = _finfo(x.type)
+    posinf = float(fi.max) if posinf is None else posinf
+    neginf = float(fi.min) if neginf is None else neginf
+    out = O.select(O.is_nan(x), _const(nan, x), x)
+    out = O.select(_isposinf(x), _const(posinf, x), out)
+    return O.select(_isneginf(x), _const(neginf, x), out)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """``jnp.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise (infinities close
+    only to themselves; NaN close to NaN when ``equal_nan``).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.isclose([1.0, 1.1, float("inf")], [1.0 + 1e-9, 1.0, float("inf")]).tolist()
+    [True, False, True]
+    """
+    x, y = _pair(a, b, "isclose")
+    if not x.type.is_inexact:
+        return O.equal(x, y)
+    rt = T.to_real(x.type)
+    tol = O.add(O.tensor(atol, type=rt), O.multiply(O.tensor(rtol, type=rt), O.abs(y)))
+    finite = O.logical_and(_isfinite(x), _isfinite(y))
+    out = O.logical_or(O.logical_and(O.less_equal(O.abs(O.subtract(x, y)), tol), finite),
+                       O.equal(x, y))
+    if equal_nan:
+        out = O.logical_or(out, O.logical_and(O.is_nan(x), O.is_nan(y)))
+    return out
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """``jnp.allclose``: whether :func:`isclose` holds everywhere (a pred scalar).
+
+    >>> import nxpy.numpy as xnp
+    >>> bool(xnp.allclose([1.0, 2.0], [1.0, 2.0 + 1e-7]))
+    True
+    """
+    return O.all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan: bool = False):
+    """``jnp.array_equal``: same shape and equal entries (a pred scalar).
+
+    >>> import nxpy.numpy as xnp
+    >>> bool(xnp.array_equal([1, 2], [1, 2])), bool(xnp.array_equal([1, 2], [1, 2, 3]))
+    (True, False)
+    """
+    x, y = _pair(a1, a2, "array_equal")
+    if x.shape != y.shape:
+        return O.tensor(False)
+    eq = O.equal(x, y)
+    if equal_nan and x.type.is_inexact:
+        eq = O.logical_or(eq, O.logical_and(O.is_nan(x), O.is_nan(y)))
+    return O.all(eq)
+
+
+def array_equiv(a1, a2):
+    """``jnp.array_equiv``: broadcastable and equal entries (a pred scalar).
+
+    >>> import nxpy.numpy as xnp
+    >>> bool(xnp.array_equiv([1, 1], 1)), bool(xnp.array_equiv([1, 2], [1, 2, 3]))
+    (True, False)
+    """
+    x, y = _pair(a1, a2, "array_equiv")
+    try:
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        return O.tensor(False)
+    return O.all(O.equal(x, y))
+
+
+# ----------------------------------------------------------------------------------------
+# Products
+# ----------------------------------------------------------------------------------------
+def _axis(axis, rank: int, fn: str, arg: str = "axis") -> int:
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{fn}: expected {arg} to be an int, got {axis!r}")
+    if not -rank <= axis < rank:
+        raise ValueError(f"{fn}: {arg} {axis} is out of bounds for a tensor of rank {rank}")
+    return int(axis) % rank
+
+
+def _prod_pair(a, b, fn: str):
+    x, y = _pair(a, b, fn)
+    if x.type.is_pred:  # jnp's dot of bools is a bool (any of the ands)
+        return x, y, True
+    return x, y, False
+
+
+def _dot_out(r, was_pred):
+    return O.not_equal(r, O.tensor(0, type=r.type)) if was_pred else r
+
+
+def dot(a, b, *, precision=None, preferred_element_type=None):
+    """``jnp.dot``: products of scalars, inner products of vectors, matrix products; for
+    higher ranks the last axis of ``a`` with the second-to-last of ``b``.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.dot([[1, 2], [3, 4]], [1, 1]).tolist()
+    [3, 7]
+    """
+    x, y, p = _prod_pair(a, b, "dot")
+    if x.rank == 0 or y.rank == 0:
+        return O.multiply(x, y) if not p else O.logical_and(x, y)
+    ca = x.rank - 1
+    cb = 0 if y.rank == 1 else y.rank - 2
+    if x.shape[ca] != y.shape[cb]:
+        raise ValueError(f"dot: shapes {x.shape} and {y.shape} are not aligned: "
+                         f"{x.shape[ca]} (axis {ca}) != {y.shape[cb]} (axis {cb})")
+    return _dot_out(_preferred(O.dot(x, [ca], y, [cb]), preferred_element_type), p)
+
+
+def _preferred(r, t):
+    if t is None:
+        return r
+    return O.as_type(r, T.parse(t))
+
+
+def vdot(a, b, *, precision=None, preferred_element_type=None):
+    """``jnp.vdot``: the inner product of ``a`` and ``b`` flattened, ``a`` conjugated.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.vdot([[1, 2], [3, 4]], [[1, 1], [1, 1]]).item()
+    10
+    """
+    x, y, p = _prod_pair(a, b, "vdot")
+    x, y = O.reshape(_conj(x), (x.size,)), O.reshape(y, (y.size,))
+    if x.size != y.size:
+        raise ValueError(f"vdot: expected inputs of the same size, got {x.size} and {y.size}")
+    return _dot_out(_preferred(O.dot(x, [0], y, [0]), preferred_element_type), p)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+    """``jnp.vecdot``: the inner product along ``axis`` (``x1`` conjugated), broadcast over
+    the other axes.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.vecdot([[1, 2], [3, 4]], [1, 1]).tolist()
+    [3, 7]
+    """
+    x, y = _pair(x1, x2, "vecdot")
+    ax = _axis(axis, x.rank, "vecdot")
+    bx = _axis(axis, y.rank, "vecdot")
+    x, y = O.transpose(x, _to_end(x.rank, ax)), O.transpose(y, _to_end(y.rank, bx))
+    return _preferred(O.sum(O.multiply(_conj(x), y), axes=[-1]), preferred_element_type)
+
+
+def _to_end(rank, ax):
+    return [i for i in range(rank) if i != ax] + [ax]
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+    """``jnp.matmul`` (``a @ b``): matrix products, broadcast over leading batch axes;
+    a vector operand is a row (``a``) or a column (``b``) that the result drops.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.matmul([[1, 2], [3, 4]], [[1], [1]]).tolist()
+    [[3], [7]]
+    """
+    x, y, p = _prod_pair(a, b, "matmul")
+    if x.rank == 0 or y.rank == 0:
+        raise ValueError(f"matmul: expected operands of rank >= 1, got shapes {x.shape} and "
+                         f"{y.shape}")
+    vx, vy = x.rank == 1, y.rank == 1
+    if vx:
+        x = O.reshape(x, (1,) + x.shape)
+    if vy:
+        y = O.reshape(y, y.shape + (1,))
+    if x.shape[-1] != y.shape[-2]:
+        raise ValueError(f"matmul: shapes {x.shape} and {y.shape} do not match: "
+                         f"{x.shape[-1]} != {y.shape[-2]}")
+    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    x = O.broadcast(x, batch + x.shape[-2:]) if x.shape[:-2] != batch else x
+    y = O.broadcast(y, batch + y.shape[-2:]) if y.shape[:-2] != batch else y
+    nb = len(batch)
+    r = O.dot(x, [nb + 1], list(range(nb)), y, [nb], list(range(nb)))
+    if vx:
+        r = O.squeeze(r, [r.rank - 2])
+    if vy:
+        r = O.squeeze(r, [r.rank - 1])
+    return _dot_out(_preferred(r, preferred_element_type), p)
+
+
+def inner(a, b, *, precision=None, preferred_element_type=None):
+    """``jnp.inner``: the sum of products over the last axes of ``a`` and ``b``.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.inner([[1, 2], [3, 4]], [1, 1]).tolist()
+    [3, 7]
+    """
+    x, y, p = _prod_pair(a, b, "inner")
+    if x.rank == 0 or y.rank == 0:
+        return O.multiply(x, y)
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"inner: the last axes differ: {x.shape} and {y.shape}")
+    r = O.dot(x, [x.rank - 1], y, [y.rank - 1])
+    return _dot_out(_preferred(r, preferred_element_type), p)
+
+
+def outer(a, b, out=None):
+    """``jnp.outer``: every product of an entry of ``a`` and one of ``b`` (both flattened).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.outer([1, 2], [1, 10]).tolist()
+    [[1, 10], [2, 20]]
+    """
+    _no_out(out, "outer")
+    x, y = _pair(a, b, "outer")
+    x, y = O.reshape(x, (x.size, 1)), O.reshape(y, (1, y.size))
+    return O.logical_and(x, y) if x.type.is_pred else O.multiply(x, y)
+
+
+def kron(a, b):
+    """``jnp.kron``: the Kronecker product (blocks of ``b`` scaled by ``a``'s entries).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.kron([1, 10], [1, 2]).tolist()
+    [1, 2, 10, 20]
+    """
+    x, y = _pair(a, b, "kron")
+    n = max(x.rank, y.rank)
+    x = O.reshape(x, (1,) * (n - x.rank) + x.shape)
+    y = O.reshape(y, (1,) * (n - y.rank) + y.shape)
+    xs = O.reshape(x, tuple(d for s in x.shape for d in (s, 1)))
+    ys = O.reshape(y, tuple(d for s in y.shape for d in (1, s)))
+    r = O.logical_and(xs, ys) if x.type.is_pred else O.multiply(xs, ys)
+    return O.reshape(r, tuple(p * q for p, q in zip(x.shape, y.shape)))
+
+
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None):
+    """``jnp.cross``: the cross product of vectors of 2 or 3 entries along ``axisa`` and
+    ``axisb`` (``axis`` sets all three), the result's vectors along ``axisc`` (a 2-vector
+    cross product is the scalar ``z``).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.cross([1, 0, 0], [0, 1, 0]).tolist()
+    [0, 0, 1]
+    """
+    x, y = _pair(a, b, "cross")
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    x = O.transpose(x, _to_end(x.rank, _axis(axisa, x.rank, "cross", "axisa")))
+    y = O.transpose(y, _to_end(y.rank, _axis(axisb, y.rank, "cross", "axisb")))
+    if x.shape[-1] not in (2, 3) or y.shape[-1] not in (2, 3):
+        raise ValueError(f"cross: incompatible vector sizes {x.shape[-1]} and {y.shape[-1]} "
+                         "(expected 2 or 3)")
+
+    def comp(t, i):
+        if i >= t.shape[-1]:
+            return O.multiply(O.slice_along_axis(t, 0, 1, axis=-1), _const(0, t))
+        return O.slice_along_axis(t, i, 1, axis=-1)
+    a0, a1, a2 = (comp(x, i) for i in range(3))
+    b0, b1, b2 = (comp(y, i) for i in range(3))
+    c2 = O.subtract(O.multiply(a0, b1), O.multiply(a1, b0))
+    if x.shape[-1] == 2 and y.shape[-1] == 2:
+        return O.squeeze(c2, [c2.rank - 1])
+    c0 = O.subtract(O.multiply(a1, b2), O.multiply(a2, b1))
+    c1 = O.subtract(O.multiply(a2, b0), O.multiply(a0, b2))
+    c = O.concatenate([c0, c1, c2], axis=-1)
+    ac = _axis(axisc, c.rank, "cross", "axisc")
+    perm = list(range(c.rank - 1))
+    perm.insert(ac, c.rank - 1)
+    return O.transpose(c, perm)
+
+
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+    """``jnp.tensordot``: the sum of products over ``axes`` (an int: the last ``axes`` of
+    ``a`` with the first of ``b``; or a pair of axis sequences).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.tensordot([[1, 2], [3, 4]], [[1, 0], [0, 1]]).item()
+    5
+    >>> xnp.tensordot([[1, 2], [3, 4]], [1, 1], axes=([1], [0])).tolist()
+    [3, 7]
+    """
+    x, y, p = _prod_pair(a, b, "tensordot")
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        if not 0 <= axes <= min(x.rank, y.rank):
+            raise ValueError(f"tensordot: axes={axes} out of range for ranks {x.rank} and "
+                             f"{y.rank}")
+        ca, cb = list(range(x.rank - axes, x.rank)), list(range(axes))
+    elif isinstance(axes, (tuple, list)) and len(axes) == 2:
+        ca, cb = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
+                  [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
+        if len(ca) != len(cb):
+            raise ValueError(f"tensordot: axes {axes!r} pair sequences of different lengths")
+        ca = [_axis(i, x.rank, "tensordot", "axes") for i in ca]
+        cb = [_axis(i, y.rank, "tensordot", "axes") for i in cb]
+    else:
+        raise TypeError(f"tensordot: expected axes to be an int or a pair of axis sequences, "
+                        f"got {axes!r}")
+    for i, j in zip(ca, cb):
+        if x.shape[i] != y.shape[j]:
+            raise ValueError(f"tensordot: axis {i} of a ({x.shape[i]}) and axis {j} of b "
+                             f"({y.shape[j]}) differ")
+    return _dot_out(_preferred(O.dot(x, ca, y, cb), preferred_element_type), p)
+
+
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+           preferred_element_type=None):
+    """``jnp.einsum``: Einstein summation (NumPy's subscripts, ``...`` included).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.einsum("ij,j->i", [[1, 2], [3, 4]], [1, 1]).tolist()
+    [3, 7]
+    """
+    _no_out(out, "einsum")
+    if not isinstance(subscripts, str):
+        raise TypeError(f"einsum: expected subscripts to be a str, got {subscripts!r}")
+    ts = [_t(o, "einsum", "operands") for o in operands]
+    return _preferred(O.einsum(subscripts, *ts), preferred_element_type)
+
+
+def _conv1d(a, v, mode: str, op: str):
+    x, y = _pair(a, v, op)
+    if x.rank != 1 or y.rank != 1:
+        raise ValueError(f"{op}: expected 1-dimensional inputs, got shapes {x.shape} and "
+                         f"{y.shape}")
+    if x.size == 0 or y.size == 0:
+        raise ValueError(f"{op}: inputs cannot be empty, got shapes {x.shape} and {y.shape}")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"{op}: expected mode 'full', 'same' or 'valid', got {mode!r}")
+    flip_out = False
+    if op == "correlate":
+        y = _conj(y)
+        if x.size < y.size:
+            x, y, flip_out = y, x, True
+    elif x.size < y.size:
+        x, y = y, x
+    if op == "convolve":
+        y = O.reverse(y, [0])
+    m = y.size
+    pad = {"valid": (0, 0), "same": (m // 2, m - m // 2 - 1), "full": (m - 1, m - 1)}[mode]
+    t = x.type
+    xf, yf = _inexact(x), _inexact(y)
+    r = O.conv(O.reshape(xf, (1, 1, x.size)), O.reshape(yf, (1, 1, m)), padding=[pad])
+    r = O.reshape(r, (r.shape[-1],))
+    if flip_out:
+        r = O.reverse(r, [0])
+    if not t.is_inexact:  # jnp keeps integer types (an exact sum of integer products)
+        r = O.as_type(O.round(r), t) if not t.is_pred else O.not_equal(r, _const(0, r))
+    return r
+
+
+def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type=None):
+    """``jnp.convolve``: the discrete linear convolution of two vectors; ``mode`` is
+    ``"full"`` (every overlap), ``"same"`` (the length of the longer) or ``"valid"``
+    (full overlaps only).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.convolve([1.0, 2.0, 3.0], [0.0, 1.0, 0.5]).tolist()
+    [0.0, 1.0, 2.5, 4.0, 1.5]
+    """
+    return _conv1d(a, v, mode, "convolve")
+
+
+def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_type=None):
+    """``jnp.correlate``: the cross-correlation of two vectors (``v`` conjugated), with
+    :func:`convolve`'s modes.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.correlate([1.0, 2.0, 3.0], [0.0, 1.0, 0.5]).tolist()
+    [3.5]
+    """
+    return _conv1d(a, v, mode, "correlate")
+
+
+def polyval(p, x):
+    """``jnp.polyval``: the polynomial with coefficients ``p`` (highest power first) at
+    ``x``, by Horner's rule.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.polyval([1, 0, -1], [2, 3]).tolist()
+    [3, 8]
+    """
+    c = _t(p, "polyval", "p")
+    xs = _t(x, "polyval", "x")
+    if c.rank != 1:
+        raise ValueError(f"polyval: expected p to be a vector, got shape {c.shape}")
+    c, xs = _pair(c, xs, "polyval")
+    y = O.multiply(xs, _const(0, xs))
+    for i in range(c.size):
+        y = O.add(O.multiply(y, xs), O.squeeze(O.slice_along_axis(c, i, 1), [0]))
+    return y
+
+
+def polyadd(a1, a2):
+    """``jnp.polyadd``: the sum of two polynomials (highest power first).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.polyadd([1, 2], [1, 0, 0]).tolist()
+    [1, 1, 2]
+    """
+    x, y = _pair(a1, a2, "polyadd")
+    if x.rank != 1 or y.rank != 1:
+        raise ValueError(f"polyadd: expected vectors, got shapes {x.shape} and {y.shape}")
+    n = max(x.size, y.size)
+    x = O.pad(x, _const(0, x), [(n - x.size, 0, 0)])
+    y = O.pad(y, _const(0, y), [(n - y.size, 0, 0)])
+    return O.add(x, y)
+
+
+def polymul(a1, a2, *, trim_leading_zeros: bool = False):
+    """``jnp.polymul``: the product of two polynomials (highest power first).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.polymul([1.0, 1.0], [1.0, -1.0]).tolist()
+    [1.0, 0.0, -1.0]
+    """
+    if trim_leading_zeros:
+        raise NotImplementedError("polymul: trim_leading_zeros=True needs concrete values")
+    return convolve(a1, a2)
+
+
+def trapezoid(y, x=None, dx=1.0, axis: int = -1):
+    """``jnp.trapezoid``: the integral of ``y`` along ``axis`` by the trapezoidal rule,
+    at points ``x`` or spaced ``dx``.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.trapezoid([1.0, 2.0, 3.0]).item()
+    4.0
+    """
+    ys = _inexact(_t(y, "trapezoid", "y"))
+    ax = _axis(axis, ys.rank, "trapezoid")
+    ys = O.transpose(ys, _to_end(ys.rank, ax))
+    n = ys.shape[-1]
+    if x is None:
+        d = _t(dx, "trapezoid", "dx")
+    else:
+        xs = _t(x, "trapezoid", "x")
+        if xs.rank == 1:
+            d = O.subtract(O.slice_along_axis(xs, 1, n - 1), O.slice_along_axis(xs, 0, n - 1))
+        else:
+            xs = O.transpose(xs, _to_end(xs.rank, _axis(axis, xs.rank, "trapezoid")))
+            d = O.subtract(O.slice_along_axis(xs, 1, n - 1, axis=-1),
+                           O.slice_along_axis(xs, 0, n - 1, axis=-1))
+    if n == 0:
+        return O.sum(ys, axes=[ys.rank - 1])
+    mids = O.add(O.slice_along_axis(ys, 1, n - 1, axis=-1),
+                 O.slice_along_axis(ys, 0, n - 1, axis=-1))
+    s = O.multiply(O.multiply(mids, d), _const(0.5, mids))
+    return O.sum(s, axes=[s.rank - 1])
