@@ -1,5 +1,5 @@
 """Neural-network functions as JAX users know them from ``jax.nn``: every function of
-``jax.nn`` but attention, initializers and the cuDNN block-scaled matmuls (see
+``jax.nn`` but initializers and the cuDNN block-scaled matmuls (see
 :mod:`nxpy.nn.coverage` and docs/nn.md), with ``jax.nn``'s names, arguments (``axis``,
 ``where``, ``approximate``, ``alpha``, ``negative_slope``, ...), formulas and gradients,
 written as compositions of nxpy's ops. They run eagerly on any backend and inside
@@ -23,10 +23,11 @@ from .activations import (celu, elu, gelu, glu, hard_sigmoid, hard_silu, hard_sw
                           identity, leaky_relu, log1mexp, log_sigmoid, mish, relu, relu6, selu,
                           sigmoid, silu, soft_sign, softplus, sparse_plus, sparse_sigmoid,
                           squareplus, swish, tanh)
+from .attention import dot_product_attention
 from .functions import log_softmax, logmeanexp, logsumexp, one_hot, softmax, standardize
 
-__all__ = ["celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish",
-           "hard_tanh", "identity", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax",
-           "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6", "selu", "sigmoid",
-           "silu", "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid",
+__all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu",
+           "hard_swish", "hard_tanh", "identity", "leaky_relu", "log1mexp", "log_sigmoid",
+           "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6", "selu",
+           "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid",
            "squareplus", "standardize", "swish", "tanh"]
