@@ -37,6 +37,29 @@ def _c(like, value):
     return O.full((), value, type=like.type)
 
 
+def _trigamma(x):
+    """The trigamma function ``ψ'(x)``, the derivative of ``digamma`` (JAX's
+    ``polygamma(1, x)``), as ops in ``x``'s type: reflection below 1/2 (``ψ'(1 - x) +
+    ψ'(x) = π² / sin²(πx)``), the recurrence ``ψ'(z) = ψ'(z + 1) + 1/z²`` up to 8, then
+    the asymptotic series; NaN at the poles."""
+    reflect = O.less(x, _c(x, 0.5))
+    z = O.select(reflect, 1 - x, x)
+    shift = O.full((), 0, type=x.type)
+    for _ in range(8):
+        small = O.less(z, _c(z, 8))
+        shift = shift + O.select(small, 1 / (z * z), _c(z, 0))
+        z = O.select(small, z + 1, z)
+    w = 1 / (z * z)
+    series = (1 / z) * (1 + w * (_c(z, 1 / 6) - w * (_c(z, 1 / 30) - w * (
+        _c(z, 1 / 42) - w * (_c(z, 1 / 30) - w * (_c(z, 5 / 66) - w * (
+            _c(z, 691 / 2730) - w * _c(z, 7 / 6))))))))
+    psi1 = series + 0.5 * w + shift
+    s = O.sin(_c(x, math.pi) * x)
+    reflected = _c(x, math.pi ** 2) / (s * s) - psi1
+    pole = O.logical_and(O.less_equal(x, _c(x, 0)), O.equal(O.floor(x), x))
+    return O.select(pole, _c(x, math.nan), O.select(reflect, reflected, psi1))
+
+
 def zeros(shape, type):
     return O.broadcast(O.full((), 0, type=type), tuple(shape))
 
@@ -88,6 +111,8 @@ _UNARY = {
     "erf": lambda x, y, g: _c(y, 2 / math.sqrt(math.pi)) * (g * O.exp(O.negate(x * x))),
     "erfc": lambda x, y, g: _c(y, -2 / math.sqrt(math.pi)) * (g * O.exp(O.negate(x * x))),
     "erf_inv": lambda x, y, g: _c(y, math.sqrt(math.pi) / 2) * (g * O.exp(y * y)),
+    "lgamma": lambda x, y, g: g * O.digamma(x),
+    "digamma": lambda x, y, g: g * _trigamma(x),
 }
 
 

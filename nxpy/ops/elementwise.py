@@ -35,7 +35,8 @@ UNARY = {
     "atan": ("float", "real"), "sinh": ("float", "real"), "cosh": ("float", "real"),
     "tanh": ("float", "any"), "asinh": ("float", "real"), "acosh": ("float", "real"),
     "atanh": ("float", "real"), "sigmoid": ("float", "real"), "erf": ("float", "real"),
-    "erfc": ("float", "real"), "erf_inv": ("float", "real"),
+    "erfc": ("float", "real"), "erf_inv": ("float", "real"), "lgamma": ("float", "real"),
+    "digamma": ("float", "real"),
     "is_nan": ("pred", "any"), "is_infinity": ("pred", "any"),
     "bitwise_not": ("same", "int"), "logical_not": ("pred", "any"),
 }
@@ -173,6 +174,19 @@ DOCS = {
                 "[-1, 1] NaN.",
                 "nx.erf_inv(nx.tensor([0.0, 1.0, -1.0, 2.0])).tolist()",
                 "[0.0, inf, -inf, nan]"),
+    "lgamma": ("The logarithm of the absolute value of the gamma function of ``x``.",
+               "``lgamma(x) = log|Γ(x)|`` (``jax.lax.lgamma``): +inf at 0 and the negative "
+               "integers (the poles) and at ±inf. On XLA it is the ``chlo.lgamma`` JAX emits "
+               "(a Lanczos approximation), a few ulps from the exact value, and about 1e-7 "
+               "rather than 0 at 1 and 2 in f32.",
+               "nx.lgamma(nx.tensor([3.0, 0.0, -1.0], type='f64')).tolist()",
+               "[0.693147180559945, inf, inf]"),
+    "digamma": ("The digamma function, the derivative of ``lgamma``.",
+                "``digamma(x) = Γ'(x) / Γ(x)`` (``jax.lax.digamma``): NaN at 0, at the "
+                "negative integers and at -inf, +inf at +inf; ``digamma(1)`` is minus "
+                "the Euler-Mascheroni constant. Its derivative is the trigamma function.",
+                "nx.digamma(nx.tensor([1.0, 0.0, -1.0], type='f64')).tolist()",
+                "[-0.5772156649015341, nan, nan]"),
     "is_nan": ("Whether ``x`` is NaN.",
                "A complex number is NaN where either part is; integers and pred are never NaN.",
                'nx.is_nan(nx.tensor([float("nan"), float("inf"), 1.0])).tolist()',

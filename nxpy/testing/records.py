@@ -93,6 +93,16 @@ def _scipy(name):
     return f
 
 
+def _lgamma(x):
+    """SciPy's ``gammaln``, +inf at -inf as XLA's (SciPy gives -inf there)."""
+    return np.where(np.isneginf(x), np.inf, _scipy("gammaln")(x))
+
+
+def _digamma(x):
+    """SciPy's ``psi``, NaN at the poles as XLA's (SciPy gives -inf at 0)."""
+    return np.where((x <= 0) & (np.floor(x) == x), np.nan, _scipy("psi")(x))
+
+
 def _round_afz(x):
     """Rounding half away from zero, exactly (decimal arithmetic on each value)."""
     def one(v):
@@ -174,6 +184,11 @@ UNARY_RECORDS = {
               edges=(-10, 10, 30, 1e-8, -np.inf)),
     "erf_inv": R(_scipy("erfinv"), lambda J, x: J.lax.erf_inv(x), _UNIT, grad_rtol=3e-5,
                  edges=(1, -1, 1.5, -1.5, 0.999999, -0.999999, 1e-8)),
+    # log|Γ| has zeros at 1 and 2, where XLA's f32 Lanczos sum leaves ~1e-7: kept away
+    "lgamma": R(_lgamma, lambda J, x: J.lax.lgamma(x), Domain(2.5, 8),
+                grad=(0.5, 4), edges=(0, -1, -2.5, 0.5, 1e-30, 1e30, np.inf, -np.inf)),
+    "digamma": R(_digamma, lambda J, x: J.lax.digamma(x), Domain(0.2, 8),
+                 grad=(0.5, 4), edges=(0, -1, -2.5, 0.5, 1e-8, 1e30, np.inf, -np.inf)),
     "is_nan": R(np.isnan, _jnp("isnan"), specials="complex"),
     "is_infinity": R(np.isinf, _jnp("isinf"), specials="complex"),
     "bitwise_not": R(np.invert, _jnp("invert")),

@@ -302,7 +302,8 @@ UNARY_HLO = {
     "atan": "chlo.atan", "sinh": "chlo.sinh", "cosh": "chlo.cosh", "tanh": "stablehlo.tanh",
     "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh",
     "sigmoid": "stablehlo.logistic", "erf": "chlo.erf", "erfc": "chlo.erfc",
-    "erf_inv": "chlo.erf_inv", "bitwise_not": "stablehlo.not",
+    "erf_inv": "chlo.erf_inv", "lgamma": "chlo.lgamma", "digamma": "chlo.digamma",
+    "bitwise_not": "stablehlo.not",
 }
 _INT_IDENTITY = {"floor", "ceil", "round"}
 
