@@ -5,8 +5,8 @@
 written as compositions of nxpy's ops. They run eagerly on any backend and inside
 ``defn``/``jit`` on any compiler, and ``grad``, ``vmap`` and sharding see their ops.
 
-This package sits between the op front end (which it uses) and ``defn`` (which may use
-it): see docs/architecture.md.
+This package sits above the op front end and ``defn`` (both of which it may use), as
+``jax.nn`` sits above ``jax.lax``: see docs/architecture.md.
 
 >>> import nxpy as nx
 >>> from nxpy import nn

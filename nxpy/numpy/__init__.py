@@ -6,8 +6,9 @@ and ``grad``, ``vmap`` and sharding see ordinary ops. Arguments follow ``jax.num
 from ``jax.numpy``'s, the function's docstring and docs/numpy.md say so.
 :mod:`nxpy.numpy.coverage` lists every ``jax.numpy`` name with nxpy's (docs/numpy.md).
 
-This package sits with ``nxpy.nn`` and ``nxpy.random``, between the op front end (which
-it uses) and ``defn``: see docs/architecture.md.
+This package sits with ``nxpy.nn`` and ``nxpy.random`` above the op front end and
+``defn`` (whose control flow it may use), as ``jax.numpy`` sits above ``jax.lax``: see
+docs/architecture.md.
 """
 from __future__ import annotations
 

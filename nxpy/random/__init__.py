@@ -31,8 +31,8 @@ docs/random.md compares the streams with Nx's.
 >>> next_key.tolist() == random.split(key)[0].tolist()
 True
 
-This package sits with ``nxpy.nn`` between the op front end (which it uses) and ``defn``
-(which may use it): see docs/architecture.md.
+This package sits with ``nxpy.nn`` above the op front end and ``defn`` (whose
+``while_loop`` the rejection samplers use): see docs/architecture.md.
 """
 from .core import *  # noqa: F403 - keys, split, fold_in, threefry2x32
 from .core import __all__ as _CORE
