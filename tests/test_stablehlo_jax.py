@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
+from nxpy.defn import jit
 from nxpy.defn import sharding as SH
 from nxpy.stablehlo import LoadError, StableHLOSyntaxError, UnsupportedOpError, load, parse
 from nxpy.stablehlo.__main__ import main as cli_main
@@ -381,3 +382,23 @@ def test_cli_reads_jax_0_12_modules(capsys):
     out = capsys.readouterr().out
     assert "all_reduce c, axes: [0], groups: [[0, 2], [1, 3]]" in out
     assert "mesh: Mesh('mesh', [x=2, y=2])" in out
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_typed_prng_keys_and_the_axisless_mesh(compiler):
+    """A program taking and returning typed keys (``jax.random.key``): JAX passes their
+    u32 data and prints ``sdy.mesh @empty_mesh = <[]>`` with constraints over it, which
+    say nothing: the module is an ordinary program, not a sharded one."""
+    key = jax.random.key(3)
+
+    def f(k):
+        return jax.random.normal(k, (4,)), jax.random.split(k)
+    text = jax.jit(f).lower(key).as_text()
+    assert "@empty_mesh = <[]>" in text and "sdy.sharding_constraint" in text
+    program = load(text)
+    assert not is_sharded(program)
+    data = np.asarray(jax.random.key_data(key))
+    got = jit(program, compiler=compiler)(nx.tensor(data))
+    want_normal, want_keys = f(key)
+    np.testing.assert_allclose(got[0].to_numpy(), np.asarray(want_normal), rtol=1e-6)
+    np.testing.assert_array_equal(got[1].to_numpy(), np.asarray(jax.random.key_data(want_keys)))

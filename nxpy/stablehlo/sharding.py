@@ -71,10 +71,24 @@ def identical_meshes(module, name) -> list:
     return [o.name for o in module.meshes if same_mesh(o, m)]
 
 
+def _axisless(module, sh: Sharding) -> bool:
+    """Whether ``sh`` is over a mesh without axes (``sdy.mesh @empty_mesh = <[]>``, which
+    JAX prints for a program with a typed PRNG key): a sharding that says nothing."""
+    if isinstance(sh.mesh, MeshSyntax):
+        return not sh.mesh.axes
+    try:
+        return not module.mesh(sh.mesh).axes
+    except KeyError:
+        return False
+
+
 def _distinct_meshes(module) -> list:
-    """The module's mesh definitions, one per distinct mesh (the first name of each)."""
+    """The module's mesh definitions with axes, one per distinct mesh (the first name of
+    each); an axis-less mesh is no mesh."""
     out = []
     for m in module.meshes:
+        if not m.axes:
+            continue
         if not any(same_mesh(m, o) for o in out):
             out.append(m)
     return out
@@ -117,13 +131,16 @@ def _mesh_of(program, sh: Sharding):
 
 def _entry_shardings(program):
     f = program.func
+
+    def named(sh):
+        return isinstance(sh, Sharding) and not _axisless(program.module, sh)
     shardings = [a.sharding for a in f.args] + [r.sharding for r in f.results]
-    named = [s for s in shardings if isinstance(s, Sharding)]
-    mesh = _mesh_of(program, named[0]) if named else (
-        program_mesh(program) if program.module.meshes else None)
-    ins = [a.sharding.spec if isinstance(a.sharding, Sharding) else {} for a in f.args]
-    outs = [r.sharding.spec if isinstance(r.sharding, Sharding) else {} for r in f.results]
-    if not any(isinstance(r.sharding, Sharding) for r in f.results):
+    given = [s for s in shardings if named(s)]
+    mesh = _mesh_of(program, given[0]) if given else (
+        program_mesh(program) if _distinct_meshes(program.module) else None)
+    ins = [a.sharding.spec if named(a.sharding) else {} for a in f.args]
+    outs = [r.sharding.spec if named(r.sharding) else {} for r in f.results]
+    if not any(named(r.sharding) for r in f.results):
         outs = None  # the module leaves them to propagation: so does nxpy
     return mesh, ins, outs
 
@@ -456,9 +473,9 @@ def _sharding_constraint(scope, op, x):
     """nxpy's ``with_sharding_constraint`` (the global values do not change; the layout
     does), or the value itself inside a manual computation, where it means nothing."""
     ctx = C.current_mesh()
-    if ctx is not None and ctx.view == "local":
-        return x
     sh = op.attributes["sharding"]
+    if (ctx is not None and ctx.view == "local") or _axisless(scope.program.module, sh):
+        return x
     mesh = _mesh_of(scope.program, sh)
     if ctx is not None and (ctx.mesh.shape, ctx.mesh.axis_names) == (mesh.shape, mesh.axis_names):
         mesh = ctx.mesh  # the mesh the program runs over (its devices)
