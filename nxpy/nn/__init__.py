@@ -1,5 +1,6 @@
 """Neural-network functions as JAX users know them from ``jax.nn``: every function of
-``jax.nn`` but initializers and the cuDNN block-scaled matmuls (see
+``jax.nn`` but the cuDNN block-scaled matmuls, ``jax.nn.initializers`` as the module
+``nxpy.nn.initializers`` (see
 :mod:`nxpy.nn.coverage` and docs/nn.md), with ``jax.nn``'s names, arguments (``axis``,
 ``where``, ``approximate``, ``alpha``, ``negative_slope``, ...), formulas and gradients,
 written as compositions of nxpy's ops. They run eagerly on any backend and inside
@@ -25,6 +26,7 @@ from .activations import (celu, elu, gelu, glu, hard_sigmoid, hard_silu, hard_sw
                           squareplus, swish, tanh)
 from .attention import dot_product_attention
 from .functions import log_softmax, logmeanexp, logsumexp, one_hot, softmax, standardize
+from . import initializers  # noqa: F401 - the module nxpy.nn.initializers (__all__ lists functions)
 
 __all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu",
            "hard_swish", "hard_tanh", "identity", "leaky_relu", "log1mexp", "log_sigmoid",
