@@ -10,7 +10,12 @@ from ..tensor import Tensor
 
 __all__ = ["asarray", "array", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
-           "complex128", "dtype_of"]
+           "complex128", "dtype_of", "e", "pi", "inf", "nan", "euler_gamma", "newaxis"]
+
+#: NumPy's constants (``jnp.pi``, ...); ``newaxis`` is None, as in NumPy
+e, pi, inf, nan = np.e, np.pi, np.inf, np.nan
+euler_gamma = np.euler_gamma
+newaxis = None
 
 bool_, int8, int16, int32, int64 = (T.parse(t) for t in ("pred", "s8", "s16", "s32", "s64"))
 uint8, uint16, uint32, uint64 = (T.parse(t) for t in ("u8", "u16", "u32", "u64"))
@@ -34,9 +39,10 @@ def dtype_of(dtype, fn: str, arg: str = "dtype"):
                         f"{dtype!r} ({e})") from None
 
 
-def asarray(a, dtype=None) -> Tensor:
+def asarray(a, dtype=None, order=None, *, copy=None) -> Tensor:
     """``a`` (a tensor, a NumPy array, a number or nested lists) as a tensor, converted to
-    ``dtype`` when given (``jnp.asarray``).
+    ``dtype`` when given (``jnp.asarray``; ``order`` and ``copy`` change nothing: tensors
+    are immutable and row-major).
 
     >>> asarray([1, 2], dtype="float32").tolist()
     [1.0, 2.0]
@@ -46,10 +52,17 @@ def asarray(a, dtype=None) -> Tensor:
     return x if t is None or x.type == t else O.as_type(x, t)
 
 
-def array(object, dtype=None, copy=True) -> Tensor:
-    """``jnp.array``: as :func:`asarray` (tensors are immutable, so ``copy`` changes
-    nothing)."""
-    return asarray(object, dtype)
+def array(object, dtype=None, *args, copy=True, order="K", ndmin=0) -> Tensor:
+    """``jnp.array``: as :func:`asarray`, with at least ``ndmin`` axes (leading size-1
+    ones added); tensors are immutable, so ``copy`` changes nothing.
+
+    >>> array([1, 2], ndmin=2).shape
+    (1, 2)
+    """
+    if args:
+        raise TypeError(f"array: expected at most 2 positional arguments, got {2 + len(args)}")
+    x = asarray(object, dtype)
+    return x if x.rank >= ndmin else O.reshape(x, (1,) * (ndmin - x.rank) + x.shape)
 
 
 def axes_of(axis, rank: int, fn: str) -> tuple[int, ...]:

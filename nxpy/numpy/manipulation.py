@@ -1129,16 +1129,18 @@ def _fill_for(t: T.Type, fill_value):
     return O.tensor(T.min_value(t) if t.kind == "s" else T.max_value(t), type=t)
 
 
-def _indices(idx, n, mode, fn):
-    """``(indices to gather, valid mask or None)`` for ``mode``."""
+def _indices(idx, n, mode, fn, wrap_negative=False):
+    """``(indices to gather, valid mask or None)`` for ``mode``; negative indices count
+    from the end in every mode but ``'clip'`` (or in all with ``wrap_negative``), as
+    ``jax.numpy``'s."""
     if idx.type.kind not in "su":
         raise TypeError(f"{fn}: expected integer indices, got {idx.type}")
     i = O.as_type(idx, "s32") if idx.type.bits != 32 or idx.type.kind == "u" else idx
     if mode == "wrap":
         return O.remainder(O.add(O.remainder(i, max(n, 1)), max(n, 1)), max(n, 1)), None
-    i = O.select(O.less(i, 0), O.add(i, n), i)
     if mode in ("clip", "promise_in_bounds"):
-        return i, None
+        return (O.select(O.less(i, 0), O.add(i, n), i) if wrap_negative else i), None
+    i = O.select(O.less(i, 0), O.add(i, n), i)
     if mode in (None, "fill", "drop"):
         ok = O.logical_and(O.greater_equal(i, 0), O.less(i, n))
         return i, ok
@@ -1149,7 +1151,8 @@ def _indices(idx, n, mode, fn):
 def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
          indices_are_sorted=False, fill_value=None):
     """``jnp.take``: the slices of ``a`` along ``axis`` (None: flattened) at ``indices``
-    (negative ones from the end). Out of range: ``mode`` ``'fill'`` (the default) gives
+    (negative ones from the end, but for ``'clip'``). Out of range: ``mode`` ``'fill'`` (the
+    default) gives
     ``fill_value`` (NaN for floats, the type's minimum for signed ints, maximum for
     unsigned, True for pred), ``'clip'`` clamps, ``'wrap'`` wraps around.
 
@@ -1212,7 +1215,7 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
             xs[d] = ishape[d] = m
     x = broadcast_to(x, tuple(xs))
     idx = broadcast_to(idx, tuple(ishape))
-    i, ok = _indices(idx, n, mode, "take_along_axis")
+    i, ok = _indices(idx, n, mode, "take_along_axis", wrap_negative=True)
     if n == 0 or idx.size == 0:
         fill = _fill_for(x.type, fill_value) if ok is not None else O.tensor(0, type=x.type)
         return O.broadcast(fill, idx.shape)
