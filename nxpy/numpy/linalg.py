@@ -25,8 +25,7 @@ from .reductions import _inexact
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "cholesky", "qr", "svd", "svdvals", "eigh",
            "eigvalsh", "solve", "inv", "det", "slogdet", "pinv", "matrix_power",
-           "matrix_rank", "lstsq", "matrix_transpose", "QRResult", "SVDResult", "EighResult",
-           "SlogdetResult"]
+           "matrix_rank", "lstsq", "matrix_transpose"]
 
 #: Where a function departs from ``jax.numpy.linalg`` and why (for the coverage table).
 NOTES = {
@@ -304,8 +303,8 @@ def eigvalsh(a, UPLO="L", *, symmetrize_input: bool = True):
 
 
 def solve(a, b):
-    """``jnp.linalg.solve``: ``x`` with ``a @ x == b`` (``b`` a vector per matrix when it
-    has one axis less than ``a``, else matrices).
+    """``jnp.linalg.solve``: ``x`` with ``a @ x == b`` (``b`` a vector, or matrices with
+    ``a``'s batch axes).
 
     >>> import nxpy.numpy as xnp
     >>> xnp.linalg.solve([[2.0, 0.0], [0.0, 4.0]], [2.0, 2.0]).tolist()
@@ -315,12 +314,15 @@ def solve(a, b):
     y = _inexact(_t(b, "solve", "b"))
     t = T.merge(x.type, y.type)
     x, y = _cast(x, t), _cast(y, t)
-    vec = y.rank == 1 or y.rank == x.rank - 1
-    if (vec and y.shape[-1] != x.shape[-1]) or (not vec and y.shape[-2] != x.shape[-1]):
-        raise ValueError(f"solve: incompatible shapes {x.shape} and {y.shape}")
-    if vec and y.rank > 1:
-        r = O.linalg.solve(x, O.reshape(y, y.shape + (1,)))
-        return O.reshape(r, y.shape)
+    vec = y.rank == 1
+    if (vec and y.shape[-1] != x.shape[-1]) or (not vec and (
+            y.shape[-2] != x.shape[-1] or y.rank != x.rank)):
+        raise ValueError(f"solve: incompatible shapes {x.shape} and {y.shape} (b is a "
+                         "vector, or matrices with a's batch axes)")
+    if vec and x.rank > 2:
+        r = O.linalg.solve(x, O.broadcast(O.reshape(y, (y.shape[0], 1)),
+                                          x.shape[:-1] + (1,)))
+        return O.reshape(r, x.shape[:-1])
     return O.linalg.solve(x, y)
 
 

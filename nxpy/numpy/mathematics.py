@@ -31,7 +31,7 @@ __all__ = [
     "arcsinh", "arccosh", "arctanh", "acos", "asin", "atan", "atan2", "acosh", "asinh",
     "atanh", "hypot", "deg2rad", "rad2deg", "degrees", "radians", "sinc",
     # rounding
-    "floor", "ceil", "trunc", "fix", "rint", "round", "around",
+    "floor", "ceil", "trunc", "rint", "round", "around",
     # comparison, clipping, special values
     "maximum", "minimum", "fmax", "fmin", "clip", "nan_to_num", "isnan", "isinf",
     "isfinite", "isposinf", "isneginf", "signbit", "copysign", "nextafter", "heaviside",
@@ -167,7 +167,19 @@ def _floor_divide(x1, x2):
     a, b = _pair(x1, x2, "floor_divide")
     if a.type.is_pred:
         return O.logical_and(a, b)
+    if a.type.is_float:  # jnp's _float_divmod: exact for the representable quotients
+        return _float_divmod(a, b)[0]
     return O.floor_divide(a, b)
+
+
+def _float_divmod(a, b):
+    mod = O.remainder(a, b)
+    zero = _const(0, a)
+    div = O.divide(O.select(O.equal(b, zero), a, O.subtract(a, mod)), b)
+    ind = O.logical_and(O.not_equal(mod, zero), O.not_equal(O.sign(b), O.sign(mod)))
+    mod = O.select(ind, O.add(mod, b), mod)
+    div = O.select(ind, O.subtract(div, _const(1, div)), div)
+    return O.round(div), mod
 
 
 def _float_power(x1, x2):
@@ -250,9 +262,12 @@ def _trunc(x):
 
 
 def _rint(x):
-    """Round half to even: ``round`` (half away from zero) corrected at the ties."""
+    """Round half to even: ``round`` (half away from zero) corrected at the ties;
+    integers become f32, as ``jnp.rint``."""
     if not x.type.is_inexact:
-        return x
+        return _inexact(x)
+    if x.type.is_complex:
+        return O.complex(_rint(O.real(x)), _rint(O.imag(x)))
     r = O.round(x)
     half = O.equal(O.abs(O.subtract(x, _trunc(x))), _const(0.5, x))
     even = O.multiply(O.round(O.multiply(x, _const(0.5, x))), _const(2, x))
@@ -324,7 +339,8 @@ def _sinc(x):
 def _heaviside(x1, x2):
     a, b = _pair_inexact(x1, x2, "heaviside")
     return O.select(O.less(a, _const(0, a)), _const(0, a),
-                    O.select(O.greater(a, _const(0, a)), _const(1, a), b))
+                    O.select(O.greater(a, _const(0, a)), _const(1, a),
+                             O.select(O.is_nan(a), a, b)))
 
 
 def _fmax(x1, x2, op=O.max):
@@ -378,7 +394,7 @@ def _real(x):
 
 
 def _imag(x):
-    return O.imag(x) if x.type.is_complex else O.multiply(x, _const(0, x))
+    return O.imag(x) if x.type.is_complex else O.fill(x, 0)
 
 
 def _conj(x):
@@ -463,7 +479,6 @@ sinc = _make("sinc", _sinc, 1, "``sin(pi x) / (pi x)``, 1 at 0.", "[0.0, 1.0]",
 floor = _make("floor", _floor, 1, "rounds down (integers unchanged).", "[-1.5, 1.5]", "[-2.0, 1.0]")
 ceil = _make("ceil", _ceil, 1, "rounds up (integers unchanged).", "[-1.5, 1.5]", "[-1.0, 2.0]")
 trunc = _make("trunc", _trunc, 1, "rounds toward zero.", "[-1.5, 1.5]", "[-1.0, 1.0]")
-fix = _make("fix", _trunc, 1, "as :func:`trunc`.", "[-1.5, 1.5]", "[-1.0, 1.0]")
 rint = _make("rint", _rint, 1, "rounds to the nearest integer, ties to even.", "[0.5, 1.5, -2.5]",
              "[0.0, 2.0, -2.0]")
 maximum = _make("maximum", _bin(O.max), 2, "the larger (NaN propagates).", "[1, 5], [3, 2]",
@@ -949,14 +964,11 @@ def _conv1d(a, v, mode: str, op: str):
         y = O.reverse(y, [0])
     m = y.size
     pad = {"valid": (0, 0), "same": (m // 2, m - m // 2 - 1), "full": (m - 1, m - 1)}[mode]
-    t = x.type
     xf, yf = _inexact(x), _inexact(y)
     r = O.conv(O.reshape(xf, (1, 1, x.size)), O.reshape(yf, (1, 1, m)), padding=[pad])
     r = O.reshape(r, (r.shape[-1],))
     if flip_out:
         r = O.reverse(r, [0])
-    if not t.is_inexact:  # jnp keeps integer types (an exact sum of integer products)
-        r = O.as_type(O.round(r), t) if not t.is_pred else O.not_equal(r, _const(0, r))
     return r
 
 

@@ -18,7 +18,7 @@ from .. import types as T
 from ..tensor import Tensor
 from ._common import axes_of, dtype_of
 
-__all__ = ["sum", "prod", "product", "mean", "max", "amax", "min", "amin", "argmax", "argmin",
+__all__ = ["sum", "prod", "mean", "max", "amax", "min", "amin", "argmax", "argmin",
            "all", "any", "std", "var", "average", "ptp", "count_nonzero", "nansum", "nanprod",
            "nanmean", "nanmax", "nanmin", "nanstd", "nanvar", "nanargmax", "nanargmin",
            "cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum",
@@ -126,17 +126,6 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
     if initial is not None:
         r = O.multiply(r, O.tensor(initial, type=t))
     return r
-
-
-def product(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
-            where=None, promote_integers: bool = True):
-    """As :func:`prod` (NumPy's older name).
-
-    >>> import nxpy.numpy as xnp
-    >>> xnp.product([2, 3]).item()
-    6
-    """
-    return prod(a, axis, dtype, out, keepdims, initial, where, promote_integers)
 
 
 def _count(x: Tensor, axes, where, keepdims: bool, t, fn: str) -> Tensor:
