@@ -10,6 +10,7 @@ values from its record (``nxpy/testing/records.py``). The harness (``run``, ``ch
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -301,6 +302,27 @@ def test_binary_float_edges(op):
     check(run(lambda x, y, z, w: (getattr(nx, op)(x, y), getattr(nx, op)(z, w)),
               a.astype(np.float32), b.astype(np.float32), a, b),
           [e32, e64], ["f32", "f64"], what=op)
+
+
+@pytest.mark.parametrize("t", ["f16", "bf16", "f32", "f64"])
+def test_next_after_bits(t):
+    """``next_after`` is one step of ``t``'s own grid, bit for bit as ``lax.nextafter``: at
+    0 (the smallest subnormal, signed as the direction), at ±inf and the largest finite
+    values, toward equal values and NaN, on every path."""
+    big = float(np.finfo(dt(t)).max) if t != "bf16" else 3.3895e38
+    v = [0.0, -0.0, 1.0, -1.0, 1.5, big, -big, np.inf, -np.inf, np.nan, 1e-3, -2.5]
+    a = np.repeat(np.array(v), len(v)).astype(dt(t))
+    b = np.tile(np.array(v), len(v)).astype(dt(t))
+    with x64() if t == "f64" else contextlib.nullcontext():
+        want = np.asarray(lax.nextafter(jnp.asarray(a), jnp.asarray(b)))
+    for path, got in run(nx.next_after, a, b).items():
+        assert str(got.type) == t, (path, got.type)
+        bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dt(t).itemsize]
+        nan = np.isnan(want.astype(np.float64))
+        np.testing.assert_array_equal(np.isnan(got.to_numpy().astype(np.float64)), nan,
+                                      err_msg=path)
+        np.testing.assert_array_equal(got.to_numpy().view(bits)[~nan], want.view(bits)[~nan],
+                                      err_msg=f"{t} on {path}")
 
 
 def test_integer_division_by_zero_xla_semantics():

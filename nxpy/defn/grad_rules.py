@@ -199,9 +199,9 @@ _BINARY = {
 }
 for _op, _f in _BINARY.items():
     GRAD_RULES[_op] = _binary(_f)
-non_differentiable("quotient", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
-                   "right_shift", "equal", "not_equal", "less", "less_equal", "greater",
-                   "greater_equal", "logical_and", "logical_or", "logical_xor")
+non_differentiable("quotient", "next_after", "bitwise_and", "bitwise_or", "bitwise_xor",
+                   "left_shift", "right_shift", "equal", "not_equal", "less", "less_equal",
+                   "greater", "greater_equal", "logical_and", "logical_or", "logical_xor")
 
 
 @register_grad_rule("select")

@@ -48,7 +48,7 @@ BINARY = {
     "pow": ("merge", "any"), "atan2": ("float", "real"), "min": ("merge", "real"),
     "max": ("merge", "real"), "bitwise_and": ("merge", "int"), "bitwise_or": ("merge", "int"),
     "bitwise_xor": ("merge", "int"), "left_shift": ("merge", "intonly"),
-    "right_shift": ("merge", "intonly"),
+    "right_shift": ("merge", "intonly"), "next_after": ("float", "real"),
     "equal": ("compare", "any"), "not_equal": ("compare", "any"), "less": ("compare", "real"),
     "less_equal": ("compare", "real"), "greater": ("compare", "real"),
     "greater_equal": ("compare", "real"),
@@ -252,6 +252,13 @@ DOCS = {
             "NaN in either operand gives NaN.",
             'nx.max(nx.tensor([1.0, float("nan")]), nx.tensor([2.0, 0.0])).tolist()',
             "[2.0, nan]"),
+    "next_after": ("The next float after ``a`` in the direction of ``b``.",
+                   "``next_after(a, b)`` (``jax.lax.nextafter``, C's ``nextafter``): ``b`` "
+                   "where ``a == b``, NaN where either is; the smallest subnormal (signed "
+                   "as ``b``) after 0. Not differentiable: its gradient is 0 (JAX defines "
+                   "none).",
+                   "nx.next_after(nx.tensor([1.0, 0.0]), nx.tensor([2.0, -1.0])).tolist()",
+                   "[1.0000001192092896, -1.401298464324817e-45]"),
     "bitwise_and": ("The bitwise AND of ``a`` and ``b`` (Python's ``&`` on tensors).",
                     "A bit is set where it is set in both; on pred it is ``logical_and``.",
                     "nx.bitwise_and(12, 10).tolist()", "8"),

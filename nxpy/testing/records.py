@@ -214,6 +214,9 @@ BINARY_RECORDS = {
     "atan2": R(np.arctan2, _jnp("arctan2"), (ANY, ANY), grad=_G2, **_ARITH),
     "min": R(np.minimum, _jnp("minimum"), (ANY, ANY), grad=_G2, **_ARITH),
     "max": R(np.maximum, _jnp("maximum"), (ANY, ANY), grad=_G2, **_ARITH),
+    # no edges: the edge test computes f32 oracles in f64 (one f64 step is no f32 step);
+    # tests/test_ops.py::test_next_after_bits checks every float type bit for bit
+    "next_after": R(np.nextafter, lambda J, a, b: J.lax.nextafter(a, b), (ANY, ANY)),
     "bitwise_and": R(np.bitwise_and, _jnp("bitwise_and"), (ANY, ANY)),
     "bitwise_or": R(np.bitwise_or, _jnp("bitwise_or"), (ANY, ANY)),
     "bitwise_xor": R(np.bitwise_xor, _jnp("bitwise_xor"), (ANY, ANY)),

@@ -232,7 +232,7 @@ def _bitwise(fb, fi):
 BINARY_NP = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
     "divide": np.divide, "quotient": _int_div, "remainder": _remainder, "pow": _pow,
-    "atan2": np.arctan2, "min": np.minimum, "max": np.maximum,
+    "atan2": np.arctan2, "min": np.minimum, "max": np.maximum, "next_after": np.nextafter,
     "bitwise_and": _bitwise(np.logical_and, np.bitwise_and),
     "bitwise_or": _bitwise(np.logical_or, np.bitwise_or),
     "bitwise_xor": _bitwise(np.logical_xor, np.bitwise_xor),
@@ -546,3 +546,30 @@ for _n in UNARY_NP:
 for _n in BINARY_NP:
     setattr(BaseKernels, _n, _binary_method(_n))
 del _n
+
+
+def _next_after_bits(x, y):
+    """``nextafter`` on arrays of one float dtype by their bits (NumPy has none for bf16,
+    and f16 must step on its own grid, not f32's)."""
+    u = np.dtype(f"u{x.dtype.itemsize}")
+    xb, yb = x.view(u), y.view(u)
+    sign = u.type(1) << u.type(8 * x.dtype.itemsize - 1)
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    away = (yf > xf) == (xf > 0)
+    step = np.where(away, xb + u.type(1), xb - u.type(1))
+    tiny = (yb & sign) | u.type(1)
+    out = np.where(xf == 0, tiny, step)
+    out = np.where(xf == yf, yb, out)
+    nan = np.array(np.nan, x.dtype).view(u)
+    return np.where(np.isnan(xf) | np.isnan(yf), nan, out).astype(u).view(x.dtype)
+
+
+def _next_after_method(self, out, a, b):
+    t = out.type
+    x, y = convert(a.data, t), convert(b.data, t)
+    if t.bits == 16:
+        return self._wrap(out, _next_after_bits(x, y))
+    return self._elementwise(out, np.nextafter, x, y)
+
+
+BaseKernels.next_after = _next_after_method

@@ -352,6 +352,7 @@ BINARY_HLO = {
     "divide": "stablehlo.divide", "quotient": "stablehlo.divide",
     "remainder": "stablehlo.remainder",
     "pow": "stablehlo.power", "atan2": "stablehlo.atan2", "min": "stablehlo.minimum",
+    "next_after": "chlo.next_after",
     "max": "stablehlo.maximum", "bitwise_and": "stablehlo.and", "bitwise_or": "stablehlo.or",
     "bitwise_xor": "stablehlo.xor", "left_shift": "stablehlo.shift_left",
     "logical_and": "stablehlo.and", "logical_or": "stablehlo.or", "logical_xor": "stablehlo.xor",
