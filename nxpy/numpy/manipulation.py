@@ -23,12 +23,21 @@ __all__ = ["reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", 
            "append", "insert", "delete", "pad", "broadcast_to", "broadcast_arrays",
            "broadcast_shapes", "atleast_1d", "atleast_2d", "atleast_3d", "where", "select",
            "take", "take_along_axis", "diagonal", "trace", "shape", "ndim", "size",
-           "iscomplexobj", "isscalar", "astype", "copy", "resize"]
+           "iscomplexobj", "isscalar", "astype", "copy", "resize", "nonzero", "flatnonzero",
+           "argwhere", "compress", "extract", "unravel_index", "ravel_multi_index",
+           "diag_indices", "diag_indices_from", "fill_diagonal", "rollaxis", "ix_", "block"]
 
 #: departures from ``jax.numpy`` (collected by :mod:`nxpy.numpy.coverage`)
 NOTES = {
-    "where": "the one-argument form (data-dependent size) raises; use `nonzero(size=)` "
-             "when present, or the three-argument form",
+    "where": "the one-argument form is `nonzero`: traced, it needs a static `size=`",
+    "nonzero": "without `size=` the values must be known (eager), as in JAX",
+    "flatnonzero": "as `nonzero`",
+    "argwhere": "as `nonzero`",
+    "compress": "as `nonzero`",
+    "extract": "as `nonzero`",
+    "fill_diagonal": "`inplace=False` is required and `wrap=True` is not supported, as in "
+                     "JAX",
+    "ravel_multi_index": "`mode='raise'` needs the values (eager), as in JAX",
     "take": "`mode='promise_in_bounds'` clamps, as 'clip'; `unique_indices` and "
             "`indices_are_sorted` are accepted and ignored",
     "take_along_axis": "as `take`; `wrap_negative_indices=False` is not supported",
@@ -1072,18 +1081,21 @@ def atleast_3d(*arys):
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """``jnp.where``: ``x`` where ``condition`` holds, ``y`` elsewhere (the three broadcast;
-    ``x`` and ``y`` promoted). The one-argument form (the indices of the true entries) has
-    a data-dependent size: it raises, pointing to ``nonzero(size=...)``.
+    ``x`` and ``y`` promoted). The one-argument form is :func:`nonzero` (traced, it
+    needs a static ``size``).
 
     >>> import nxpy.numpy as xnp
     >>> xnp.where(xnp.asarray([True, False]), xnp.asarray([1, 2]), 0.5).tolist()
     [1.0, 0.5]
     """
     if x is None and y is None:
-        raise ValueError("where: the one-argument form where(condition) has a "
-                         "data-dependent size, which nxpy (like jax.jit) cannot give; use "
-                         "nonzero(condition, size=..., fill_value=...) with a static size, "
-                         "or the three-argument form where(condition, x, y)")
+        try:
+            return nonzero(condition, size=size, fill_value=fill_value)
+        except ValueError as e:
+            raise ValueError("where: the one-argument form where(condition) is "
+                             "nonzero(condition), whose size depends on the values: pass a "
+                             "static size=... (and fill_value=...), or use the "
+                             f"three-argument form where(condition, x, y) ({e})") from None
     if x is None or y is None:
         raise ValueError("where: either both or neither of x and y must be given")
     if size is not None or fill_value is not None:
@@ -1374,3 +1386,365 @@ def resize(a, new_shape):
     reps = -(-total // x.size)
     flat = O.tile(flat, [reps]) if reps > 1 else flat
     return O.reshape(_cut(flat, 0, total, 0), s)
+
+
+# data-dependent sizes made static, and index helpers ---------------------------------------
+
+def _true_positions(flat: Tensor, size, fn: str):
+    """``(positions, valid)``: the flat positions of the first ``size`` true entries of
+    the 1-D pred ``flat`` (then 0s), and which of them are real. ``size`` None: the
+    number of true entries, which needs ``flat``'s value (eager, as JAX's)."""
+    n = flat.shape[0]
+    if size is None:
+        if not _static(flat):
+            raise ValueError(f"{fn}: the result's size depends on the values, which are "
+                             "traced; pass a static size=... (and fill_value=...), as under "
+                             "jax.jit")
+        size = int(np.count_nonzero(flat.to_numpy()))
+    size = operator.index(size)
+    if size < 0:
+        raise ValueError(f"{fn}: expected size >= 0, got {size}")
+    if size == 0 or n == 0:
+        return O.full((size,), 0, type="s32"), O.full((size,), False, type="pred")
+    order = O.argsort(O.as_type(O.logical_not(flat), "s32"), stable=True)   # trues first
+    if size <= n:
+        pos = O.slice_along_axis(order, 0, size)
+    else:
+        pos = O.concatenate([order, O.full((size - n,), 0, type="s32")])
+    count = O.sum(O.as_type(flat, "s32"))
+    return pos, O.less(O.iota((size,)), count)
+
+
+def _nonzero_mask(a, fn, arg="a"):
+    x = _t(a, arg)
+    return x if x.type.kind == "pred" else O.not_equal(x, O.tensor(0, type=x.type))
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """``jnp.nonzero``: for each axis of ``a``, the indices (s32) of its non-zero
+    entries, in row-major order. The count depends on the values: give a static
+    ``size`` (entries past the count get ``fill_value``, 0 by default, or one per axis);
+    without it ``a`` must have a value (eager), as in JAX.
+
+    >>> import nxpy.numpy as xnp
+    >>> [i.tolist() for i in xnp.nonzero(xnp.asarray([[0, 3], [4, 0]]))]
+    [[0, 1], [1, 0]]
+    >>> xnp.nonzero(xnp.asarray([0, 5, 0, 7]), size=3, fill_value=-1)[0].tolist()
+    [1, 3, -1]
+    """
+    m = _nonzero_mask(a, "nonzero")
+    if m.rank == 0:
+        raise ValueError("nonzero: calling nonzero on a 0-d array is not allowed; use "
+                         "atleast_1d first")
+    pos, valid = _true_positions(O.reshape(m, (m.size,)), size, "nonzero")
+    fills = fill_value if isinstance(fill_value, (tuple, list)) else [fill_value] * m.rank
+    if len(fills) != m.rank:
+        raise ValueError(f"nonzero: expected fill_value to be a scalar or a tuple of "
+                         f"{m.rank}, got {fill_value!r}")
+    out, rest = [], pos
+    for d in reversed(m.shape):
+        out.append(O.subtract(rest, O.multiply(O.floor_divide(rest, d), d)) if d else rest)
+        rest = O.floor_divide(rest, d) if d else rest
+    out = out[::-1]
+    return tuple(O.select(valid, i, O.as_type(O.tensor(0 if f is None else f), "s32"))
+                 for i, f in zip(out, fills))
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    """``jnp.flatnonzero``: the indices of the non-zero entries of ``a`` flattened (a
+    static ``size`` as :func:`nonzero`).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.flatnonzero(xnp.asarray([[0, 3], [4, 0]])).tolist()
+    [1, 2]
+    """
+    x = _t(a)
+    return nonzero(O.reshape(x, (x.size,)), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    """``jnp.argwhere``: the indices of the non-zero entries, one row each (``(count,
+    rank)``; a static ``size`` as :func:`nonzero`).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.argwhere(xnp.asarray([[0, 3], [4, 0]])).tolist()
+    [[0, 1], [1, 0]]
+    """
+    x = _t(a)
+    if x.rank == 0:
+        keep = nonzero(O.reshape(x, (1,)), size=size, fill_value=fill_value)[0]
+        return O.full((keep.shape[0], 0), 0, type="s32")
+    idx = nonzero(x, size=size, fill_value=fill_value)
+    return O.stack(list(idx), axis=1)
+
+
+def compress(condition, a, axis=None, *, size=None, fill_value=0):
+    """``jnp.compress``: the slices of ``a`` along ``axis`` (None: flattened) where the
+    1-D ``condition`` holds (a static ``size`` as :func:`nonzero`; the slices past the
+    count are ``fill_value``).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.compress(xnp.asarray([True, False, True]), xnp.asarray([1, 2, 3])).tolist()
+    [1, 3]
+    """
+    c = _nonzero_mask(condition, "compress", "condition")
+    if c.rank != 1:
+        raise ValueError(f"compress: condition must be a 1D array, got shape {c.shape}")
+    x = _t(a)
+    if axis is None:
+        x, axis = O.reshape(x, (x.size,)), 0
+    axis = _axis(axis, x.rank, "compress")
+    n = x.shape[axis]
+    if c.shape[0] > n:
+        c = O.slice_along_axis(c, 0, n)
+    elif c.shape[0] < n:
+        c = O.concatenate([c, O.full((n - c.shape[0],), False, type="pred")]) if c.shape[0] \
+            else O.full((n,), False, type="pred")
+    if size is not None and not 0 < operator.index(size) <= n:
+        raise ValueError(f"compress: size must be positive and not greater than the size "
+                         f"of the array axis; got size={size} for axis {axis} of size {n}")
+    pos, valid = _true_positions(c, size, "compress")
+    if n == 0:
+        return O.full(x.shape[:axis] + (pos.shape[0],) + x.shape[axis + 1:], fill_value,
+                      type=x.type)
+    got = O.take(x, pos, axis=axis)
+    mask = O.broadcast(valid, got.shape, axes=[axis])
+    return O.select(mask, got, O.as_type(O.tensor(fill_value), x.type))
+
+
+def extract(condition, arr, *, size=None, fill_value=0):
+    """``jnp.extract``: the entries of ``arr`` (flattened) where ``condition`` holds (a
+    static ``size`` as :func:`nonzero`).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.extract(xnp.asarray([[1, 0], [0, 1]]), xnp.asarray([[5, 6], [7, 8]])).tolist()
+    [5, 8]
+    """
+    c = _t(condition, "condition")
+    return compress(O.reshape(c, (c.size,)), ravel(arr), size=size, fill_value=fill_value)
+
+
+def unravel_index(indices, shape):
+    """``jnp.unravel_index``: flat indices as one index array per axis of ``shape``;
+    out of range ones are clamped to the first or last entry, as JAX's.
+
+    >>> import nxpy.numpy as xnp
+    >>> [i.tolist() for i in xnp.unravel_index(xnp.asarray([1, 5, 9]), (2, 3))]
+    [[0, 1, 1], [1, 2, 2]]
+    """
+    i = _t(indices, "indices")
+    if i.type.kind not in "su":
+        raise TypeError(f"unravel_index: expected integer indices, got {i.type}")
+    dims = shape_of(shape, "unravel_index")
+    out = [None] * len(dims)
+    rest = i
+    for k in reversed(range(len(dims))):
+        d = O.tensor(dims[k], type=i.type)
+        q = O.floor_divide(rest, d)
+        out[k] = O.subtract(rest, O.multiply(q, d))
+        rest = q
+    hi = O.greater(rest, O.tensor(0, type=i.type))
+    lo = O.less(rest, O.tensor(-1, type=i.type)) if i.type.kind == "s" else None
+    res = []
+    for d, v in zip(dims, out):
+        v = O.select(lo, O.tensor(0, type=i.type), v) if lo is not None else v
+        res.append(O.select(hi, O.tensor(d - 1, type=i.type), v))
+    return tuple(res)
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
+    """``jnp.ravel_multi_index``: one flat index per position from the index arrays
+    ``multi_index`` into the shape ``dims``; ``mode`` ``'clip'``, ``'wrap'``, ``'ignore'``
+    or ``'raise'`` (which needs the values: eager only, as in JAX); of ``dtype`` (the
+    indices' type by default).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.ravel_multi_index((xnp.asarray([0, 1]), xnp.asarray([2, 0])), (2, 3)).tolist()
+    [2, 3]
+    """
+    dims = shape_of(dims, "ravel_multi_index", "dims")
+    idx = [_t(i, "multi_index") for i in multi_index]
+    if len(idx) != len(dims):
+        raise ValueError(f"ravel_multi_index: got {len(idx)} index arrays for {len(dims)} "
+                         "dims")
+    for i in idx:
+        if i.type.kind not in "su":
+            raise TypeError("ravel_multi_index: only int indices permitted")
+    t = dtype_of(dtype, "ravel_multi_index")
+    if t is None:
+        t = idx[0].type if idx else T.parse("s32")
+        for i in idx[1:]:
+            t = T.merge(t, i.type)
+    if t.kind not in "su":
+        raise ValueError(f"ravel_multi_index: dtype={t} is not an integer type")
+    if int(np.prod(dims, dtype=np.int64)) - 1 > T.max_value(t):
+        raise ValueError(f"ravel_multi_index: dtype={t} not large enough to hold flattened "
+                         f"index for dims={dims}; pass a wider dtype")
+    idx = [O.as_type(i, t) for i in idx]
+    if mode == "raise":
+        if not all(_static(i) for i in idx):
+            raise ValueError("ravel_multi_index: mode='raise' needs the values (the "
+                             "function is traced); use mode='wrap' or mode='clip'")
+        if any(((i.to_numpy() < 0) | (i.to_numpy() >= d)).any() for i, d in zip(idx, dims)):
+            raise ValueError("ravel_multi_index: invalid entry in coordinates array")
+    elif mode == "clip":
+        idx = [O.clip(i, O.tensor(0, type=t), O.tensor(d - 1, type=t)) for i, d in
+               zip(idx, dims)]
+    elif mode == "wrap":
+        idx = [O.subtract(i, O.multiply(O.floor_divide(i, O.tensor(d, type=t)),
+                                        O.tensor(d, type=t))) for i, d in zip(idx, dims)]
+    elif mode != "ignore":
+        raise ValueError(f"ravel_multi_index: invalid mode={mode!r}. Expected 'raise', "
+                         "'wrap', 'clip', or 'ignore'.")
+    if order not in ("C", "F"):
+        raise ValueError(f"ravel_multi_index: order must be 'C' or 'F', got {order!r}")
+    seq = list(zip(idx, dims))
+    if order == "F":
+        seq = seq[::-1]
+    out = O.tensor(0, type=t)
+    for i, d in seq:
+        out = O.add(O.multiply(out, O.tensor(d, type=t)), i)
+    return out
+
+
+def diag_indices(n, ndim=2):
+    """``jnp.diag_indices``: ``ndim`` copies of ``arange(n)``, the indices of the main
+    diagonal of an ``n x ... x n`` array.
+
+    >>> import nxpy.numpy as xnp
+    >>> [i.tolist() for i in xnp.diag_indices(2)]
+    [[0, 1], [0, 1]]
+    """
+    n, ndim = operator.index(n), operator.index(ndim)
+    if n < 0 or ndim < 0:
+        raise ValueError(f"diag_indices: n and ndim must be non-negative, got {n}, {ndim}")
+    return (O.iota((n,)),) * ndim
+
+
+def diag_indices_from(arr):
+    """``jnp.diag_indices_from``: :func:`diag_indices` of ``arr`` (rank >= 2, every axis
+    of one size).
+
+    >>> import nxpy.numpy as xnp
+    >>> len(xnp.diag_indices_from(xnp.zeros((2, 2, 2))))
+    3
+    """
+    s = shape(arr)
+    if len(s) < 2 or len(set(s)) != 1:
+        raise ValueError(f"diag_indices_from: input array must be at least 2-d and have "
+                         f"equal-length dimensions, got shape {s}")
+    return diag_indices(s[0], len(s))
+
+
+def fill_diagonal(a, val, wrap=False, *, inplace=True):
+    """``jnp.fill_diagonal``: ``a`` with its main diagonal set to ``val`` (a scalar, or
+    values used in order and repeated). ``inplace=False`` is required, as in JAX.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.fill_diagonal(xnp.zeros((2, 3)), 5.0, inplace=False).tolist()
+    [[5.0, 0.0, 0.0], [0.0, 5.0, 0.0]]
+    """
+    if inplace:
+        raise NotImplementedError("fill_diagonal: JAX arrays (and nxpy tensors) are "
+                                  "immutable; pass inplace=False")
+    if wrap:
+        raise NotImplementedError("fill_diagonal: wrap=True is not implemented")
+    x = _t(a)
+    if x.rank < 2:
+        raise ValueError(f"fill_diagonal: array must be at least 2-d, got shape {x.shape}")
+    if x.rank > 2 and len(set(x.shape)) != 1:
+        raise ValueError(f"fill_diagonal: all dimensions of the input must be of equal "
+                         f"length, got shape {x.shape}")
+    n = min(x.shape)
+    v = O.as_type(_t(val, "val"), x.type)
+    on = None
+    for k in range(1, x.rank):
+        eq = O.equal(O.iota(x.shape, axis=0), O.iota(x.shape, axis=k))
+        on = eq if on is None else O.logical_and(on, eq)
+    if v.rank == 0 or n == 0:
+        return O.select(on, v, x)
+    flat = O.reshape(v, (v.size,))
+    reps = -(-n // flat.shape[0])
+    vals = O.slice_along_axis(O.tile(flat, [reps]) if reps > 1 else flat, 0, n)
+    grid = O.take(vals, O.min(O.iota(x.shape, axis=0), n - 1))
+    return O.select(on, grid, x)
+
+
+def rollaxis(a, axis, start=0):
+    """``jnp.rollaxis``: ``axis`` moved to before ``start`` (NumPy's older
+    :func:`moveaxis`).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.rollaxis(xnp.zeros((1, 2, 3)), 2).shape
+    (3, 1, 2)
+    """
+    x = _t(a)
+    axis = _axis(axis, x.rank, "rollaxis")
+    start = operator.index(start)
+    if not -x.rank <= start <= x.rank:
+        raise ValueError(f"rollaxis: start={start} must satisfy {-x.rank} <= start <= "
+                         f"{x.rank}")
+    if start < 0:
+        start += x.rank
+    if start > axis:
+        start -= 1
+    return moveaxis(x, axis, start)
+
+
+def ix_(*args):
+    """``jnp.ix_``: 1-D index arrays reshaped to broadcast against each other as an open
+    mesh (the k-th along axis k).
+
+    >>> import nxpy.numpy as xnp
+    >>> [i.shape for i in xnp.ix_(xnp.asarray([0, 1]), xnp.asarray([2, 0, 1]))]
+    [(2, 1), (1, 3)]
+    """
+    xs = [_t(a, "args") for a in args]
+    out = []
+    for k, x in enumerate(xs):
+        if x.rank != 1:
+            raise ValueError(f"ix_: arguments must be 1-D, got shape {x.shape}")
+        if x.type.kind == "pred":
+            raise TypeError("ix_: boolean arguments are not supported (data-dependent)")
+        out.append(O.reshape(x, tuple(x.shape[0] if j == k else 1 for j in range(len(xs)))))
+    return tuple(out)
+
+
+def block(arrays):
+    """``jnp.block``: an array assembled from nested lists of blocks: the innermost lists
+    joined along the last axis, the next along the one before, ...
+
+    >>> import nxpy.numpy as xnp
+    >>> one, two = xnp.ones((2, 2), dtype="int32"), xnp.zeros((2, 1), dtype="int32")
+    >>> xnp.block([[one, two], [xnp.zeros((1, 3), dtype="int32")]]).tolist()
+    [[1, 1, 0], [1, 1, 0], [0, 0, 0]]
+    """
+    if isinstance(arrays, tuple):
+        raise TypeError("block: arrays is a tuple; only lists can be used to arrange blocks")
+    if not isinstance(arrays, list):
+        return _t(arrays, "arrays")
+
+    def depth(x):
+        if isinstance(x, tuple):
+            raise TypeError("block: only lists can be used to arrange blocks, got a tuple")
+        if not isinstance(x, list):
+            return 0
+        if not x:
+            raise ValueError("block: lists cannot be empty")
+        ds = {depth(e) for e in x}
+        if len(ds) != 1:
+            raise ValueError("block: list depths are mismatched")
+        return 1 + ds.pop()
+
+    def leaves(x):
+        return [y for e in x for y in leaves(e)] if isinstance(x, list) else [_t(x, "arrays")]
+
+    d = depth(arrays)
+    r = max(d, max(x.rank for x in leaves(arrays)))
+
+    def build(x, level):
+        if isinstance(x, list):
+            return concatenate([build(e, level + 1) for e in x], axis=-(d - level))
+        t = _t(x, "arrays")
+        return O.reshape(t, (1,) * (r - t.rank) + t.shape)
+    return build(arrays, 0)
