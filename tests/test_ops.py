@@ -637,13 +637,19 @@ def test_indexing():
 
 
 def test_indexing_with_tensors_clamps():
+    # negative scalar tensor indices count from the end (NumPy, jnp), then clamp (XLA's
+    # dynamic_slice; Nx clamps a negative one to 0)
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    for i, j in [(1, 2), (5, -3), (-1, 7), (2, 0)]:
-        exp = x[min(max(i, 0), 2), min(max(j, 0), 3)]
+
+    def at(i, d):
+        return min(max(i + d if i < 0 else i, 0), d - 1)
+
+    for i, j in [(1, 2), (5, -3), (-1, 7), (2, 0), (-9, -5)]:
+        exp = x[at(i, 3), at(j, 4)]
         check(run(lambda t, a, b: t[a, b], x, np.array(i, np.int32), np.array(j, np.int64)),
               exp, "f32", what=f"x[{i}, {j}]")
         check(run(lambda t, a: t[a, 1:3], x, np.array(i, np.int8)),
-              x[min(max(i, 0), 2), 1:3], "f32", what=f"x[{i}, 1:3]")
+              x[at(i, 3), 1:3], "f32", what=f"x[{i}, 1:3]")
 
 
 def test_indexing_errors():
@@ -653,7 +659,7 @@ def test_indexing_errors():
     with pytest.raises(IndexError):
         x[0, 0, 0]
     with pytest.raises(IndexError):
-        x[::-1]
+        x[x > 1]  # a boolean mask (negative steps are supported: x[::-1])
     with pytest.raises(IndexError):
         x[1.5]
 

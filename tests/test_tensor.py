@@ -291,8 +291,9 @@ def test_indexing(backend):
         t[2]
     with pytest.raises(IndexError, match=r"too many indices \(4\) for tensor of rank 3"):
         t[0, 0, 0, 0]
-    with pytest.raises(IndexError, match="negative slice steps"):
-        t[::-1]
+    check(t[::-1, 2:0:-1], a[::-1, 2:0:-1], "s32")
+    with pytest.raises(IndexError, match="boolean-mask indexing"):
+        t[t > 3]
 
 
 # ----------------------------------------------------------------------------------------

@@ -220,7 +220,7 @@ def test_names_count_and_conflicts():
     with pytest.raises(ValueError, match="add: cannot merge names 'a' and 'b'"):
         nx.add(nx.iota((2,), names=["a"]), nx.iota((2,), names=["b"]))
     with pytest.raises(ValueError, match="select: cannot merge names"):
-        nx.select(nx.iota((2,), names=["a"]), 1, nx.iota((2,), names=["b"]))
+        nx.select(nx.tensor(1), nx.iota((2,), names=["a"]), nx.iota((2,), names=["b"]))
 
 
 # ----------------------------------------------------------------------------------------

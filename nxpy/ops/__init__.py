@@ -59,6 +59,7 @@ from .sorting import (CUMULATIVE, argsort, cumulative_max, cumulative_min, cumul
 from .complex import (complex, conjugate, fft, fft2, ifft, ifft2, imag, irfft, phase, real,
                       rfft)
 from . import linalg  # the linear-algebra primitives (public in nxpy.linalg, not here)
+from . import methods  # Tensor's jax.Array methods (x.sum(), x.astype(), x.at[i].set(v), ...)
 
 __all__ = (sorted(UNARY) + sorted(BINARY) + sorted(REDUCTIONS) + [
     "template", "dispatch", "to_tensor", "tensor", "from_numpy", "iota", "eye", "full",
@@ -110,6 +111,7 @@ def _install_tensor_methods():
     Tensor.reshape = reshape_method
     Tensor.as_type = lambda self, type: as_type(self, type)
     Tensor.T = property(lambda self: transpose(self))
+    methods.install()  # jax.Array's methods (replacing reshape by its superset)
 
 
 _install_tensor_methods()

@@ -525,13 +525,28 @@ def mod(a, b):
 
 
 def select(pred, on_true, on_false) -> Tensor:
-    """``on_true`` where ``pred`` is non-zero, else ``on_false`` (all three broadcast)."""
+    """``on_true`` where ``pred`` is non-zero, else ``on_false`` (all three broadcast).
+
+    Names: as in Nx, a ``pred`` of the result's shape gives its names (those of
+    ``on_true`` and ``on_false`` are not merged); a scalar ``pred`` (or one that
+    broadcasts, an nxpy extension) merges the names of all three.
+
+    >>> import nxpy as nx
+    >>> x = nx.tensor([2, 4, 6], names=["x"])
+    >>> r = nx.select(nx.greater(x, nx.tensor([3, 2, 1])), nx.tensor([2, 4, 6], names=["i"]),
+    ...               nx.tensor([1, 3, 5], names=["j"]))
+    >>> r.names, r.tolist()
+    (('x',), [1, 4, 6])
+    """
     pred = to_tensor(pred, "pred")
     on_true, on_false = _binary_operands(on_true, on_false, "select", ("on_true", "on_false"))
     shape = S.broadcast(S.broadcast(pred.shape, on_true.shape, op="select"), on_false.shape,
                         op="select")
     t = T.merge(on_true.type, on_false.type)
-    names = S.broadcast_names(shape, pred, on_true, on_false, op="select")
+    if pred.shape and pred.shape == shape:
+        names = pred.names
+    else:
+        names = S.broadcast_names(shape, pred, on_true, on_false, op="select")
     return dispatch("select", _out(shape, t, names), pred, on_true, on_false)
 
 

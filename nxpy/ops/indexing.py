@@ -24,11 +24,11 @@ import numpy as np
 from .. import shape as S, types as T
 from ..backend import pick
 from ..tensor import Tensor
-from .core import (_axes_of, _out, _scalar_like, as_type, dispatch, primitive, register_grad_rule,
-                   to_tensor)
+from .core import (_axes_of, _out, _scalar_like, as_type, dispatch, from_numpy, primitive,
+                   register_grad_rule, to_tensor)
 from .creation import full, iota
-from .elementwise import clip, equal, greater_equal, less, logical_and, select
-from .shaping import broadcast, concatenate, new_axis, reshape, transpose
+from .elementwise import add, clip, equal, greater_equal, less, logical_and, select
+from .shaping import broadcast, concatenate, new_axis, reshape, reverse, transpose
 
 __all__ = ["slice", "slice_along_axis", "put_slice", "index", "gather", "take",
            "take_along_axis", "indexed_add", "indexed_put"]
@@ -158,76 +158,217 @@ def put_slice(x, start_indices, update) -> Tensor:
     return dispatch("put_slice", _out(x.shape, t, names), x, starts, update)
 
 
-def index(x, idx) -> Tensor:
-    """``x[idx]`` with ints, slices (positive steps), ``...``, ``None``, scalar integer
-    tensors (dynamic starts, clamped) and one integer tensor of rank >= 1, which takes
-    along its axis as :func:`take` does (Nx's access with a tensor).
+class _Plan:
+    """``x[idx]`` parsed once (NumPy's rules), for reading (:func:`index`) and for writing
+    (``x.at[idx]``, nxpy.ops.methods).
 
-    >>> import nxpy as nx
-    >>> nx.tensor([[1, 2], [3, 4]])[nx.tensor([1, 0, 1])].tolist()
-    [[3, 4], [1, 2], [3, 4]]
-    """
-    x = to_tensor(x, "x")
+    ``dims``: per axis of ``x``, ``("slice", first, n, step)`` (the ``n`` positions
+    ``first + k*step``, ``step`` possibly negative), ``("int", i)`` (a static index,
+    wrapped), ``("dyn", t)`` (a scalar integer tensor, wrapped, clamped on reads) or
+    ``("adv", k)`` (the ``k``-th advanced index). ``adv``: the advanced indices (integer
+    tensors, negatives wrapped, broadcast together to ``bshape``). ``out``: the result's
+    axes in order, ``("new",)``, ``("slice", axis)`` or ``("adv",)`` (the broadcast block,
+    where NumPy puts it: in place of the advanced indices if they are adjacent in ``idx``,
+    else first); ``shape``: the result's shape."""
+
+    __slots__ = ("dims", "adv", "bshape", "out", "shape")
+
+
+_MASK_HINT = ("boolean-mask indexing gives a shape that depends on the values, which a "
+              "compiled program cannot have: use nx.select(mask, x, 0) (jnp.where), or "
+              "nx.argsort/top_k for a fixed number of selected elements")
+
+
+def _index_item(i, op):
+    """One entry of an index, checked: None, a slice, an int, or an integer tensor."""
+    if i is None or isinstance(i, builtins.slice):
+        if isinstance(i, builtins.slice):
+            for part in (i.start, i.stop, i.step):
+                if part is not None and S.as_int(part) is None:
+                    raise IndexError(f"{op}: slice bounds must be ints or None, got {i!r} "
+                                     f"(for a dynamic start use nx.slice or a scalar tensor "
+                                     f"index)")
+            if i.step is not None and S.as_int(i.step) == 0:
+                raise ValueError(f"{op}: slice step cannot be zero")
+        return i
+    if isinstance(i, (bool, np.bool_)):
+        raise IndexError(f"{op}: a boolean index ({i!r}) is not supported: use None to add "
+                         f"an axis; {_MASK_HINT}")
+    if isinstance(i, (int, np.integer)):
+        return int(i)
+    if isinstance(i, (list, tuple, np.ndarray)):
+        a = np.asarray(i)
+        if a.dtype == np.bool_:
+            raise IndexError(f"{op}: {_MASK_HINT}")
+        if a.size == 0 and a.dtype.kind == "f":
+            a = a.astype(np.int32)
+        if a.dtype.kind not in "iu":
+            raise IndexError(f"{op}: index arrays must hold integers, got dtype {a.dtype}")
+        if a.ndim == 0:
+            return int(a)
+        i = from_numpy(a.astype(np.int64 if a.dtype.itemsize == 8 else np.int32))
+    if isinstance(i, Tensor):
+        if i.type.is_pred:
+            raise IndexError(f"{op}: {_MASK_HINT}")
+        if not i.type.is_int:
+            raise IndexError(f"{op}: index tensors must be integer tensors, got type {i.type}")
+        return i
+    raise IndexError(f"{op}: unsupported index {i!r}: use ints, slices, ..., None, integer "
+                     f"tensors, or lists or NumPy arrays of ints")
+
+
+def _wrap(i, d):
+    """A tensor index with negatives counted from the end (NumPy's rule), as s32/s64."""
+    t = T.S64 if i.type.bits == 64 else T.S32
+    i = as_type(i, t)
+    return select(less(i, 0), add(i, d), i) if d else i
+
+
+def _plan(x, idx, op="index") -> _Plan:
     idx = idx if isinstance(idx, tuple) else (idx,)
-    n_real = builtins.sum(1 for i in idx if i is not None and i is not Ellipsis)
     if builtins.sum(1 for i in idx if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis")
+        raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+    items = [i if i is Ellipsis else _index_item(i, op) for i in idx]
+    n_real = builtins.sum(1 for i in items if i is not None and i is not Ellipsis)
     if n_real > x.rank:
-        raise IndexError(f"too many indices ({n_real}) for tensor of rank {x.rank}")
+        raise IndexError(f"{op}: too many indices ({n_real}) for tensor of rank {x.rank}")
     full_idx = []
-    for i in idx:
+    for i in items:
         if i is Ellipsis:
             full_idx.extend([builtins.slice(None)] * (x.rank - n_real))
         else:
             full_idx.append(i)
     taken = builtins.sum(1 for i in full_idx if i is not None)
     full_idx.extend([builtins.slice(None)] * (x.rank - taken))
-    takes = [(k, i) for k, i in enumerate(i for i in full_idx if i is not None)
-             if isinstance(i, Tensor) and i.rank > 0]
-    if len(takes) > 1:
-        raise IndexError("only one integer tensor of rank >= 1 may index a tensor (it takes "
-                         "along its axis); use nx.gather to index several axes at once")
-    starts, lengths, strides, out_shape, dim = [], [], [], [], 0
-    take_at = None
-    for i in full_idx:
+    advanced = builtins.any(isinstance(i, Tensor) and i.rank > 0 for i in full_idx)
+    p = _Plan()
+    p.dims, p.adv, p.out = [], [], []
+    adv_pos, dim = [], 0
+    for pos, i in enumerate(full_idx):
         if i is None:
-            out_shape.append(1)
+            p.out.append(("new",))
             continue
         d = x.shape[dim]
         if isinstance(i, builtins.slice):
-            a, b, s = i.indices(d)
-            if s < 0:
-                raise IndexError("negative slice steps are not supported: use nx.reverse")
-            n = builtins.max(0, -(-(b - a) // s))
-            starts.append(a if n else 0)
-            lengths.append((n - 1) * s + 1 if n else 0)
-            strides.append(s)
-            out_shape.append(n)
-        elif isinstance(i, Tensor) and i.rank > 0:
-            take_at = (dim, len(out_shape), i)
+            rng = range(*i.indices(d))
+            p.dims.append(("slice", rng.start, len(rng), rng.step))
+            p.out.append(("slice", dim))
+        elif isinstance(i, int):
+            if not -d <= i < d:
+                raise IndexError(f"{op}: index {i} is out of bounds for dim {dim} of size {d}")
+            if advanced:
+                p.dims.append(("adv", len(p.adv)))
+                p.adv.append(_scalar_like(i % d, T.S32, pick([x])))
+                adv_pos.append(pos)
+            else:
+                p.dims.append(("int", i % d))
+        elif advanced:
+            p.dims.append(("adv", len(p.adv)))
+            p.adv.append(_wrap(i, d))
+            adv_pos.append(pos)
+        else:  # a scalar tensor: a dynamic start
+            p.dims.append(("dyn", _wrap(i, d)))
+        dim += 1
+    if p.adv:
+        try:
+            p.bshape = tuple(np.broadcast_shapes(*(a.shape for a in p.adv)))
+        except ValueError:
+            raise IndexError(f"{op}: shape mismatch: the index arrays of shapes "
+                             f"{[a.shape for a in p.adv]} cannot be broadcast together") from None
+        p.adv = [a if a.shape == p.bshape else broadcast(a, p.bshape) for a in p.adv]
+        rest = [o for o in p.out if o[0] != "adv"]
+        if adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1)):
+            at = builtins.sum(1 for q in range(adv_pos[0]) if full_idx[q] is None or
+                              isinstance(full_idx[q], builtins.slice))
+        else:
+            at = 0
+        p.out = rest[:at] + [("adv",)] + rest[at:]
+    else:
+        p.bshape = ()
+    shape = []
+    for o in p.out:
+        if o[0] == "new":
+            shape.append(1)
+        elif o[0] == "slice":
+            shape.append(p.dims[o[1]][2])
+        else:
+            shape.extend(p.bshape)
+    p.shape = tuple(shape)
+    return p
+
+
+def index(x, idx) -> Tensor:
+    """``x[idx]`` with NumPy's (and ``jax.numpy``'s) rules: ints (negative from the end),
+    slices (any step, negative ones too), ``...``, ``None``, scalar integer tensors
+    (dynamic starts: negative from the end, then clamped as XLA's ``dynamic_slice``
+    clamps) and integer arrays (tensors, lists or NumPy arrays of ints: advanced
+    indexing, broadcast together, with NumPy's result shape: the broadcast shape takes
+    the place of the indexed axes if they are adjacent in ``idx``, or comes first if a
+    slice, ``None`` or ``...`` separates them; an int next to an array counts as an
+    array, as in NumPy). Array indices are wrapped when negative and then **clamped**
+    into the axis, as ``jnp``'s default for reads (XLA's gather; ``x.at[i].get(mode=
+    "fill")`` fills instead). A static int out of bounds raises IndexError (NumPy; jnp
+    clamps it). Boolean masks raise IndexError: their shape depends on the values (use
+    :func:`~nxpy.ops.select`).
+
+    >>> import nxpy as nx
+    >>> x = nx.iota((3, 4))
+    >>> x[::-1, 3:0:-2].tolist()
+    [[11, 9], [7, 5], [3, 1]]
+    >>> x[[2, 0], [-1, 1]].tolist(), x[:, [0, 0]].tolist()
+    ([11, 1], [[0, 0], [4, 4], [8, 8]])
+    >>> nx.tensor([[1, 2], [3, 4]])[nx.tensor([1, 0, 1])].tolist()
+    [[3, 4], [1, 2], [3, 4]]
+    """
+    x = to_tensor(x, "x")
+    return _read(x, _plan(x, idx))
+
+
+def _read(x, p) -> Tensor:
+    """``x[idx]`` from its plan: a slice (steps made positive), the reverse of the axes with
+    negative steps, a gather of the advanced indices, then the result's axis order."""
+    starts, lengths, strides, rev = [], [], [], []
+    for a, (d, k) in enumerate(zip(x.shape, p.dims)):
+        if k[0] == "slice":
+            _, first, n, st = k
+            lo = first + (n - 1) * st if st < 0 and n else first
+            starts.append(lo if n else 0)
+            lengths.append((n - 1) * builtins.abs(st) + 1 if n else 0)
+            strides.append(builtins.abs(st))
+            if st < 0 and n > 1:
+                rev.append(a)
+        elif k[0] == "adv":
             starts.append(0)
             lengths.append(d)
             strides.append(1)
-            out_shape.append(d)
-        elif isinstance(i, Tensor):
-            starts.append(i)
-            lengths.append(1)
-            strides.append(1)
-        elif isinstance(i, (int, np.integer)) and not isinstance(i, bool):
-            i = int(i)
-            if not -d <= i < d:
-                raise IndexError(f"index {i} is out of bounds for dim {dim} of size {d}")
-            starts.append(i % d)
-            lengths.append(1)
-            strides.append(1)
         else:
-            raise IndexError(f"unsupported index {i!r}: use ints, slices, ..., None or integer "
-                             f"tensors")
-        dim += 1
-    r = reshape(slice(x, starts, lengths, strides), out_shape)
-    if take_at is not None:
-        r = take(r, take_at[2], axis=take_at[1])
-    return r
+            starts.append(k[1])
+            lengths.append(1)
+            strides.append(1)
+    r = slice(x, starts, lengths, strides)
+    if rev:
+        r = reverse(r, axes=rev)
+    if not p.adv:
+        return reshape(r, p.shape)
+    axes = [a for a, k in enumerate(p.dims) if k[0] == "adv"]
+    kept = [a for a, k in enumerate(p.dims) if k[0] != "adv"]
+    if len(p.adv) == 1:
+        ind = new_axis(p.adv[0], len(p.bshape))
+    else:
+        t = T.S64 if builtins.any(a.type == T.S64 for a in p.adv) else T.S32
+        ind = concatenate([new_axis(as_type(a, t), len(p.bshape)) for a in p.adv],
+                          axis=len(p.bshape))
+    g = gather(r, ind, axes=axes)  # bshape + the kept (sliced) axes, in order
+    nb = len(p.bshape)
+    perm = []
+    for o in p.out:
+        if o[0] == "slice":
+            perm.append(nb + kept.index(o[1]))
+        elif o[0] == "adv":
+            perm.extend(range(nb))
+    if perm != list(range(len(perm))):
+        g = transpose(g, perm)
+    return reshape(g, p.shape)
 
 
 # ----------------------------------------------------------------------------------------

@@ -21,8 +21,18 @@ primitive("shaping", "reshape", "broadcast", "transpose", "pad", "reverse", "con
 
 
 def reshape(x, shape, names=None) -> Tensor:
-    """Same values, new shape; one dim may be -1 (inferred)."""
+    """Same values, new shape; one dim may be -1 (inferred). As in Nx, ``shape`` may be a
+    tensor: its shape, and its names unless ``names`` is given.
+
+    >>> import nxpy as nx
+    >>> shape = nx.tensor([[0], [0], [0], [0]], names=["x", "y"])
+    >>> nx.reshape(nx.tensor([1, 2, 3, 4]), shape).names
+    ('x', 'y')
+    """
     x = to_tensor(x, "x")
+    if isinstance(shape, Tensor):
+        names = shape.names if names is None else names
+        shape = shape.shape
     shape = S.integers((shape,) if S.as_int(shape) is not None else shape, "reshape: shape")
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: at most one dim can be -1, got {shape}")
@@ -114,7 +124,13 @@ def transpose(x, axes=None) -> Tensor:
 
 
 def pad(x, pad_value, padding_config) -> Tensor:
-    """Pads each dim by ``(low, high, interior)``; negative low/high crop."""
+    """Pads each dim by ``(low, high, interior)``; negative low/high crop. Names are kept
+    (Nx).
+
+    >>> import nxpy as nx
+    >>> nx.pad(nx.tensor([[1], [2]], names=[None, "data"]), 0, [(0, 0, 0), (1, 1, 0)]).names
+    (None, 'data')
+    """
     x = to_tensor(x, "x")
     _, v = _binary_operands(x, pad_value, "pad", ("x", "pad_value"))
     if not isinstance(pad_value, Tensor):  # a number must fit x's type (a tensor converts)
@@ -132,7 +148,7 @@ def pad(x, pad_value, padding_config) -> Tensor:
         if n < 0:
             raise ValueError(f"pad: padding {cfg} gives a negative dim for shape {x.shape}")
         shape.append(n)
-    return dispatch("pad", _out(shape, x.type), x, v, config=tuple(cfg))
+    return dispatch("pad", _out(shape, x.type, x.names), x, v, config=tuple(cfg))
 
 
 def reverse(x, axes=None) -> Tensor:
@@ -144,9 +160,33 @@ def reverse(x, axes=None) -> Tensor:
     return dispatch("reverse", _out(x.shape, x.type, x.names), x, axes=axes)
 
 
+def _flatten(tensors) -> list:
+    """The tensors of ``tensors``, with tuples holding tensors traversed as containers,
+    depth first (Nx's ``flatten_list_or_container``); other entries (numbers, lists, NumPy
+    arrays, tuples of numbers) are one tensor each."""
+    out = []
+    for t in tensors:
+        if isinstance(t, tuple) and _holds_tensor(t):
+            out.extend(_flatten(t))
+        else:
+            out.append(t)
+    return out
+
+
+def _holds_tensor(t) -> bool:
+    return builtins.any(isinstance(v, Tensor) or (isinstance(v, tuple) and _holds_tensor(v))
+                        for v in t)
+
+
 def concatenate(tensors, axis=0) -> Tensor:
-    """Joins tensors along ``axis``; other dims must match; types merge."""
-    tensors = [to_tensor(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    """Joins tensors along ``axis``; other dims must match; types merge. ``tensors`` is a
+    list or a tuple, and tuples of tensors in it are traversed as Nx traverses containers.
+
+    >>> import nxpy as nx
+    >>> nx.concatenate((nx.tensor([1, 2]), (nx.tensor([3, 4]), nx.tensor([5, 6])))).tolist()
+    [1, 2, 3, 4, 5, 6]
+    """
+    tensors = [to_tensor(t, f"tensors[{i}]") for i, t in enumerate(_flatten(tensors))]
     if not tensors:
         raise ValueError("concatenate: expected a non-empty list of tensors")
     first = tensors[0]
@@ -166,8 +206,14 @@ def concatenate(tensors, axis=0) -> Tensor:
 
 
 def stack(tensors, axis=0, name=None) -> Tensor:
-    """Joins same-shape tensors along a new dim ``axis``."""
-    tensors = [to_tensor(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    """Joins same-shape tensors along a new dim ``axis`` (``tensors`` as in
+    :func:`concatenate`).
+
+    >>> import nxpy as nx
+    >>> nx.stack((nx.tensor([1, 2]), (nx.tensor([3, 4]), nx.tensor([5, 6])))).shape
+    (3, 2)
+    """
+    tensors = [to_tensor(t, f"tensors[{i}]") for i, t in enumerate(_flatten(tensors))]
     if not tensors:
         raise ValueError("stack: expected a non-empty list of tensors")
     S.check_name(name, "stack: name")
