@@ -302,15 +302,36 @@ def typed(m, x):
             m.pad(x, 1, mode="maximum"), m.pad(x, 1, mode="minimum")]
 
 
-@pytest.mark.parametrize("t", ["int32", "uint8", "int8", "bfloat16", "float16", "bool",
-                               "float64", "int64"])
-def test_dtypes(t):
-    x = rnd((3, 4), t, seed=5)
-    # EXLA where the type's lowering matters (floats of every width, pred); the
-    # Evaluator (the traced graph) for the integers
-    exla = t in ("bfloat16", "float16", "float64", "bool")
-    check((typed, None), [x], paths=("eager", "exla" if exla else "evaluator"),
-          x64=t in ("float64", "int64"))
+TYPES = ("int32", "uint8", "int8", "bfloat16", "float16", "bool", "float64", "int64")
+#: EXLA where the type's lowering matters (floats of every width, pred); the Evaluator
+#: (the traced graph) for the integers
+EXLA_TYPES = ("bfloat16", "float16", "float64", "bool")
+
+
+def test_dtypes():
+    """:func:`typed` on every dtype: one JAX program for the narrow types and one under x64
+    for f64/s64, one nxpy program per path (each program takes every dtype's input)."""
+    xs = {t: rnd((3, 4), t, seed=5) for t in TYPES}
+
+    def each(m, *args):
+        return [typed(m, a) for a in args]
+    for x64 in (False, True):
+        ts = [t for t in TYPES if (t in ("float64", "int64")) == x64]
+        want = dict(zip(ts, ref(lambda *a: each(jnp, *a), [xs[t] for t in ts], x64)))
+        for path, chosen in (("eager", TYPES), ("evaluator", [t for t in ts if t not in
+                                                               EXLA_TYPES]),
+                             ("exla", [t for t in ts if t in EXLA_TYPES])):
+            chosen = [t for t in ts if t in chosen]
+            if not chosen:
+                continue
+            got = run(lambda *a: each(xnp, *a), [xs[t] for t in chosen], path)
+            for t, g in zip(chosen, got):
+                for k, (gg, ww) in enumerate(zip(g, want[t])):
+                    if isinstance(ww, (list, tuple)):
+                        for j, (g2, w2) in enumerate(zip(gg, ww)):
+                            close(g2, w2, f"{t}[{k}][{j}] on {path}")
+                    else:
+                        close(gg, ww, f"{t}[{k}] on {path}")
 
 
 def empties(m, x, y):
@@ -352,18 +373,36 @@ GRADS = {
 }
 
 
+_JAX_CACHE: dict = {}
+
+
+def _jax_grads_and_vmaps():
+    """JAX's gradients of every :data:`GRADS` loss and ``vmap`` of every :data:`VMAPS`
+    function, in one compiled program (a compile per function dominated the file)."""
+    if not _JAX_CACHE:
+        def jloss(f, u):
+            y = f(jnp, u)
+            w = jnp.arange(y.size, dtype=jnp.float32).reshape(y.shape) + 1.0
+            return jnp.sum(jnp.sin(y) * w)
+
+        def both(x, xb):
+            return ({n: jax.grad(lambda u, f=f: jloss(f, u))(x) for n, f in GRADS.items()},
+                    {n: jax.vmap(lambda u, f=GRADS[n]: f(jnp, u))(xb) for n in VMAPS})
+        g, v = jax.jit(both)(jnp.asarray(GRAD_X), jnp.asarray(VMAP_X))
+        _JAX_CACHE.update(grad={k: np.asarray(a) for k, a in g.items()},
+                          vmap={k: np.asarray(a) for k, a in v.items()})
+    return _JAX_CACHE
+
+
+GRAD_X = rnd((3, 4), seed=7)
+VMAP_X = rnd((5, 3, 4), seed=8)
+VMAPS = ["pad_reflect_odd", "pad_wrap", "pad_mean", "roll", "repeat", "take", "diagonal"]
+
+
 @pytest.mark.parametrize("name", sorted(GRADS))
 def test_grad_against_jax(name):
-    f = GRADS[name]
-    x = rnd((3, 4), seed=7)
-
-    def jloss(u):
-        y = f(jnp, u)
-        return jnp.sum(jnp.sin(y) * (jnp.arange(y.size, dtype=jnp.float32).reshape(y.shape)
-                                     + 1.0))
-
-    want = np.asarray(jax.jit(jax.grad(jloss))(jnp.asarray(x)))
-    got = grad(lambda u: _loss_nx(f, u))(nx.tensor(x)).to_numpy()
+    want = _jax_grads_and_vmaps()["grad"][name]
+    got = grad(lambda u: _loss_nx(GRADS[name], u))(nx.tensor(GRAD_X)).to_numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
@@ -373,15 +412,10 @@ def _loss_nx(f, u):
     return nx.sum(nx.multiply(nx.sin(y), nx.add(w, 1.0)))
 
 
-VMAPS = ["pad_reflect_odd", "pad_wrap", "pad_mean", "roll", "repeat", "take", "diagonal"]
-
-
 @pytest.mark.parametrize("name", VMAPS)
 def test_vmap_against_jax(name):
-    f = GRADS[name]
-    x = rnd((5, 3, 4), seed=8)
-    want = np.asarray(jax.jit(jax.vmap(lambda u: f(jnp, u)))(jnp.asarray(x)))
-    got = vmap(lambda u: f(xnp, u))(nx.tensor(x)).to_numpy()
+    want = _jax_grads_and_vmaps()["vmap"][name]
+    got = vmap(lambda u: GRADS[name](xnp, u))(nx.tensor(VMAP_X)).to_numpy()
     close(got, want, name)
 
 
