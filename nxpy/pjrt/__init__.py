@@ -17,7 +17,9 @@ they need from its modules, each importing only those before it:
 * ``callbacks``: host callbacks (registration, the module texts that hold them);
 * ``compiler``: compiling, with the in-process executable cache (``_EXECUTABLES``);
 * ``buffers``: transfers, global arrays and their shards;
-* ``execute``: running executables (executors, JAX's C++ dispatch).
+* ``execute``: running executables (executors, JAX's C++ dispatch);
+* ``jax_functions``: JAX functions lowered to StableHLO and JAX's pytrees, for
+  ``nxpy.interop``.
 
 jaxlib's PJRT client methods (``compile_and_load``, ``execute_sharded``,
 ``batched_device_put``) are undocumented, so nxpy supports a tested range of jax/jaxlib
@@ -54,6 +56,7 @@ from .compiler import compile, hlo_text, lapack_ready, memory_stats
 from .buffers import (array_type, assemble, assembler, block_until_ready, device_index_of,
                       global_array, move_blocks, put_sharded, shards_of, to_device, to_host)
 from .execute import dispatcher, executor, sharded_executor
+from .jax_functions import lower_function, lower_vjp, tree_flatten, tree_unflatten
 
 __all__ = [
     "SUPPORTED", "DIFFERENCES", "check_versions", "differences", "jaxlib_version",
@@ -70,6 +73,7 @@ __all__ = [
     "array_type", "assemble", "assembler", "block_until_ready", "device_index_of",
     "global_array", "move_blocks", "put_sharded", "shards_of", "to_device", "to_host",
     "dispatcher", "executor", "sharded_executor",
+    "lower_function", "lower_vjp", "tree_flatten", "tree_unflatten",
     # private, for the tests and docs that look inside (state: read or changed in place,
     # never rebound; what a test rebinds it patches on the module that defines it)
     "_state", "_version", "_digest", "_callbacks",

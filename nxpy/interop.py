@@ -1,0 +1,142 @@
+"""JAX and nxpy together: JAX functions called from nxpy programs (:func:`from_jax`).
+
+``from_jax(fn)`` is a function of nxpy tensors in the containers JAX knows (tuples,
+lists, dicts, namedtuples such as optax's states, registered dataclasses; ``None`` leaves
+and empty states included). Called inside a traced function (``jit``, ``grad``, ``vmap``,
+``shard_map``, any compiler), it lowers ``fn`` with JAX for the arguments' templates
+(``jax.jit(fn).lower(...)``), reads the module with :mod:`nxpy.stablehlo` and **inlines
+the graph** into the caller's trace: the transforms and compilers see ordinary nxpy ops.
+The import is cached per templates (and per values of the non-tensor arguments, which are
+baked in as JAX bakes in Python scalars it is not told to trace). Called on tensors
+outside a trace, it runs the imported program under ``jit``.
+
+Differentiated (``grad``), the function's reverse-mode rule is JAX's own: a
+``custom_vjp`` whose backward pass is the imported program of ``jax.vjp`` of ``fn``, so
+``jax.custom_jvp``/``custom_vjp`` rules and ``stop_gradient`` inside ``fn`` (which a
+StableHLO module no longer shows) hold as in ``jax.grad``. The backward program runs once
+per float result leaf (nxpy's ``custom_vjp`` takes one cotangent at a time), so
+differentiate functions with few results (a loss, a layer) rather than an optimizer's
+update of a large pytree.
+
+>>> import nxpy as nx
+>>> from nxpy.interop import from_jax
+>>> import jax.numpy as jnp
+>>> softplus = from_jax(lambda x: jnp.logaddexp(x, 0.0))
+>>> [round(v, 4) for v in softplus(nx.tensor([0.0, 1.0])).tolist()]
+[0.6931, 1.3133]
+>>> from nxpy.defn import grad
+>>> [round(v, 4) for v in grad(lambda x: nx.sum(softplus(x)))(nx.tensor([0.0, 1.0])).tolist()]
+[0.5, 0.7311]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import pjrt
+from ._context import grad_depth, tracing
+from .defn import custom_vjp, jit
+from .ops import to_tensor
+from .stablehlo import UnsupportedOpError, load
+from .tensor import Tensor
+
+__all__ = ["from_jax", "FromJax"]
+
+
+def _dynamic(leaf) -> bool:
+    """Whether an argument leaf is traced (a tensor or an array) rather than baked in."""
+    return isinstance(leaf, (Tensor, np.ndarray, np.generic)) or hasattr(leaf, "__jax_array__") \
+        or type(leaf).__module__.startswith("jax")
+
+
+class _Import:
+    """One import of the function: the program, its results' JAX treedef, the program
+    under ``jit`` (for eager calls), what lowered it, and its VJP's import (made when
+    first differentiated)."""
+
+    def __init__(self, program, out_tree, compiled, lowering):
+        self.program, self.out_tree, self.compiled = program, out_tree, compiled
+        self.lowering, self.vjp = lowering, None
+
+
+class FromJax:
+    """A JAX function as an nxpy function (:func:`from_jax`)."""
+
+    def __init__(self, fn, compiler=None):
+        if not callable(fn):
+            raise TypeError(f"from_jax: expected fn to be a callable (a JAX function), got "
+                            f"{fn!r}")
+        self.fn = fn
+        self.compiler = compiler
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self._imports = {}
+
+    def __repr__(self):
+        return f"from_jax({self.__name__})"
+
+    def _import(self, treedef, leaves, dynamic, tensors):
+        key = (treedef, tuple((t.shape, t.type) for t in tensors),
+               tuple((i, repr(v)) for i, v in enumerate(leaves) if i not in dynamic))
+        entry = self._imports.get(key)
+        if entry is None:
+            specs = [(t.shape, np.dtype(t.type.dtype)) for t in tensors]
+            text, out_tree = pjrt.lower_function(self.fn, treedef, leaves, dynamic, specs)
+            try:
+                program = load(text)
+            except UnsupportedOpError as e:
+                raise UnsupportedOpError(f"from_jax({self.__name__}): {e}") from None
+            entry = self._imports[key] = _Import(program, out_tree,
+                                                 jit(program, compiler=self.compiler),
+                                                 (treedef, leaves, dynamic, specs))
+        return entry
+
+    def _vjp(self, entry):
+        """The imported program of ``jax.vjp`` of ``fn`` for ``entry``'s templates."""
+        if entry.vjp is None:
+            treedef, leaves, dynamic, specs = entry.lowering
+            outs = [(tuple(r.type.shape), np.dtype(r.type.nx_type.dtype))
+                    for r in entry.program.func.results]
+            text, float_ins, float_outs = pjrt.lower_vjp(self.fn, treedef, leaves, dynamic,
+                                                         specs, outs)
+            entry.vjp = (load(text), float_ins, float_outs)
+        return entry.vjp
+
+    def _differentiable(self, entry, tensors):
+        """``entry``'s program as a ``custom_vjp`` whose backward pass is JAX's."""
+        def run(*ts):
+            outs = entry.program(*ts)
+            return tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
+
+        def bwd(primals, cts):
+            program, float_ins, float_outs = self._vjp(entry)
+            got = program(*primals, *[cts[i] for i in float_outs])
+            got = list(got) if isinstance(got, (tuple, list)) else [got]
+            out = [None] * len(primals)
+            for i, g in zip(float_ins, got):
+                out[i] = g
+            return tuple(out)
+        f = custom_vjp(run)
+        f.defvjp(lambda *ts: (run(*ts), ts), bwd)
+        return f(*tensors)
+
+    def __call__(self, *args, **kwargs):
+        leaves, treedef = pjrt.tree_flatten((args, kwargs))
+        dynamic = [i for i, leaf in enumerate(leaves) if _dynamic(leaf)]
+        tensors = [to_tensor(np.asarray(leaves[i]) if not isinstance(leaves[i], Tensor)
+                             else leaves[i], f"argument leaf {i}") for i in dynamic]
+        entry = self._import(treedef, leaves, dynamic, tensors)
+        if not tracing():
+            outs = entry.compiled(*tensors)
+        elif grad_depth():
+            outs = self._differentiable(entry, tensors)
+        else:
+            outs = entry.program(*tensors)
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        return pjrt.tree_unflatten(entry.out_tree, outs)
+
+
+def from_jax(fn, *, compiler=None) -> FromJax:
+    """``fn``, a function of JAX arrays and pytrees, as a function of nxpy tensors (see the
+    module docstring); ``compiler`` runs it when called outside a trace (default: nxpy's
+    default compiler)."""
+    return FromJax(fn, compiler)

@@ -1,0 +1,175 @@
+"""nxpy.interop.from_jax: JAX functions inside nxpy programs, against JAX itself — values on
+the Evaluator and EXLA (and eagerly), containers both ways (dicts, namedtuples, lists,
+None, empty states), Python scalars baked in per value, 64-bit types, grad and vmap
+through the function against jax.grad and jax.vmap, an optimizer written in JAX driving an
+nxpy training step, the import cache, and errors naming the JAX function."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+import nxpy as nx
+from nxpy.defn import grad, jit, value_and_grad, vmap
+from nxpy.interop import from_jax
+from nxpy.stablehlo import UnsupportedOpError
+
+import jax  # after nxpy started XLA (conftest), so both share the host devices
+import jax.numpy as jnp
+import jax.scipy.special
+
+COMPILERS = ["evaluator", "exla"]
+State = collections.namedtuple("State", ["count", "mu", "nu"])
+
+
+def _x(shape=(3, 4), seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _close(got, want, rtol=2e-6):
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    assert got_tree == want_tree, f"{got_tree} != {want_tree}"
+    for g, w in zip(got_leaves, want_leaves):
+        g, w = g.to_numpy(), np.asarray(w)
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(np.abs(w).max(), 1))
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("name", ["gelu", "logsumexp", "user"])
+def test_values_inside_jit(name, compiler):
+    fns = {"gelu": jax.nn.gelu,
+           "logsumexp": lambda x: jax.scipy.special.logsumexp(x, axis=1),
+           "user": lambda x: jnp.cumsum(jnp.sort(x, axis=0) ** 2, axis=1) / (1 + jnp.abs(x))}
+    f, x = fns[name], _x()
+    got = jit(lambda t: from_jax(f)(t) * 2, compiler=compiler)(nx.tensor(x))
+    _close(got, f(x) * 2)
+
+
+def test_eagerly_on_each_compiler():
+    x = _x()
+    for compiler in COMPILERS:
+        _close(from_jax(jax.nn.softplus, compiler=compiler)(nx.tensor(x)), jax.nn.softplus(x))
+
+
+def test_containers_both_ways():
+    def f(params, state, extra, scale):
+        out = {"w": params["w"] * scale + state.mu, "none": None, "empty": (),
+               "list": [state.count + 1, jnp.sum(params["b"])]}
+        return out, State(state.count + 1, state.mu * 0.5, state.nu)
+    params = {"w": _x((2, 3)), "b": _x((3,), 1)}
+    state = State(np.int32(3), _x((2, 3), 2), _x((2, 3), 3))
+    nx_params = {k: nx.tensor(v) for k, v in params.items()}
+    nx_state = State(*(nx.tensor(v) for v in state))
+    for compiler in COMPILERS:
+        got = jit(lambda p, s: from_jax(f)(p, s, None, 2.0), compiler=compiler)(
+            nx_params, nx_state)
+        _close(got, f(params, state, None, 2.0))
+
+
+def test_python_scalars_are_baked_in_per_value():
+    f = from_jax(lambda x, k: x * k)
+    x = nx.tensor(_x((2,)))
+    a, b = f(x, 2.0), f(x, 3.0)
+    np.testing.assert_allclose(b.to_numpy(), a.to_numpy() * 1.5, rtol=1e-6)
+    f(x, 2.0)
+    f(nx.tensor(_x((2,), 1)), 2.0)              # same template, same scalar: cached
+    assert len(f._imports) == 2
+    f(nx.tensor(_x((3,))), 2.0)                 # a new shape: a new import
+    assert len(f._imports) == 3
+
+
+def test_64_bit_types():
+    x = _x((3,), dtype=np.float64)
+    got = from_jax(lambda v: jnp.exp(v) + 1)(nx.tensor(x))
+    assert got.type == nx.Type("f", 64)
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(got.to_numpy(), np.asarray(jnp.exp(x) + 1), rtol=1e-15)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_grad_and_vmap_through_it(compiler):
+    def loss(w, x):
+        return jnp.sum(jax.nn.gelu(x @ w) ** 2) + jax.scipy.special.logsumexp(w)
+    w, x = _x((4, 3)), _x((5, 4), 1)
+    f = from_jax(loss)
+    got = jit(grad(lambda w, x: f(w, x)), compiler=compiler)(nx.tensor(w), nx.tensor(x))
+    _close(got, jax.grad(loss)(w, x), rtol=2e-5)
+    xs = _x((6, 5, 4), 2)
+    got = jit(vmap(lambda x: f(nx.tensor(w), x)), compiler=compiler)(nx.tensor(xs))
+    _close(got, jax.vmap(lambda x: loss(w, x))(xs), rtol=2e-5)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_grad_is_jax_s_own_rule(compiler):
+    """The module holds only the primal computation: the custom JVP of relu and logaddexp
+    at their kinks, and stop_gradient, come from differentiating with JAX."""
+    def f(x):
+        return (jnp.sum(jax.nn.relu(x)) + jnp.sum(jnp.logaddexp(x, 0.0))
+                + jnp.sum(x * jax.lax.stop_gradient(x)))
+    x = np.array([0.0, -1.0, 2.0], np.float32)
+    got = jit(grad(lambda t: from_jax(f)(t)), compiler=compiler)(nx.tensor(x))
+    _close(got, jax.grad(f)(x))
+    want = np.array([0.0 + 0.5 + 0.0, 0.0 + 0.26894143 - 1.0, 1.0 + 0.8807971 + 2.0])
+    np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-6)
+
+
+def _adam(grads, state, lr=0.01, b1=0.9, b2=0.999, eps=1e-8):
+    """Adam written in JAX over a pytree, optax's way (a namedtuple state)."""
+    count = state.count + 1
+    mu = jax.tree_util.tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
+    nu = jax.tree_util.tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, state.nu, grads)
+    c1, c2 = 1 - b1 ** count, 1 - b2 ** count
+    updates = jax.tree_util.tree_map(lambda m, v: -lr * (m / c1) / (jnp.sqrt(v / c2) + eps),
+                                     mu, nu)
+    return updates, State(count, mu, nu)
+
+
+def test_a_jax_optimizer_drives_an_nxpy_training_step():
+    r = np.random.default_rng(0)
+    params = {"w": r.standard_normal((4, 2)).astype(np.float32),
+              "b": np.zeros((2,), np.float32)}
+    x = r.standard_normal((16, 4)).astype(np.float32)
+    y = r.standard_normal((16, 2)).astype(np.float32)
+    zeros = jax.tree_util.tree_map(np.zeros_like, params)
+    state = State(np.int32(0), zeros, zeros)
+    update = from_jax(_adam)
+
+    def nx_loss(p, x, y):
+        return nx.mean((nx.tanh(nx.dot(x, p["w"]) + p["b"]) - y) ** 2)
+
+    def step(p, s, x, y):
+        loss, g = value_and_grad(nx_loss)(p, x, y)
+        updates, s = update(g, s)
+        return loss, {k: p[k] + updates[k] for k in p}, s
+
+    def jax_loss(p, x, y):
+        return jnp.mean((jnp.tanh(x @ p["w"] + p["b"]) - y) ** 2)
+
+    @jax.jit
+    def jax_step(p, s, x, y):
+        loss, g = jax.value_and_grad(jax_loss)(p, x, y)
+        updates, s = _adam(g, s)
+        return loss, jax.tree_util.tree_map(lambda a, b: a + b, p, updates), s
+
+    nx_step = jit(step, compiler="exla")
+    p, s = jax.tree_util.tree_map(nx.tensor, (params, state))
+    jp, js = params, state
+    for _ in range(5):
+        loss, p, s = nx_step(p, s, nx.tensor(x), nx.tensor(y))
+        jloss, jp, js = jax_step(jp, js, x, y)
+        np.testing.assert_allclose(loss.to_numpy(), np.asarray(jloss), rtol=1e-5)
+    _close(p, jp, rtol=1e-5)
+    assert int(s.count.to_numpy()) == 5
+
+
+def test_errors_name_the_jax_function():
+    def zeta(x, q):
+        return jax.scipy.special.zeta(x, q)
+    x = nx.tensor(np.full((3,), 2.0, np.float32))
+    with pytest.raises(UnsupportedOpError, match=r"from_jax\(zeta\).*chlo.zeta"):
+        from_jax(zeta)(x, x)
+    with pytest.raises(TypeError, match="from_jax: expected fn to be a callable"):
+        from_jax(3)
