@@ -133,8 +133,13 @@ def _cases(t):
     return cases
 
 
-@pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("t", TYPES)
+# every type on the eager path; the compiled paths on the main kinds (f16 on EXLA)
+METHOD_RUNS = [(t, "eager") for t in TYPES] + [
+    (t, p) for p in ("evaluator", "exla") for t in ("float32", "int32", "bool")] + [
+    ("float16", "exla")]
+
+
+@pytest.mark.parametrize("t,path", METHOD_RUNS)
 def test_methods_match_jax(t, path):
     cases = _cases(t)
     x = _data(t, (2, 3, 4))
@@ -277,16 +282,26 @@ class _NxMath:
         staticmethod(nx.exp)
 
 
-@pytest.mark.parametrize("name", sorted(GRADS))
-def test_grad_matches_jax(name):
-    f = GRADS[name]
+@pytest.mark.parametrize("path", ("evaluator", "exla"))
+def test_grad_matches_jax(path):
+    """Every case's gradients in one program (one compile per path)."""
+    names = sorted(GRADS)
     x = _data("float32", (4, 5), seed=1)
     u = np.array([0.3, -1.2, 2.0], np.float32)
-    gx, gu = jit(grad(lambda a, b: f(a, b, _NxMath), argnums=(0, 1)), compiler="exla")(
-        nx.tensor(x), nx.tensor(u))
-    wx, wu = jax.jit(jax.grad(lambda a, b: f(a, b, jnp), argnums=(0, 1)))(x, u)
-    _close(gx.to_numpy(), np.asarray(wx), f"{name} dx", rtol=1e-5, scale=1.0)
-    _close(gu.to_numpy(), np.asarray(wu), f"{name} du", rtol=1e-5, scale=1.0)
+
+    def nx_all(a, b):
+        return tuple(grad(lambda p, q, f=GRADS[n]: f(p, q, _NxMath), argnums=(0, 1))(a, b)
+                     for n in names)
+
+    def jax_all(a, b):
+        return tuple(jax.grad(lambda p, q, f=GRADS[n]: f(p, q, jnp), argnums=(0, 1))(a, b)
+                     for n in names)
+
+    got = _run(nx_all, [x, u], path)
+    want = _ref(jax_all, [x, u], key="grads")
+    for n, (gx, gu), (wx, wu) in zip(names, got, want):
+        _close(gx, wx, f"{n} dx {path}", rtol=1e-5, scale=1.0)
+        _close(gu, wu, f"{n} du {path}", rtol=1e-5, scale=1.0)
 
 
 def test_vmap_of_indexing_matches_jax():
