@@ -534,3 +534,23 @@ def test_notes_name_public_functions():
             assert name in mod.__all__, (mod.__name__, name)
         for name in mod.__all__:
             assert getattr(mod, name).__doc__, (mod.__name__, name)
+
+
+def test_searchsorted_special_values():
+    """Sort order as JAX's: NaN last, -0.0 equal to 0.0, infinities; every method."""
+    a = np.array([-np.inf, -1.0, -0.0, 0.0, 0.0, 2.0, np.inf, np.nan, np.nan], np.float32)
+    v = np.array([np.nan, -np.inf, 0.0, -0.0, np.inf, 5.0, -3.0, 2.0], np.float32)
+    fs = [lambda p, q, side=side, m=m: xnp.searchsorted(p, q, side=side, method=m)
+          for side in ("left", "right") for m in ("scan", "sort", "compare_all")]
+    got = run(lambda p, q: tuple(f(p, q) for f in fs), [a, v], "exla")
+    want = ref("search-special", lambda p, q: tuple(
+        jnp.searchsorted(p, q, side=side, method=m) for side in ("left", "right")
+        for m in ("scan", "sort", "compare_all")), a, v)
+    for i, (g, w) in enumerate(zip(got, want)):
+        close(g, w, what=f"searchsorted #{i}")
+    for t in ("int32", "uint8", "float16"):
+        s = np.sort(data(t, (17,), 16, special=False))
+        q = data(t, (9,), 17, special=False)
+        close(xnp.searchsorted(s, q).to_numpy(), jnp.searchsorted(s, q), what=t)
+        close(xnp.searchsorted(s, q, side="right").to_numpy(),
+              jnp.searchsorted(s, q, side="right"), what=t)
