@@ -36,3 +36,5 @@ from .defn.vmap import vmap
 from .defn.placement import device_put
 from .serialize import (SerializationError, deserialize, load, load_numpy, save, save_numpy,
                         serialize)
+from . import interop
+from .interop import from_dlpack

@@ -1,4 +1,6 @@
-"""JAX and nxpy together: JAX functions called from nxpy programs (:func:`from_jax`).
+"""JAX and nxpy together: JAX functions called from nxpy programs (:func:`from_jax`), and
+arrays handed across without a copy (:func:`to_jax_array`, :func:`from_jax_array`,
+:func:`from_dlpack`).
 
 ``from_jax(fn)`` is a function of nxpy tensors in the containers JAX knows (tuples,
 lists, dicts, namedtuples such as optax's states, registered dataclasses; ``None`` leaves
@@ -33,13 +35,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import pjrt
+from . import types as T
+from .backend import get_backend
+from .layout import NamedSharding, P
+from .mesh import Mesh
 from ._context import grad_depth, tracing
 from .defn import custom_vjp, jit
 from .ops import to_tensor
 from .stablehlo import UnsupportedOpError, load
 from .tensor import Tensor
 
-__all__ = ["from_jax", "FromJax"]
+__all__ = ["from_jax", "FromJax", "from_jax_array", "to_jax_array", "from_dlpack"]
 
 
 def _dynamic(leaf) -> bool:
@@ -140,3 +146,75 @@ def from_jax(fn, *, compiler=None) -> FromJax:
     module docstring); ``compiler`` runs it when called outside a trace (default: nxpy's
     default compiler)."""
     return FromJax(fn, compiler)
+
+
+# ----------------------------------------------------------------------------------------
+# Arrays both ways
+# ----------------------------------------------------------------------------------------
+def _one_from_jax(a) -> Tensor:
+    shape, dtype, device, mesh, spec = pjrt.describe_array(a)
+    t, exla = T.parse(dtype), get_backend("exla")
+    if mesh is None:
+        return Tensor(a, tuple(shape), t, None, exla, device)
+    positions, mesh_shape, axis_names = mesh
+    m = Mesh("jax", mesh_shape, axis_names=axis_names, devices=positions)
+    return Tensor(a, tuple(shape), t, None, exla, None, sharding=NamedSharding(m, P(*spec)))
+
+
+def _one_to_jax(t: Tensor):
+    if t.backend is not None and t.backend.is_expr:
+        raise TypeError("to_jax_array: expected a tensor with values, got one being traced "
+                        "(inside jit or grad)")
+    if t.backend is get_backend("exla"):
+        return t.data
+    return get_backend("exla").from_numpy(t.to_numpy(), t.type, device_id=None).data
+
+
+def _tree_map(f, tree, leaf):
+    leaves, treedef = pjrt.tree_flatten(tree)
+    return pjrt.tree_unflatten(treedef, [f(x) if leaf(x) else x for x in leaves])
+
+
+def from_jax_array(a):
+    """A ``jax.Array`` (or a pytree of them) as nxpy tensors on the EXLA backend holding
+    the same device buffers, no copy: one on a single device becomes a tensor on that
+    device; one with a ``NamedSharding`` a sharded tensor over an ``nx.Mesh`` of the same
+    devices, axes and spec. Other leaves pass through.
+
+    >>> import jax.numpy as jnp
+    >>> t = from_jax_array(jnp.arange(3.0))
+    >>> t.backend.name, t.tolist()
+    ('exla', [0.0, 1.0, 2.0])
+    """
+    return _tree_map(_one_from_jax, a, pjrt.is_jax_array)
+
+
+def to_jax_array(t):
+    """An nxpy tensor (or a pytree of them) as ``jax.Array`` objects: an EXLA tensor's own
+    device buffers (a sharded tensor's global array), no copy; a tensor of another
+    backend is copied to the default device. Other leaves pass through.
+
+    >>> import nxpy as nx
+    >>> a = to_jax_array(nx.tensor([1.0, 2.0], backend="exla"))
+    >>> type(a).__name__, a.tolist()
+    ('ArrayImpl', [1.0, 2.0])
+    """
+    return _tree_map(_one_to_jax, t, lambda x: isinstance(x, Tensor))
+
+
+def from_dlpack(obj) -> Tensor:
+    """A tensor from any object with the DLPack protocol (``__dlpack__``): a ``jax.Array``
+    is taken without a copy (:func:`from_jax_array`); anything else (a NumPy array, a
+    PyTorch CPU tensor) is read through ``numpy.from_dlpack`` and copied into a NumPy
+    backend tensor (nxpy's host tensors never alias memory they do not own).
+
+    >>> import numpy as np
+    >>> from_dlpack(np.arange(3, dtype=np.int32)).tolist()
+    [0, 1, 2]
+    """
+    if pjrt.is_jax_array(obj):
+        return _one_from_jax(obj)
+    if not hasattr(obj, "__dlpack__"):
+        raise TypeError(f"from_dlpack: expected an object with __dlpack__ (a jax.Array, a "
+                        f"NumPy array, a DLPack producer), got {type(obj).__name__}")
+    return to_tensor(np.array(np.from_dlpack(obj)), "obj")

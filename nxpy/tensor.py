@@ -246,6 +246,25 @@ class Tensor:
             a.flags.writeable = False
         return a
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The DLPack protocol: the tensor's own buffer (a NumPy array's, or an EXLA
+        tensor's device buffer), so ``np.from_dlpack(t)`` and ``jnp.from_dlpack(t)`` share
+        it. A sharded tensor has no one buffer: take its shards."""
+        if self.backend is not None and self.backend.is_expr:
+            _host_only("__dlpack__ (handing a tensor's buffer to another library)")
+        if self.sharding is not None:
+            raise BufferError("__dlpack__: a sharded tensor has one buffer per device; hand "
+                              "over its shards (nxpy.distributed or t.backend.shards(t)), or "
+                              "the whole tensor with nxpy.interop.to_jax_array")
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
+                 "copy": copy}
+        return self.data.__dlpack__(**{k: v for k, v in given.items() if v is not None})
+
+    def __dlpack_device__(self):
+        if self.sharding is not None:
+            raise BufferError("__dlpack_device__: a sharded tensor lives on several devices")
+        return self.data.__dlpack_device__()
+
     def __array__(self, dtype=None, copy=None):
         if self.backend is not None and self.backend.is_expr:
             _host_only("converting a tensor to a NumPy array (np.asarray(tensor))")

@@ -173,3 +173,55 @@ def test_errors_name_the_jax_function():
         from_jax(zeta)(x, x)
     with pytest.raises(TypeError, match="from_jax: expected fn to be a callable"):
         from_jax(3)
+
+
+# ----------------------------------------------------------------------------------------
+# Arrays both ways, DLPack
+# ----------------------------------------------------------------------------------------
+def test_arrays_cross_without_a_copy():
+    from nxpy.interop import from_jax_array, to_jax_array
+    a = jnp.ones((32 * 1024 * 1024,), jnp.float32)          # 128 MiB
+    t = from_jax_array(a)
+    assert t.backend.name == "exla" and t.shape == a.shape and t.type == nx.Type("f", 32)
+    assert t.data is a and to_jax_array(t) is a               # the same buffer, both ways
+    assert float(nx.sum(t).to_numpy()) == a.size
+    e = nx.tensor(np.arange(6, dtype=np.float32), backend="exla")
+    assert to_jax_array(e) is e.data
+    tree = to_jax_array({"a": e, "n": None, "k": [1.5]})
+    assert tree["a"] is e.data and tree["n"] is None and tree["k"] == [1.5]
+    back = from_jax_array(tree)
+    assert back["a"].data is e.data and back["k"] == [1.5]
+    h = to_jax_array(nx.tensor(np.arange(3, dtype=np.int32)))    # NumPy backend: a copy
+    np.testing.assert_array_equal(np.asarray(h), [0, 1, 2])
+
+
+def test_sharded_arrays_cross_as_sharded_tensors():
+    from nxpy.interop import from_jax_array, to_jax_array
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:4], dtype=object).reshape(2, 2),
+                             ("x", "y"))
+    spec = jax.sharding.PartitionSpec("x", None)
+    a = jax.device_put(np.arange(16, dtype=np.float32).reshape(4, 4),
+                       jax.sharding.NamedSharding(mesh, spec))
+    t = from_jax_array(a)
+    assert t.sharding is not None and t.sharding.mesh.shape == (2, 2)
+    assert t.sharding.mesh.axis_names == ("x", "y") and to_jax_array(t) is a
+    r = jit(lambda v: v * 2, compiler="exla")(t)
+    assert r.sharding.spec == t.sharding.spec
+    np.testing.assert_array_equal(r.to_numpy(), np.asarray(a) * 2)
+    with pytest.raises(TypeError, match="expected a jax.Array"):
+        nx.interop._one_from_jax(np.ones(2))
+
+
+def test_dlpack_both_ways():
+    t = nx.tensor(np.arange(4, dtype=np.float32))
+    a = np.from_dlpack(t)
+    assert np.shares_memory(a, t.data)
+    e = nx.tensor(np.arange(4, dtype=np.float32), backend="exla")
+    j = jnp.from_dlpack(e)
+    assert j.unsafe_buffer_pointer() == e.data.unsafe_buffer_pointer()
+    assert e.__dlpack_device__() == e.data.__dlpack_device__()
+    got = nx.from_dlpack(jnp.arange(3))
+    assert got.backend.name == "exla" and got.tolist() == [0, 1, 2]
+    assert nx.from_dlpack(np.arange(2, dtype=np.int64)).tolist() == [0, 1]
+    with pytest.raises(TypeError, match="__dlpack__"):
+        nx.from_dlpack([1, 2])

@@ -8,9 +8,12 @@ import contextlib
 
 import numpy as np
 
+from . import lib
+from .buffers import device_index_of
 from .client import oracle
 
-__all__ = ["tree_flatten", "tree_unflatten", "lower_function", "lower_vjp"]
+__all__ = ["tree_flatten", "tree_unflatten", "lower_function", "lower_vjp", "describe_array",
+           "is_jax_array"]
 
 
 def tree_flatten(tree):
@@ -85,3 +88,28 @@ def lower_vjp(fn, treedef, leaves, dynamic, specs, out_specs):
         jax.ShapeDtypeStruct(*out_specs[i]) for i in float_outs]
     with jax.enable_x64(True) if wide else contextlib.nullcontext():
         return jax.jit(flat).lower(*structs).as_text(), float_ins, float_outs
+
+
+def describe_array(a):
+    """A ``jax.Array``'s ``(shape, dtype, device, mesh, spec)``: ``device`` the position
+    of its one device (None when sharded); ``mesh`` ``(device positions, shape, axis
+    names)`` and ``spec`` its ``PartitionSpec`` as a tuple, for a ``NamedSharding`` over
+    several devices (None otherwise). A TypeError for anything else."""
+    jax = oracle()
+    if not isinstance(a, jax.Array):
+        raise TypeError(f"expected a jax.Array, got {type(a).__name__}")
+    devices = a.sharding.device_set
+    if len(devices) == 1:
+        return a.shape, a.dtype, device_index_of(a), None, None
+    sh = a.sharding
+    if not isinstance(sh, jax.sharding.NamedSharding):
+        raise TypeError(f"expected a jax.Array on one device or with a NamedSharding, got "
+                        f"one with {type(sh).__name__}: reshard it with jax.device_put(a, "
+                        f"NamedSharding(mesh, spec)) first")
+    positions = [lib._state["devices"].index(d) for d in sh.mesh.devices.flat]
+    return (a.shape, a.dtype, None, (positions, sh.mesh.devices.shape, sh.mesh.axis_names),
+            tuple(sh.spec))
+
+
+def is_jax_array(x) -> bool:
+    return isinstance(x, oracle().Array)
