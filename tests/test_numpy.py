@@ -227,7 +227,9 @@ def spaces(m, v):
     """pow's last bits (and nxpy's log10, a quotient of logs) differ: 16 ulps."""
     return [m.logspace(0, 2, 3), m.logspace(0, 3, 4, base=2.0), m.logspace(v, 2, 3, axis=-1),
             m.geomspace(1, 1000, 4), m.geomspace(-1, -100, 3),
-            m.geomspace(2, 32, 5, dtype="float16"), m.geomspace(m.abs(v) + 1, 10.0, 3, axis=1)]
+            m.geomspace(2, 32, 5, dtype="float16"), m.geomspace(m.abs(v) + 1, 10.0, 3, axis=1),
+            m.bartlett(6), m.blackman(7) + 1.0, m.hamming(5), m.hanning(8) + 1.0, m.hamming(1),
+            m.hanning(0)]
 
 
 def indexing(m, x, c, i):
@@ -249,6 +251,11 @@ def indexing(m, x, c, i):
         m.rollaxis(m.zeros((1, 2, 3, 4)), 3, 1), m.rollaxis(m.zeros((1, 2, 3, 4)), 0, 3),
         m.ix_(m.asarray([0, 1]), m.asarray([2, 0, 1])),
         m.block([[x, x[:, :1]], [m.zeros((1, 5))]]), m.block([x[0], x[1]]), m.block(x),
+        m.choose(i, [x, -x, 2 * x], mode="wrap"), m.choose(i[0], [i[1], 7, i[2]], mode="clip"),
+        m.put(x, m.asarray([0, -2, 20, 5]), m.asarray([1.0, 2.0]), inplace=False),
+        m.put(i, m.asarray([[1, 13], [-14, 2]]), -3, mode="clip", inplace=False),
+        m.put(i, m.asarray([1, 13, -14]), m.asarray([7, 8, 9]), mode="wrap", inplace=False),
+        m.mask_indices(3, m.triu, 1, size=3), m.mask_indices(3, m.tril, size=8),
     ]
 
 
@@ -461,6 +468,9 @@ ERRORS = [
     (lambda: xnp.pad(xnp.zeros(2), 1, mode="mean", stat_length=0), ValueError, "stat_length"),
     (lambda: xnp.pad(xnp.zeros(2), 1, mode=lambda *a: a), NotImplementedError, "callable"),
     (lambda: xnp.fill_diagonal(xnp.zeros((2, 2)), 1.0), NotImplementedError, "inplace=False"),
+    (lambda: xnp.put(xnp.zeros(2), xnp.asarray([0]), 1.0), ValueError, "put: nxpy tensors"),
+    (lambda: xnp.choose(xnp.asarray([3]), [xnp.zeros(1)]), ValueError, "choose: invalid"),
+    (lambda: xnp.block((xnp.zeros(1),)), ValueError, "block: arrays is a tuple"),
     (lambda: xnp.ravel_multi_index((xnp.asarray([3]),), (3,)), ValueError, "invalid entry"),
     (lambda: xnp.block([[xnp.zeros(1)], xnp.zeros(1)]), ValueError, "block: list depths"),
     (lambda: xnp.nonzero(xnp.asarray(1)), ValueError, "nonzero: calling nonzero on a 0-d"),

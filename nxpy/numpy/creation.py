@@ -18,7 +18,8 @@ from ._common import dtype_of
 __all__ = ["zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
            "empty_like", "arange", "linspace", "logspace", "geomspace", "eye", "identity",
            "meshgrid", "tri", "tril", "triu", "diag", "diagflat", "indices", "tril_indices",
-           "triu_indices", "tril_indices_from", "triu_indices_from"]
+           "triu_indices", "tril_indices_from", "triu_indices_from", "bartlett", "blackman",
+           "hamming", "hanning"]
 
 #: departures from ``jax.numpy`` (collected by :mod:`nxpy.numpy.coverage`)
 NOTES = {
@@ -543,3 +544,61 @@ def triu_indices_from(arr, k=0):
     return triu_indices(r, k, c)
 
 
+
+
+def _window(M, fn, formula):
+    m = _static_int(M, fn, "M")
+    if m <= 1:
+        return O.full((max(m, 0),), 1, type=F32)
+    n = O.iota((m,), type=F32)
+    return formula(n, m)
+
+
+def _cos(n, m, k):
+    """``cos(k * pi * n / (m - 1))`` in f32, as JAX's window functions compute it."""
+    return O.cos(O.divide(O.multiply(O.tensor(k * math.pi, type=F32), n),
+                          O.tensor(m - 1, type=F32)))
+
+
+def bartlett(M):
+    """``jnp.bartlett``: the Bartlett (triangular) window of ``M`` points (f32).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.bartlett(5).tolist()
+    [0.0, 0.5, 1.0, 0.5, 0.0]
+    """
+    return _window(M, "bartlett", lambda n, m: O.subtract(1.0, O.divide(
+        O.abs(O.add(O.multiply(2.0, n), float(1 - m))), float(m - 1))))
+
+
+def blackman(M):
+    """``jnp.blackman``: the Blackman window of ``M`` points (f32).
+
+    >>> import nxpy.numpy as xnp
+    >>> [round(v, 4) for v in xnp.blackman(3).tolist()]
+    [-0.0, 1.0, -0.0]
+    """
+    return _window(M, "blackman", lambda n, m: O.add(O.subtract(
+        0.42, O.multiply(0.5, _cos(n, m, 2))), O.multiply(0.08, _cos(n, m, 4))))
+
+
+def hamming(M):
+    """``jnp.hamming``: the Hamming window of ``M`` points (f32).
+
+    >>> import nxpy.numpy as xnp
+    >>> [round(v, 4) for v in xnp.hamming(3).tolist()]
+    [0.08, 1.0, 0.08]
+    """
+    return _window(M, "hamming", lambda n, m: O.subtract(0.54, O.multiply(0.46,
+                                                                          _cos(n, m, 2))))
+
+
+def hanning(M):
+    """``jnp.hanning``: the Hann window of ``M`` points (f32).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.hanning(3).tolist()
+    [0.0, 1.0, 0.0]
+    """
+    return _window(M, "hanning", lambda n, m: O.multiply(0.5, O.subtract(1.0,
+                                                                         _cos(n, m, 2))))

@@ -25,7 +25,8 @@ __all__ = ["reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", 
            "take", "take_along_axis", "diagonal", "trace", "shape", "ndim", "size",
            "iscomplexobj", "isscalar", "astype", "copy", "resize", "nonzero", "flatnonzero",
            "argwhere", "compress", "extract", "unravel_index", "ravel_multi_index",
-           "diag_indices", "diag_indices_from", "fill_diagonal", "rollaxis", "ix_", "block"]
+           "diag_indices", "diag_indices_from", "fill_diagonal", "rollaxis", "ix_", "block",
+           "choose", "put", "mask_indices", "isrealobj"]
 
 #: departures from ``jax.numpy`` (collected by :mod:`nxpy.numpy.coverage`)
 NOTES = {
@@ -38,6 +39,10 @@ NOTES = {
     "fill_diagonal": "`inplace=False` is required and `wrap=True` is not supported, as in "
                      "JAX",
     "ravel_multi_index": "`mode='raise'` needs the values (eager), as in JAX",
+    "choose": "`mode='raise'` needs the values (eager), as in JAX",
+    "put": "`inplace=False` is required, as in JAX; `mode='raise'` is not supported",
+    "mask_indices": "`mask_func` is called on an s32 matrix of ones; traced, a static "
+                    "`size=` is required",
     "take": "`mode='promise_in_bounds'` clamps, as 'clip'; `unique_indices` and "
             "`indices_are_sorted` are accepted and ignored",
     "take_along_axis": "as `take`; `wrap_negative_indices=False` is not supported",
@@ -1720,13 +1725,13 @@ def block(arrays):
     [[1, 1, 0], [1, 1, 0], [0, 0, 0]]
     """
     if isinstance(arrays, tuple):
-        raise TypeError("block: arrays is a tuple; only lists can be used to arrange blocks")
+        raise ValueError("block: arrays is a tuple; only lists can be used to arrange blocks")
     if not isinstance(arrays, list):
         return _t(arrays, "arrays")
 
     def depth(x):
         if isinstance(x, tuple):
-            raise TypeError("block: only lists can be used to arrange blocks, got a tuple")
+            raise ValueError("block: only lists can be used to arrange blocks, got a tuple")
         if not isinstance(x, list):
             return 0
         if not x:
@@ -1748,3 +1753,102 @@ def block(arrays):
         t = _t(x, "arrays")
         return O.reshape(t, (1,) * (r - t.rank) + t.shape)
     return build(arrays, 0)
+
+
+def choose(a, choices, out=None, mode="raise"):
+    """``jnp.choose``: for each position, the entry of ``choices[a]`` (the index array
+    ``a`` and the choices broadcast together); ``mode`` ``'wrap'``, ``'clip'`` or
+    ``'raise'`` (which needs ``a``'s values: eager only, as in JAX).
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.choose(xnp.asarray([2, 0, 1]), [[1, 2, 3], [4, 5, 6], [7, 8, 9]]).tolist()
+    [7, 2, 6]
+    """
+    if out is not None:
+        raise NotImplementedError("choose: the 'out' argument is not supported (as in JAX)")
+    i = _t(a)
+    if i.type.kind not in "su":
+        raise ValueError("choose: `a` array must be integer typed")
+    cs = _promoted(_seq(choices, "choose"), None, "choose")
+    n = len(cs)
+    if mode == "raise":
+        if not _static(i):
+            raise ValueError("choose: mode='raise' needs the values of a (the function is "
+                             "traced); use mode='wrap' or mode='clip'")
+        v = i.to_numpy()
+        if ((v < 0) | (v >= n)).any():
+            raise ValueError("choose: invalid entry in choice array")
+    elif mode == "wrap":
+        i = O.remainder(O.add(O.remainder(i, n), n), n)
+    elif mode == "clip":
+        i = O.clip(i, O.tensor(0, type=i.type), O.tensor(n - 1, type=i.type))
+    else:
+        raise ValueError(f"choose: mode={mode!r} not understood. Must be 'raise', 'wrap', "
+                         "or 'clip'")
+    i, *cs = broadcast_arrays(i, *cs)
+    out_ = cs[-1]
+    for k in range(n - 2, -1, -1):
+        out_ = O.select(O.equal(i, O.tensor(k, type=i.type)), cs[k], out_)
+    return out_
+
+
+def put(a, ind, v, mode=None, *, inplace=True):
+    """``jnp.put``: ``a`` with the entries at the flat indices ``ind`` set to ``v``
+    (repeated to ``ind``'s length). ``mode`` None: negative indices count from the end and
+    out-of-range ones clamp to the first or last entry (as JAX's, which goes through
+    ``unravel_index``); ``'clip'`` clamps; ``'wrap'`` wraps. ``inplace=False`` is
+    required, as in JAX.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.put(xnp.zeros(5, dtype="int32"), xnp.asarray([0, -2]), 7, inplace=False).tolist()
+    [7, 0, 0, 7, 0]
+    """
+    if inplace:
+        raise ValueError("put: nxpy tensors (as JAX arrays) are immutable; pass "
+                         "inplace=False to get the updated array")
+    x, idx, vals = _t(a), _t(ind, "ind"), _t(v, "v")
+    if idx.type.kind not in "su":
+        raise TypeError(f"put: expected integer indices, got {idx.type}")
+    idx = O.as_type(O.reshape(idx, (idx.size,)), "s32")
+    vals = O.as_type(O.reshape(vals, (vals.size,)), x.type)
+    if not x.size or not idx.size or not vals.size:
+        return x
+    k, n = idx.shape[0], x.size
+    if vals.shape[0] != k:
+        reps = -(-k // vals.shape[0])
+        vals = O.slice_along_axis(O.tile(vals, [reps]) if reps > 1 else vals, 0, k)
+    if mode is None:
+        idx = O.select(O.less(idx, 0), O.add(idx, n), idx)
+        idx = O.clip(idx, O.tensor(0, type=idx.type), O.tensor(n - 1, type=idx.type))
+    elif mode == "clip":
+        idx = O.clip(idx, O.tensor(0, type=idx.type), O.tensor(n - 1, type=idx.type))
+    elif mode == "wrap":
+        idx = O.remainder(O.add(O.remainder(idx, n), n), n)
+    else:
+        raise ValueError(f"put: mode={mode!r} is not supported; expected None, 'clip' or "
+                         "'wrap'")
+    flat = O.indexed_put(O.reshape(x, (n,)), O.reshape(idx, (k, 1)), vals)
+    return O.reshape(flat, x.shape)
+
+
+def mask_indices(n, mask_func, k=0, *, size=None):
+    """``jnp.mask_indices``: the indices of the non-zero entries of ``mask_func(ones((n,
+    n)), k)`` (``tril``, ``triu``, ...), a tuple of two s32 arrays (a static ``size`` as
+    :func:`nonzero`).
+
+    >>> import nxpy.numpy as xnp
+    >>> [i.tolist() for i in xnp.mask_indices(2, xnp.triu)]
+    [[0, 0, 1], [0, 1, 1]]
+    """
+    n = operator.index(n)
+    return nonzero(mask_func(O.full((n, n), 1, type="s32"), k), size=size)
+
+
+def isrealobj(x):
+    """``jnp.isrealobj``: whether ``x``'s type is not complex.
+
+    >>> import nxpy.numpy as xnp
+    >>> xnp.isrealobj(xnp.zeros(2)), xnp.isrealobj(1j)
+    (True, False)
+    """
+    return not iscomplexobj(x)
