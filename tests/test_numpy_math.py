@@ -118,6 +118,8 @@ def test_unary(path, dtype):
     got = run(_unary_program(names, xnp), [x], path)
     want = ref(("unary", dtype), _unary_program(names, jnp), x)
     for n, g, w in zip(names, got, want):
+        if n == "sinc":  # jax 0.12 reduces the argument: exact 0 at integers and at ±inf
+            g, w = np.where(np.isinf(x), 0, g), np.where(np.isinf(x), 0, w)
         close(g, w, what=f"{n}({dtype}) on {path}", atol=1e-5 if dtype == "float32" else None)
 
 
@@ -219,7 +221,9 @@ def test_products(path):
                 xnp_.kron(b, v), xnp_.cross(u3, w3), xnp_.cross(u3.T if xnp_ is jnp else
                                                                xnp.transpose(u3), w3,
                                                                axisa=0),
-                xnp_.cross(u3[:, :2], w3[:, :2]), xnp_.tensordot(a, b, 1),
+                # 2-vectors: jnp 0.12 raises (NumPy 2 deprecated them), 0.10 and nxpy accept
+                xnp_.cross(u3[:, :2], w3[:, :2]) if xnp_ is xnp else
+                u3[:, 0] * w3[:, 1] - u3[:, 1] * w3[:, 0], xnp_.tensordot(a, b, 1),
                 xnp_.tensordot(a, a, ([0, 2], [0, 2])), xnp_.einsum("ijk,kl->il", a, b),
                 xnp_.convolve(s, k), xnp_.convolve(s, k, "same"), xnp_.convolve(k, s, "valid"),
                 xnp_.correlate(s, k), xnp_.correlate(s, k, "full"), xnp_.correlate(k, s, "same"),

@@ -60,7 +60,10 @@ NOTES = {
              "where jnp raises for concrete exponents.",
     "round": "integers with decimals < 0 raise NotImplementedError.",
     "float_power": "f32 without x64 (as jnp), f64 when an operand is f64.",
-    "sinc": "the gradient at 0 is 0 (from a safe division), jnp's custom jvp gives 0 too.",
+    "sinc": "sin(pi x) / (pi x) as jax 0.10 (NaN at ±inf, ~1e-8 off at non-zero "
+            "integers); jax 0.12 reduces the argument first (exact 0 there).",
+    "cross": "2-vectors are accepted (z of the 3-D product, as NumPy 1 and jax 0.10); jax "
+             "0.12 raises for them.",
     "convolve": "precision= and preferred_element_type= are not accepted.",
     "polyval": "the Horner loop is unrolled in Python (unroll= is not accepted).",
 }
