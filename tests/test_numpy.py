@@ -199,7 +199,19 @@ def pads_more(m, x, i):
         m.pad(x, 2, mode="median", stat_length=(2, 9)), m.pad(x, (1, 2), mode="empty"),
         m.pad(i, 2, mode="mean"), m.pad(i, 2, mode="median"),
         m.pad(i, 3, mode="linear_ramp", end_values=7), m.pad(i, 2, mode="wrap"),
+        m.pad(x, ((1, 2), (2, 0)), mode=_pad_with, value=3.0),
     ]
+
+
+def _pad_with(vector, pad_width, iaxis, kwargs):
+    """A callable ``mode`` (NumPy's example): the padding filled with ``value``, scaled
+    by the axis, over an expression both modules can evaluate."""
+    n = vector.shape[0]
+    b, a = pad_width
+    keep = np.zeros(n, bool)
+    keep[b:n - a] = True
+    mod = jnp if isinstance(vector, jax.Array) or not isinstance(vector, nx.Tensor) else xnp
+    return mod.where(mod.asarray(keep), vector, kwargs["value"] * (iaxis + 1))
 
 
 def choose(m, x, c, i, idx, i3):
@@ -466,7 +478,8 @@ ERRORS = [
     (lambda: xnp.pad(xnp.zeros(2), 1, reflect_type="odd"), ValueError, "pad: unsupported"),
     (lambda: xnp.pad(xnp.zeros((0, 2)), 1, mode="reflect"), ValueError, "empty axis"),
     (lambda: xnp.pad(xnp.zeros(2), 1, mode="mean", stat_length=0), ValueError, "stat_length"),
-    (lambda: xnp.pad(xnp.zeros(2), 1, mode=lambda *a: a), NotImplementedError, "callable"),
+    (lambda: xnp.pad(xnp.zeros(2), 1, mode=lambda v, *a: v[:1]), ValueError,
+     "pad: the mode function must return"),
     (lambda: xnp.fill_diagonal(xnp.zeros((2, 2)), 1.0), NotImplementedError, "inplace=False"),
     (lambda: xnp.put(xnp.zeros(2), xnp.asarray([0]), 1.0), ValueError, "put: nxpy tensors"),
     (lambda: xnp.choose(xnp.asarray([3]), [xnp.zeros(1)]), ValueError, "choose: invalid"),

@@ -49,7 +49,8 @@ NOTES = {
     "insert": "`obj` must be static (ints, a slice or a NumPy array)",
     "delete": "`obj` must be static (ints, a slice or a NumPy array)",
     "repeat": "per-element `repeats` must be static unless `total_repeat_length` is given",
-    "pad": "a callable `mode` is not supported",
+    "pad": "a callable `mode` is called once per 1-D slice (a Python loop, as "
+           "`apply_along_axis` without `vmap`): for small arrays",
     "split": "split points must be static",
     "array_split": "split points must be static",
 }
@@ -832,7 +833,9 @@ def pad(array, pad_width, mode="constant", **kwargs):
     or per-axis pairs), ``'edge'``, ``'reflect'`` and ``'symmetric'``
     (``reflect_type`` ``'even'`` or ``'odd'``), ``'wrap'``, ``'linear_ramp'``
     (``end_values``), ``'maximum'``/``'mean'``/``'median'``/``'minimum'``
-    (``stat_length``) and ``'empty'`` (zeros). Axis by axis, as ``jnp.pad``.
+    (``stat_length``), ``'empty'`` (zeros), or a function ``mode(vector, (before, after),
+    axis, kwargs)`` returning each zero-padded 1-D slice padded (called once per slice,
+    as ``jnp.pad`` through ``apply_along_axis``). Axis by axis, as ``jnp.pad``.
 
     >>> import nxpy.numpy as xnp
     >>> x = xnp.asarray([1, 2, 3])
@@ -842,7 +845,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     [7, 1, 2, 3, 9]
     """
     if callable(mode):
-        raise NotImplementedError("pad: a callable mode is not supported by nxpy.numpy")
+        return _pad_func(_t(array, "array"), pad_width, mode, kwargs)
     if mode not in _PAD_MODES:
         raise ValueError(f"pad: unimplemented padding mode {mode!r} for np.pad (expected "
                          f"one of {', '.join(_PAD_MODES)})")
@@ -925,6 +928,31 @@ def pad(array, pad_width, mode="constant", **kwargs):
         return x
     # empty: zeros, as jnp (XLA has no uninitialised values)
     return _pad_constant(x, widths, 0)
+
+
+def _pad_func(x, pad_width, func, kwargs):
+    """``jnp.pad`` with a callable mode: zero padding, then ``func`` on every 1-D slice
+    along each axis in turn (a Python loop over the slices, as ``apply_along_axis``)."""
+    if x.rank == 0:
+        return x
+    widths = [(operator.index(b), operator.index(a)) for b, a in _pairs(pad_width, x.rank,
+                                                                          "pad_width")]
+    x = _pad_constant(x, widths, 0)
+    for axis in range(x.rank):
+        moved = moveaxis(x, axis, -1)
+        n = moved.shape[-1]
+        rows = O.reshape(moved, (moved.size // n if n else 0, n))
+        outs = []
+        for r in range(rows.shape[0]):
+            row = O.squeeze(O.slice_along_axis(rows, r, 1), [0])
+            out = _t(func(row, widths[axis], axis, kwargs), "mode's result")
+            if out.shape != (n,):
+                raise ValueError(f"pad: the mode function must return a vector of shape "
+                                 f"{(n,)}, got {out.shape}")
+            outs.append(O.as_type(out, x.type))
+        if outs:
+            x = moveaxis(O.reshape(O.stack(outs), moved.shape), -1, axis)
+    return x
 
 
 def _pad_constant(x, widths, constant_values):
