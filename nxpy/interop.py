@@ -40,12 +40,13 @@ from .backend import get_backend
 from .layout import NamedSharding, P
 from .mesh import Mesh
 from ._context import grad_depth, tracing
-from .defn import custom_vjp, jit
-from .ops import to_tensor
-from .stablehlo import UnsupportedOpError, load
+from .compilers.exla import to_mlir
+from .defn import custom_vjp, grad, jit
+from .ops import multiply, sum as _sum, template, to_tensor
+from .stablehlo import UnsupportedOpError, load, parse
 from .tensor import Tensor
 
-__all__ = ["from_jax", "FromJax", "from_jax_array", "to_jax_array", "from_dlpack"]
+__all__ = ["from_jax", "FromJax", "to_jax", "from_jax_array", "to_jax_array", "from_dlpack"]
 
 
 def _dynamic(leaf) -> bool:
@@ -146,6 +147,69 @@ def from_jax(fn, *, compiler=None) -> FromJax:
     module docstring); ``compiler`` runs it when called outside a trace (default: nxpy's
     default compiler)."""
     return FromJax(fn, compiler)
+
+
+# ----------------------------------------------------------------------------------------
+# nxpy functions inside JAX programs
+# ----------------------------------------------------------------------------------------
+def to_jax(fn, compiler="exla"):
+    """``fn``, a function of nxpy tensors in JAX's containers, as a function of
+    ``jax.Array`` pytrees that JAX can call eagerly, under ``jax.jit`` and under
+    ``jax.grad``/``jax.value_and_grad``: nxpy traces ``fn`` for the arguments' shapes and
+    types and lowers it to StableHLO (EXLA's lowering; ``compiler`` must be ``"exla"``),
+    and JAX embeds that module in its own program (``jax.export``'s ``call``), so it is
+    compiled with the rest, no callback. Differentiated, it is a ``jax.custom_vjp``
+    whose backward pass is nxpy's ``grad`` of ``fn``, lowered the same way (once). One
+    trace per argument templates.
+
+    >>> import jax, jax.numpy as jnp
+    >>> import nxpy as nx
+    >>> f = to_jax(lambda x: nx.sum(nx.tanh(x) ** 2))
+    >>> round(float(jax.jit(f)(jnp.ones(3))), 4), round(float(jax.grad(f)(jnp.ones(3))[0]), 4)
+    (1.7401, 0.6397)
+    """
+    if not callable(fn):
+        raise TypeError(f"to_jax: expected fn to be a callable (an nxpy function), got {fn!r}")
+    if compiler != "exla":
+        raise ValueError(f"to_jax: expected compiler to be 'exla' (JAX compiles the "
+                         f"StableHLO EXLA lowers), got {compiler!r}")
+    name = getattr(fn, "__name__", "fn")
+
+    def lower(specs, treedef):
+        templates = [template(shape, T.parse(dt)) for shape, dt in specs]
+        out_trees = []
+
+        def flat(*ts):
+            args, kwargs = pjrt.tree_unflatten(treedef, list(ts))
+            outs, tree = pjrt.tree_flatten(fn(*args, **kwargs))
+            out_trees.append(tree)
+            return tuple(outs)
+        text = to_mlir(flat, *templates)
+        results = parse(text).main.results
+        out_specs = [(tuple(r.type.shape), np.dtype(r.type.nx_type.dtype)) for r in results]
+        out_templates = [template(r.type.shape, r.type.nx_type) for r in results]
+        n = len(templates)
+
+        def lower_vjp(float_ins, float_outs):
+            def vjp(*values):
+                primals, cts = values[:n], values[n:]
+
+                def loss(*diff):
+                    full = list(primals)
+                    for i, v in zip(float_ins, diff):
+                        full[i] = v
+                    outs = flat(*full)
+                    total = None
+                    for i, ct in zip(float_outs, cts):
+                        term = _sum(multiply(outs[i], ct))
+                        total = term if total is None else total + term
+                    return total if total is not None else _sum(multiply(full[0], 0))
+                g = grad(loss, argnums=tuple(range(len(float_ins))))(
+                    *[primals[i] for i in float_ins])
+                return tuple(g) if isinstance(g, (tuple, list)) else (g,)
+            return to_mlir(vjp, *templates, *[out_templates[i] for i in float_outs])
+        return text, out_specs, out_trees[0], lower_vjp
+    return pjrt.jax_function(lower, f"nxpy_{name}")
 
 
 # ----------------------------------------------------------------------------------------

@@ -225,3 +225,58 @@ def test_dlpack_both_ways():
     assert nx.from_dlpack(np.arange(2, dtype=np.int64)).tolist() == [0, 1]
     with pytest.raises(TypeError, match="__dlpack__"):
         nx.from_dlpack([1, 2])
+
+
+# ----------------------------------------------------------------------------------------
+# nxpy functions inside JAX programs
+# ----------------------------------------------------------------------------------------
+def _nx_loss(params, x):
+    h = nx.tanh(nx.dot(x, params["w"]) + params["b"])
+    return {"loss": nx.mean(h ** 2), "h": h, "count": nx.tensor(3)}
+
+
+def _jax_loss(params, x):
+    h = jnp.tanh(x @ params["w"] + params["b"])
+    return {"loss": jnp.mean(h ** 2), "h": h, "count": jnp.int32(3)}
+
+
+def _params():
+    return {"w": jnp.asarray(_x((4, 3))), "b": jnp.asarray(_x((3,), 1))}
+
+
+def test_to_jax_eagerly_and_under_jit():
+    from nxpy.interop import to_jax
+    f = to_jax(_nx_loss)
+    p, x = _params(), jnp.asarray(_x((5, 4), 2))
+    for g in (f, jax.jit(f)):
+        got, want = g(p, x), _jax_loss(p, x)
+        assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+        for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            assert a.dtype == b.dtype
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-6)
+    text = jax.jit(f).lower(p, x).as_text()
+    assert "custom_call" not in text          # embedded, compiled with the caller: no callback
+
+
+def test_to_jax_under_grad():
+    from nxpy.interop import to_jax
+    f = to_jax(_nx_loss)
+    p, x = _params(), jnp.asarray(_x((5, 4), 2))
+
+    def through(fn):
+        return lambda p, x: fn(p, x)["loss"] + 0.1 * jnp.sum(fn(p, x)["h"])
+    want = jax.grad(through(_jax_loss), argnums=(0, 1))(p, x)
+    for g in (jax.grad(through(f), argnums=(0, 1)), jax.jit(jax.grad(through(f), argnums=(0, 1)))):
+        got = g(p, x)
+        for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-7)
+    v, gv = jax.value_and_grad(lambda p: f(p, x)["loss"])(p)
+    np.testing.assert_allclose(float(v), float(_jax_loss(p, x)["loss"]), rtol=2e-6)
+
+
+def test_to_jax_errors():
+    from nxpy.interop import to_jax
+    with pytest.raises(TypeError, match="to_jax: expected fn to be a callable"):
+        to_jax(None)
+    with pytest.raises(ValueError, match="to_jax: expected compiler to be 'exla'"):
+        to_jax(lambda x: x, compiler="evaluator")

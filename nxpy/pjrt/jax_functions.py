@@ -13,7 +13,7 @@ from .buffers import device_index_of
 from .client import oracle
 
 __all__ = ["tree_flatten", "tree_unflatten", "lower_function", "lower_vjp", "describe_array",
-           "is_jax_array"]
+           "is_jax_array", "jax_function"]
 
 
 def tree_flatten(tree):
@@ -113,3 +113,83 @@ def describe_array(a):
 
 def is_jax_array(x) -> bool:
     return isinstance(x, oracle().Array)
+
+
+def _exported(text, in_specs, out_specs, name):
+    """A ``jax.export.Exported`` whose module is ``text`` (nxpy's StableHLO of a function
+    of ``in_specs`` returning ``out_specs``, flat ``(shape, dtype)`` lists): JAX embeds it
+    in the programs that call it (``call_exported``), under ``jax.jit`` too."""
+    import dataclasses
+
+    jax = oracle()
+    from jax import export
+    from jax._src.export import _export
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    def structs(specs):
+        return [jax.ShapeDtypeStruct(s, dt) for s, dt in specs]
+    with mlir.make_ir_context():
+        bytecode = _export._module_to_bytecode(ir.Module.parse(text))
+    # a template with the right inputs; the results, module and name are replaced
+    template = export.export(jax.jit(lambda *a: a))(*structs(in_specs))
+    outs = structs(out_specs)
+    extra = {}
+    if "_out_named_shardings" in export.Exported.__dataclass_fields__:
+        extra["_out_named_shardings"] = (None,) * len(outs)
+    return dataclasses.replace(
+        template, fun_name=name, mlir_module_serialized=bytecode,
+        out_tree=jax.tree_util.tree_structure(tuple(range(len(outs)))),
+        out_avals=tuple(jax.core.ShapedArray(o.shape, o.dtype) for o in outs),
+        out_shardings_hlo=(None,) * len(outs),
+        module_kept_var_idx=tuple(range(len(in_specs))), **extra)
+
+
+def jax_function(lower, name):
+    """A function of JAX arrays and pytrees that runs StableHLO made by ``lower``:
+    ``lower(in_specs, in_treedef) -> (text, out_specs, out_treedef, lower_vjp)`` for the
+    flat arguments' ``(shape, dtype)``, where ``lower_vjp(float_ins, float_outs)`` gives
+    the text of the reverse-mode derivative ``(*arguments, *cotangents of the float
+    results) -> cotangents of the float arguments``. The module is embedded in the
+    caller's program (``jax.export``'s ``call``), under ``jax.jit`` too; ``jax.grad``
+    runs the derivative's module (a ``jax.custom_vjp``). One import per treedef and
+    specs."""
+    jax = oracle()
+    cache = {}
+
+    def entry(leaves, treedef):
+        specs = [(tuple(x.shape), np.dtype(x.dtype)) for x in leaves]
+        key = (treedef, tuple(specs))
+        if key not in cache:
+            text, out_specs, out_tree, lower_vjp = lower(specs, treedef)
+            cache[key] = [specs, _exported(text, specs, out_specs, name), out_specs, out_tree,
+                          lower_vjp, None]
+        return cache[key]
+
+    def call(*args, **kwargs):
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        leaves = [jax.numpy.asarray(x) for x in leaves]
+        e = entry(leaves, treedef)
+        specs, fwd, out_specs, out_tree = e[:4]
+        float_ins = [i for i, (_, dt) in enumerate(specs) if _is_float(dt)]
+        float_outs = [i for i, (_, dt) in enumerate(out_specs) if _is_float(dt)]
+
+        @jax.custom_vjp
+        def f(*xs):
+            return tuple(fwd.call(*xs))
+
+        def f_fwd(*xs):
+            return f(*xs), xs
+
+        def f_bwd(xs, cts):
+            if e[5] is None:
+                text = e[4](float_ins, float_outs)
+                e[5] = _exported(text, specs + [out_specs[i] for i in float_outs],
+                                 [specs[i] for i in float_ins], name + "_vjp")
+            got = list(e[5].call(*xs, *[cts[i] for i in float_outs])) if float_ins else []
+            return tuple(got[float_ins.index(i)] if i in float_ins
+                         else np.zeros(s, jax.dtypes.float0) for i, (s, _) in enumerate(specs))
+        f.defvjp(f_fwd, f_bwd)
+        return jax.tree_util.tree_unflatten(out_tree, list(f(*leaves)))
+    call.__name__ = name
+    return call
