@@ -21,6 +21,7 @@ from .. import shape as S
 from .. import types as T
 from ..tensor import Tensor
 from .basic import _uniform, gumbel_split, normal_split, shuffle
+from .gamma import generalized_normal_split
 from .core import (S32, U32, _check_param_shapes, _finish, _key, _shape, _split2,
                    _tensorish, _type, split)
 
@@ -32,7 +33,7 @@ __all__ = ["bernoulli", "bernoulli_split", "categorical", "categorical_split",
            "weibull_min_split", "lognormal", "lognormal_split", "rayleigh", "rayleigh_split",
            "maxwell", "maxwell_split", "double_sided_maxwell", "double_sided_maxwell_split",
            "triangular", "triangular_split", "geometric", "geometric_split", "wald",
-           "wald_split", "key_data", "wrap_key_data", "key_impl", "clone"]
+           "wald_split", "ball", "ball_split", "key_data", "wrap_key_data", "key_impl", "clone"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -621,6 +622,35 @@ def wald_split(key, mean, *, shape=None, type=None, names=None) -> Tensor:
     return _finish(w, shape, names, op)
 
 
+def ball_split(key, d, p=2, *, shape=(), type="f32", names=None) -> Tensor:
+    """Points uniformly distributed in the unit ``p``-norm ball of dimension ``d``,
+    batched by ``shape`` (result ``shape + (d,)``; ``jax.random.ball(key, d, p, shape,
+    dtype)``): generalized normal coordinates ``g`` and an exponential ``e``, scaled by
+    ``(sum |g|**p + e) ** (-1/p)``.
+
+    >>> import nxpy as nx
+    >>> x = ball_split(nx.random.key(0), 3, shape=(100,))
+    >>> x.shape, bool((nx.sum(x * x, axes=[1]) <= 1).all())
+    ((100, 3), True)
+    """
+    op = "ball_split"
+    key = _key(key, op)
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
+        raise TypeError(f"{op}: expected d to be a non-negative int, got {d!r}")
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: expected p to be a number, got {p!r}")
+    shape = _shape(shape, op)
+    t = _out_type(op, type)
+    keys = split(key)
+    g = generalized_normal_split(keys[0], float(p), shape=shape + (int(d),), type=t)
+    e = _exponential(keys[1], shape, t)
+    pt = _const(float(p), t)
+    norm = O.add(O.sum(O.pow(O.abs(g), pt), axes=[len(shape)]), e)
+    scale = O.pow(norm, O.divide(_const(1.0, t), pt))
+    return _finish(O.divide(g, O.new_axis(scale, len(shape))), shape + (int(d),), names, op)
+
+
+ball = _two_forms(ball_split, "ball")
 bernoulli = _two_forms(bernoulli_split, "bernoulli")
 categorical = _two_forms(categorical_split, "categorical")
 truncated_normal = _two_forms(truncated_normal_split, "truncated_normal")
