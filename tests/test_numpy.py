@@ -460,6 +460,7 @@ def test_traced_arguments():
 ERRORS = [
     (lambda: xnp.zeros((2, -1)), ValueError, "zeros: expected shape of non-negative"),
     (lambda: xnp.zeros("x"), TypeError, "zeros: expected shape"),
+    (lambda: xnp.full((2, 3), xnp.zeros(2)), ValueError, "full: fill_value of shape (2,)"),
     (lambda: xnp.ones(2, dtype="nope"), TypeError, "ones: expected dtype"),
     (lambda: xnp.arange(0, 3, 0), ValueError, "arange: step"),
     (lambda: xnp.linspace(0, 1, -1), ValueError, "linspace: expected num"),

@@ -69,9 +69,10 @@ def _filled(shape, value, t, fn):
     v = O.to_tensor(value, "fill_value")
     t = v.type if t is None else t
     v = O.as_type(v, t) if v.type != t else v
-    if v.rank > len(shape):
+    if v.rank > len(shape) or any(d not in (1, s) for d, s in zip(v.shape[::-1],
+                                                                  shape[::-1])):
         raise ValueError(f"{fn}: fill_value of shape {v.shape} does not broadcast to {shape}")
-    return O.broadcast(v, shape)
+    return v if v.shape == shape else O.broadcast(v, shape)
 
 
 def zeros(shape, dtype=None):
