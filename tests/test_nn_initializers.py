@@ -60,16 +60,17 @@ for t in ("f32", "f64", "f16", "bf16"):
     case("uniform", I.uniform(0.5), J.uniform(0.5), (4, 5), t, "exact")
     case("truncated_normal", I.truncated_normal(0.5), J.truncated_normal(0.5), (4, 5), t,
          "exact" if t != "f64" else "exla")
+for t in ("f32", "f64", "bf16"):
     case("glorot_uniform", I.glorot_uniform(), J.glorot_uniform(), (6, 5), t, "exact")
     case("he_normal", I.he_normal(), J.he_normal(), (3, 3, 4, 8), t,
          "exact" if t != "f64" else "exla")
 for t in ("f32", "f64", "c64"):
     case("normal", I.normal(0.3), J.normal(0.3), (4, 5), t, scaled_normal=True)
-for mode in ("fan_in", "fan_out", "fan_avg", "fan_geo_avg"):
-    for dist in ("truncated_normal", "normal", "uniform"):
-        case(f"variance_scaling-{mode}-{dist}", I.variance_scaling(1.7, mode, dist),
-             J.variance_scaling(1.7, mode, dist), (3, 4, 5), "f32",
-             scaled_normal=dist == "normal")
+for mode, dist in [("fan_in", "truncated_normal"), ("fan_out", "normal"), ("fan_avg", "uniform"),
+                   ("fan_geo_avg", "truncated_normal"), ("fan_in", "uniform"),
+                   ("fan_geo_avg", "normal")]:  # every mode, every distribution
+    case(f"variance_scaling-{mode}-{dist}", I.variance_scaling(1.7, mode, dist),
+         J.variance_scaling(1.7, mode, dist), (3, 4, 5), "f32", scaled_normal=dist == "normal")
 for dist in ("truncated_normal", "normal", "uniform"):
     case(f"variance_scaling-c64-{dist}", I.variance_scaling(2.0, "fan_in", dist),
          J.variance_scaling(2.0, "fan_in", dist), (4, 6), "c64", scaled_normal=dist == "normal")
