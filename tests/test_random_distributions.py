@@ -234,12 +234,14 @@ def test_values_like_jax(group):
 
 def test_ball_like_jax():
     """ball draws through gamma.py's generalized_normal (its own compiled program: the
-    gamma sampler's trials are large)."""
+    gamma sampler is large); compared within 16 ulps of the largest entry, as exact as
+    generalized_normal is (docs/random.md)."""
     want = np.asarray(jax.jit(lambda k: jax.random.ball(k, 3, 2, (5,)))(_jkey(3)))
     f = lambda k: R.ball_split(k, 3, 2, shape=(5,))  # noqa: E731 - the sampler under test
     for path in PATHS:
         got = (f(R.key(3)) if path == "numpy" else jit(f, compiler=path)(R.key(3))).to_numpy()
-        _check(f"ball on {path}", "f32", "exla", path, got, want)
+        # as exact as gamma.py's generalized_normal, which it divides by a norm
+        _check(f"ball on {path}", "f32", "ulps", path, got, want)
     v, k = R.ball(R.key(3), 2, 1.5)
     assert v.shape == (2,) and float(np.abs(v.to_numpy()).__pow__(1.5).sum()) <= 1
     assert k.tolist() == R.split(R.key(3))[0].tolist()
