@@ -1,22 +1,21 @@
 """nxpy.random's gamma family (gamma, loggamma, beta, dirichlet, chisquare, t, f,
-generalized_normal) against jax.random 0.10.2 (and 0.12, whose ``method='exact'`` default
-is the same algorithm).
+generalized_normal) and its integer-valued neighbours (poisson, binomial, multinomial)
+against jax.random 0.10.2 (and 0.12, whose algorithms are the same; only multinomial's
+``shape`` changed meaning, see test_multinomial_shape).
 
-Tolerances: EXLA gives JAX's bits exactly. The NumPy backend and the Evaluator compute
-log, pow, exp and erf_inv with NumPy, which is a few ulps from XLA's CPU kernels; and XLA
-flushes subnormal f32/f16/bf16 results to zero where NumPy keeps them (gamma samples of
-tiny ``a`` are subnormal). So off EXLA, f32 values agree to ``rtol=1e-4`` (f64 to 1e-9)
-above the smallest normal number, and in f16/bf16, whose rounding can turn an accept of
-the rejection sampler into a reject, most elements are bit-equal and the rest within the
-type's range of the distribution.
+Tolerances: EXLA gives JAX's bits exactly (the rejection loops are ``while_loop``s, as
+JAX's). The NumPy backend and the Evaluator compute log, pow, exp, lgamma and erf_inv with
+NumPy, which is a few ulps from XLA's CPU kernels, and XLA flushes subnormal f32/f16/bf16
+results to zero where NumPy keeps them (gamma samples of tiny ``a`` are subnormal). So off
+EXLA, f32 values agree to ``rtol=1e-4`` (f64 to 1e-9) above the smallest normal number;
+the integer counts of poisson/binomial/multinomial are equal (a few-ulp difference could
+flip an accept in principle; for these seeds none does); in f16/bf16, whose rounding can
+turn an accept into a reject, most elements are bit-equal and the rest within range.
 
-Traced programs bound the rejection loops (``K`` trials of ``J`` normal draws, see
-``nxpy/random/gamma.py``); EXLA's compile time grows with ``K + J``, so the EXLA tests use
-``K = 2, J = 1`` with a seed whose elements all accept within those (the result is JAX's
-exactly either way; the eager tests exercise larger counts through the doubling).
+Speed: the JAX oracle is one program per type, and the nxpy programs are module-level
+``jit`` objects traced and compiled once; EXLA's two programs are split so ``-n 2`` runs
+them side by side.
 """
-import sys
-
 import numpy as np
 import pytest
 
@@ -26,9 +25,13 @@ from nxpy.defn import jit, vmap
 
 import jax  # after nxpy (conftest)
 
-G = sys.modules["nxpy.random.gamma"]
-A = np.array([0.01, 0.3, 0.5, 1.0, 1.5, 2.0, 5.0, 100.0, 1e-3, 0.9] * 4)
-B = np.array([0.7, 3.0, 9.0, 1.0] * 10)
+A = np.array([0.01, 0.3, 0.5, 1.0, 1.5, 2.0, 5.0, 100.0, 1e-3, 0.9] * 2)
+B = np.array([0.7, 3.0, 9.0, 1.0] * 5)
+LAM = np.array([0.0, 0.5, 3.0, 9.9, 10.0, 25.0, 200.0, 1e4, 1.0, 7.0] * 2)
+N = np.array([0, 1, 5, 20, 100, 1000, 7, 50, 3, 40.0] * 2)
+P = np.array([0.1, 0.5, 0.9, 0.3, 0.02, 0.7, 0.6, 0.45, 0.99, 0.2] * 2)
+MN = np.array([10.0, 100.0, 1000.0])
+MP = np.array([[0.2, 0.3, 0.5, 0.0], [0.1, 0.05, 0.6, 0.25], [0.3, 0.3, 0.3, 0.1]])
 
 
 def _jkey(seed):
@@ -39,42 +42,68 @@ def _np(t):
     return nx.types.parse(t).dtype
 
 
-# (name, nxpy function of (key, a, b, type), jax function of (key, a, b, dtype))
+# name -> (nxpy function of (key, args, type), jax function of (key, args, dtype)); args is
+# the dict of parameter arrays above
 DISTS = {
-    "gamma": (lambda k, a, b, t: R.gamma_split(k, a, type=t),
-              lambda k, a, b, d: jax.random.gamma(k, a, dtype=d)),
-    "loggamma": (lambda k, a, b, t: R.loggamma_split(k, a, type=t),
-                 lambda k, a, b, d: jax.random.loggamma(k, a, dtype=d)),
-    "beta": (lambda k, a, b, t: R.beta_split(k, a, b, type=t),
-             lambda k, a, b, d: jax.random.beta(k, a, b, dtype=d)),
-    "dirichlet": (lambda k, a, b, t: R.dirichlet_split(k, nx.reshape(a, (10, 4)), type=t),
-                  lambda k, a, b, d: jax.random.dirichlet(k, a.reshape(10, 4), dtype=d)),
-    "chisquare": (lambda k, a, b, t: R.chisquare_split(k, b, type=t),
-                  lambda k, a, b, d: jax.random.chisquare(k, b, dtype=d)),
-    "t": (lambda k, a, b, t: R.t_split(k, b, type=t),
-          lambda k, a, b, d: jax.random.t(k, b, dtype=d)),
-    "f": (lambda k, a, b, t: R.f_split(k, a, b, type=t),
-          lambda k, a, b, d: jax.random.f(k, a, b, dtype=d)),
+    "gamma": (lambda k, x, t: R.gamma_split(k, x["A"], type=t),
+              lambda k, x, d: jax.random.gamma(k, x["A"], dtype=d)),
+    "loggamma": (lambda k, x, t: R.loggamma_split(k, x["A"], type=t),
+                 lambda k, x, d: jax.random.loggamma(k, x["A"], dtype=d)),
+    "beta": (lambda k, x, t: R.beta_split(k, x["A"], x["B"], type=t),
+             lambda k, x, d: jax.random.beta(k, x["A"], x["B"], dtype=d)),
+    "dirichlet": (lambda k, x, t: R.dirichlet_split(k, nx.reshape(x["A"], (5, 4)), type=t),
+                  lambda k, x, d: jax.random.dirichlet(k, x["A"].reshape(5, 4), dtype=d)),
+    "chisquare": (lambda k, x, t: R.chisquare_split(k, x["B"], type=t),
+                  lambda k, x, d: jax.random.chisquare(k, x["B"], dtype=d)),
+    "t": (lambda k, x, t: R.t_split(k, x["B"], type=t),
+          lambda k, x, d: jax.random.t(k, x["B"], dtype=d)),
+    "f": (lambda k, x, t: R.f_split(k, x["A"], x["B"], type=t),
+          lambda k, x, d: jax.random.f(k, x["A"], x["B"], dtype=d)),
     "generalized_normal": (
-        lambda k, a, b, t: R.generalized_normal_split(k, 1.5, shape=(40,), type=t),
-        lambda k, a, b, d: jax.random.generalized_normal(k, 1.5, (40,), dtype=d)),
+        lambda k, x, t: R.generalized_normal_split(k, 1.5, shape=(20,), type=t),
+        lambda k, x, d: jax.random.generalized_normal(k, 1.5, (20,), dtype=d)),
     "generalized_normal_tensor_p": (
-        lambda k, a, b, t: R.generalized_normal_split(k, b, shape=(40,), type=t),
-        lambda k, a, b, d: jax.random.generalized_normal(k, b, (40,), dtype=d)),
+        lambda k, x, t: R.generalized_normal_split(k, x["B"], shape=(20,), type=t),
+        lambda k, x, d: jax.random.generalized_normal(k, x["B"], (20,), dtype=d)),
+    "poisson": (lambda k, x, t: R.poisson_split(k, x["LAM"]),
+                lambda k, x, d: jax.random.poisson(k, x["LAM"])),
+    "binomial": (lambda k, x, t: R.binomial_split(k, x["N"], x["P"], type=t),
+                 lambda k, x, d: jax.random.binomial(k, x["N"], x["P"], dtype=d)),
+    "multinomial": (lambda k, x, t: R.multinomial_split(k, x["MN"], x["MP"], type=t),
+                    lambda k, x, d: jax.random.multinomial(k, x["MN"], x["MP"], dtype=d)),
 }
+GAMMA_FAMILY = ["gamma", "loggamma", "beta", "dirichlet", "t", "f",
+                "generalized_normal_tensor_p"]
+COUNTS = ["poisson", "binomial", "multinomial"]
+#: per type, the distributions compared (f64: those with an f64 code path of their own)
+NAMES = {"f32": list(DISTS), "f64": ["gamma", "loggamma", "binomial"]}
 
 
-def _wants(names, seed, t):
-    """JAX's values of several distributions, from one program (one compile)."""
+def _args(t, wrap):
     d = _np(t)
-    with jax.enable_x64(t == "f64"):
-        out = jax.jit(lambda k, a, b: {n: DISTS[n][1](k, a, b, d) for n in names})(
-            _jkey(seed), A.astype(d), B.astype(d))
-        return {n: np.asarray(v) for n, v in out.items()}
+    arrays = {"A": A, "B": B, "LAM": LAM.astype(np.float32), "N": N, "P": P, "MN": MN,
+              "MP": MP}
+    return {k: wrap(v.astype(d) if k != "LAM" else v) for k, v in arrays.items()}
+
+
+_WANTS = {}
+
+
+def _wants(t, seed=3):
+    """JAX's values of every distribution of NAMES[t], from one program (one compile)."""
+    if (t, seed) not in _WANTS:
+        with jax.enable_x64(t == "f64"):
+            out = jax.jit(lambda k, x: {n: DISTS[n][1](k, x, _np(t)) for n in NAMES[t]})(
+                _jkey(seed), _args(t, np.asarray))
+            _WANTS[t, seed] = {n: np.asarray(v) for n, v in out.items()}
+    return _WANTS[t, seed]
 
 
 def _close_off_exla(got, want, t, what=""):
     assert got.shape == want.shape and got.dtype == want.dtype, what
+    if what.split()[0] in COUNTS:  # integer counts: equal
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
     g, w = got.astype(np.float64), want.astype(np.float64)
     if t in ("f32", "f64"):  # XLA flushes subnormals: values that small are compared as 0
         np.testing.assert_allclose(g, w, rtol=1e-4 if t == "f32" else 1e-9,
@@ -84,98 +113,101 @@ def _close_off_exla(got, want, t, what=""):
         assert np.all(np.isfinite(g) == np.isfinite(w)), what
 
 
-#: per type, the distributions also run through the Evaluator (one program each)
-TRACED = {"f32": ["gamma", "loggamma", "dirichlet", "generalized_normal"], "f64": []}
-#: per type, the distributions compared (f64: the ones that add a code path)
-NAMES = {"f32": list(DISTS), "f64": ["gamma", "loggamma", "beta", "t", "generalized_normal"]}
+def _bits_equal(got, want, what):
+    assert got.dtype == want.dtype and got.shape == want.shape, what
+    w = want.view(f"u{want.dtype.itemsize}") if want.dtype.kind == "f" else want
+    g = got.view(f"u{got.dtype.itemsize}") if got.dtype.kind == "f" else got
+    np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+def _program(names, t, compiler):
+    return jit(lambda k, x: {n: DISTS[n][0](k, x, t) for n in names}, compiler=compiler)
+
+
+#: the compiled nxpy programs, shared by the tests
+EXLA_GAMMA = _program(GAMMA_FAMILY, "f32", "exla")
+EXLA_COUNTS = _program(COUNTS, "f32", "exla")
+EXLA_F64 = _program(NAMES["f64"], "f64", "exla")
+EVALUATOR = _program(["gamma", "dirichlet", "poisson", "binomial", "multinomial"], "f32",
+                     "evaluator")
+
+
+@pytest.mark.parametrize("prog,names", [(EXLA_GAMMA, GAMMA_FAMILY), (EXLA_COUNTS, COUNTS)],
+                         ids=["gamma_family", "counts"])
+def test_exla_bits(prog, names):
+    """EXLA gives JAX's bits, f32."""
+    wants = _wants("f32")
+    got = prog(R.key(3), _args("f32", nx.tensor))
+    for name in names:
+        _bits_equal(got[name].to_numpy(), wants[name], name)
+
+
+def test_exla_bits_f64():
+    wants = _wants("f64")
+    got = EXLA_F64(R.key(3), _args("f64", nx.tensor))
+    for name in NAMES["f64"]:
+        _bits_equal(got[name].to_numpy(), wants[name], name)
 
 
 @pytest.mark.parametrize("t", ["f32", "f64"])
-def test_like_jax_numpy_and_evaluator(t):
-    wants = _wants(NAMES[t], 3, t)
-    a, b = nx.tensor(A, type=t), nx.tensor(B, type=t)
+def test_like_jax_numpy_backend(t):
+    wants = _wants(t)
+    x = _args(t, nx.tensor)
     for name in NAMES[t]:
-        got = DISTS[name][0](R.key(3), a, b, t)
-        _close_off_exla(got.to_numpy(), wants[name], t, f"{name} eager")
-    if not TRACED[t]:
-        return
-    traced = jit(lambda k, a, b: {n: DISTS[n][0](k, a, b, t) for n in TRACED[t]},
-                 compiler="evaluator")(R.key(3), a, b)
-    for name, got in traced.items():
-        _close_off_exla(got.to_numpy(), wants[name], t, f"{name} evaluator")
+        _close_off_exla(DISTS[name][0](R.key(3), x, t).to_numpy(), wants[name], t,
+                        f"{name} eager")
+
+
+def test_like_jax_evaluator():
+    wants = _wants("f32")
+    got = EVALUATOR(R.key(3), _args("f32", nx.tensor))
+    for name, g in got.items():
+        _close_off_exla(g.to_numpy(), wants[name], "f32", f"{name} evaluator")
 
 
 def test_narrow_floats_eager():
-    wants = {t: _wants(["gamma"], 5, t)["gamma"] for t in ("f16", "bf16")}
-    for t, want in wants.items():
+    for t in ("f16", "bf16"):
+        with jax.enable_x64(False):
+            want = np.asarray(jax.jit(lambda k, a: jax.random.gamma(k, a, dtype=_np(t)))(
+                _jkey(5), A.astype(_np(t))))
         got = R.gamma_split(R.key(5), nx.tensor(A, type=t))
         _close_off_exla(got.to_numpy(), want, t, t)
 
 
-@pytest.fixture
-def small_loops(monkeypatch):
-    """Bounded loops small enough for fast EXLA compiles (see the module docstring)."""
-    monkeypatch.setattr(G, "_TRACED_TRIALS", 2)
-    monkeypatch.setattr(G, "_TRACED_DRAWS", 1)
-
-
-def test_exla_bits(small_loops):
-    """EXLA gives JAX's bits (f32, both the direct and the log-space path)."""
-    a = nx.tensor(A, type="f32")
-    prog = jit(lambda k, a: (R.gamma_split(k, a), R.loggamma_split(k, a)), compiler="exla")
-    got = prog(R.key(0), a)
-    wants = _wants(["gamma", "loggamma"], 0, "f32")
-    for name, g in zip(("gamma", "loggamma"), got):
-        np.testing.assert_array_equal(g.to_numpy().view(np.uint32),
-                                      wants[name].view(np.uint32), err_msg=name)
-
-
-SMALL_A = np.full(400, 0.05, np.float32)  # d = a + 2/3: inner draws fail most often
-
-
-@pytest.fixture(scope="module")
-def small_a_want():
-    return np.asarray(jax.jit(jax.random.gamma)(_jkey(11), SMALL_A))
-
-
-def test_eager_doubling_reaches_jax(monkeypatch, small_a_want):
-    """Eagerly the loops grow until every element accepted: starting from one trial of
-    one draw, the result is still JAX's (the doubling ran)."""
-    monkeypatch.setattr(G, "_EAGER_TRIALS", 1)
-    monkeypatch.setattr(G, "_EAGER_DRAWS", 1)
-    calls = []
-    real = G._gamma_tries
-    monkeypatch.setattr(G, "_gamma_tries", lambda *a: calls.append(a[3:]) or real(*a))
-    got = R.gamma_split(R.key(11), nx.tensor(SMALL_A)).to_numpy()
-    assert len(calls) > 1
-    np.testing.assert_allclose(got, small_a_want, rtol=1e-4, atol=1e-30)
-
-
-def test_traced_runs_out_gracefully(monkeypatch, small_a_want):
-    """With one trial of one draw, some elements run out under jit: they stay finite and
-    positive, the others are JAX's."""
-    monkeypatch.setattr(G, "_TRACED_TRIALS", 1)
-    monkeypatch.setattr(G, "_TRACED_DRAWS", 1)
-    got = jit(lambda k, a: R.gamma_split(k, a), compiler="evaluator")(
-        R.key(11), nx.tensor(SMALL_A)).to_numpy()
-    same = np.isclose(got, small_a_want, rtol=1e-4, atol=1e-30)
-    assert 0.8 < same.mean() < 1.0
-    assert np.all(got[~same] > 0) and np.all(np.isfinite(got))
+def test_tiny_alpha_runs_many_inner_draws():
+    """a = 0.05 (d = a + 2/3, c large): the inner loop often needs several normals; eager
+    results are JAX's."""
+    a = np.full(200, 0.05, np.float32)
+    want = np.asarray(jax.jit(jax.random.gamma)(_jkey(11), a))
+    got = R.gamma_split(R.key(11), nx.tensor(a)).to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-30)
 
 
 def test_shapes_broadcasting_and_empty():
     a = np.array([[0.5], [2.0], [7.0]], np.float32)
     got = R.gamma_split(R.key(4), nx.tensor(a), shape=(2, 3, 4))
-    want = np.asarray(jax.jit(lambda k: jax.random.gamma(k, a, (2, 3, 4)))(_jkey(4)))
+    want = np.asarray(jax.random.gamma(_jkey(4), a, (2, 3, 4)))
     assert got.shape == (2, 3, 4)
     np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-4)
     b = R.beta_split(R.key(4), 2.0, nx.tensor([1.0, 3.0]), shape=(3, 2))
     np.testing.assert_allclose(
         b.to_numpy(), np.asarray(jax.random.beta(_jkey(4), 2.0, np.array([1.0, 3.0]), (3, 2))),
         rtol=1e-4)
+    lam = np.array([[2.0], [30.0]], np.float32)
+    np.testing.assert_array_equal(
+        R.poisson_split(R.key(4), nx.tensor(lam), shape=(2, 3)).to_numpy(),
+        np.asarray(jax.random.poisson(_jkey(4), lam, (2, 3))))
+    np.testing.assert_array_equal(
+        R.binomial_split(R.key(4), nx.tensor([[5.0], [80.0]]), 0.3, shape=(2, 3)).to_numpy(),
+        np.asarray(jax.random.binomial(_jkey(4), np.array([[5.0], [80.0]], np.float32),
+                                       0.3, (2, 3))))
     assert R.gamma_split(R.key(0), 1.0, shape=(0, 3)).shape == (0, 3)
+    assert R.poisson_split(R.key(0), 1.0, shape=(2, 0)).shape == (2, 0)
+    assert R.binomial_split(R.key(0), 3.0, 0.5, shape=(0,)).shape == (0,)
+    assert R.multinomial_split(R.key(0), 3.0, nx.tensor(np.zeros((0, 2)))).shape == (0, 2)
     assert R.dirichlet_split(R.key(0), nx.tensor([1.0, 2.0]), shape=(0,)).shape == (0, 2)
     assert R.t_split(R.key(0), 3.0).shape == ()
+    assert R.poisson_split(R.key(0), 3.0).shape == ()
     d = R.dirichlet_split(R.key(0), nx.tensor([[1.0, 2.0, 3.0]]), shape=(4, 2))
     assert d.shape == (4, 2, 3)
     np.testing.assert_allclose(np.sum(d.to_numpy(), -1), 1.0, rtol=1e-5)
@@ -183,30 +215,64 @@ def test_shapes_broadcasting_and_empty():
     # the default type follows a (f32 for Python numbers), as the other samplers
     assert R.gamma_split(R.key(0), 2.0).type == nx.types.parse("f32")
     assert R.gamma_split(R.key(0), nx.tensor(2.0, type="f64")).type == nx.types.parse("f64")
+    assert R.poisson_split(R.key(0), 2.0).type == nx.types.parse("s32")
+    assert R.poisson_split(R.key(0), 2.0, type="u8").type == nx.types.parse("u8")
+    assert R.binomial_split(R.key(0), 4, 0.5, type="f64").type == nx.types.parse("f64")
+
+
+def test_binomial_special_values():
+    n = np.array([np.nan, -1.0, np.inf, 10.0, 10.0, 4.5, 30.0], np.float32)
+    p = np.array([0.5, 0.5, 0.3, np.nan, -0.2, 0.5, 1.0], np.float32)
+    want = np.asarray(jax.random.binomial(_jkey(2), n, p))
+    got = R.binomial_split(R.key(2), nx.tensor(n), nx.tensor(p)).to_numpy()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_multinomial_shape():
+    """``shape`` is the result's shape in jax 0.10.2 (the batch shape in 0.12): nxpy
+    follows 0.10.2."""
+    p = np.array([0.25, 0.25, 0.5], np.float32)
+    got = R.multinomial_split(R.key(6), nx.tensor([5.0, 50.0]), nx.tensor(p), shape=(2, 3))
+    assert got.shape == (2, 3)
+    np.testing.assert_array_equal(np.sum(got.to_numpy(), -1), [5.0, 50.0])
+    if jax.__version__.startswith("0.10."):
+        want = jax.random.multinomial(_jkey(6), np.array([5.0, 50.0], np.float32), p,
+                                      shape=(2, 3))
+    else:  # jax 0.12: shape= is the batch shape
+        want = jax.random.multinomial(_jkey(6), np.array([5.0, 50.0], np.float32), p,
+                                      shape=(2,))
+    np.testing.assert_array_equal(got.to_numpy(), np.asarray(want))
 
 
 def test_non_split_forms_thread_the_key():
     key = R.key(9)
     k0, k1 = R.split(key)
-    for name in ("gamma", "loggamma", "chisquare", "t", "generalized_normal"):
+    for name in ("gamma", "loggamma", "chisquare", "t", "generalized_normal", "poisson"):
         v, nxt = getattr(R, name)(key, 2.0, shape=(3,))
         assert nxt.tolist() == k0.tolist()
         assert v.tolist() == getattr(R, name + "_split")(k1, 2.0, shape=(3,)).tolist()
-    for name in ("beta", "f"):
-        v, nxt = getattr(R, name)(key, 2.0, 3.0, shape=(3,))
+    for name in ("beta", "f", "binomial"):
+        v, nxt = getattr(R, name)(key, 2.0, 0.4, shape=(3,))
         assert nxt.tolist() == k0.tolist()
-        assert v.tolist() == getattr(R, name + "_split")(k1, 2.0, 3.0, shape=(3,)).tolist()
+        assert v.tolist() == getattr(R, name + "_split")(k1, 2.0, 0.4, shape=(3,)).tolist()
     v, nxt = R.dirichlet(key, nx.tensor([1.0, 2.0]))
     assert v.tolist() == R.dirichlet_split(k1, nx.tensor([1.0, 2.0])).tolist()
+    v, nxt = R.multinomial(key, 7.0, nx.tensor([0.5, 0.5]))
+    assert nxt.tolist() == k0.tolist()
+    assert v.tolist() == R.multinomial_split(k1, 7.0, nx.tensor([0.5, 0.5])).tolist()
 
 
 def test_vmap_over_keys():
     keys = R.split(R.key(8), 3)
     a = nx.tensor([0.5, 2.0], type="f32")
-    got = vmap(lambda k: R.gamma_split(k, a))(keys).to_numpy()
-    want = np.asarray(jax.jit(jax.vmap(lambda k: jax.random.gamma(
-        k, np.array([0.5, 2.0], np.float32))))(jax.random.split(_jkey(8), 3)))
-    np.testing.assert_allclose(got, want, rtol=1e-4)
+    got = vmap(lambda k: (R.gamma_split(k, a), R.poisson_split(k, nx.tensor([2.0, 40.0]))))(
+        keys)
+    want = jax.jit(jax.vmap(lambda k: (
+        jax.random.gamma(k, np.array([0.5, 2.0], np.float32)),
+        jax.random.poisson(k, np.array([2.0, 40.0], np.float32)))))(jax.random.split(_jkey(8),
+                                                                                     3))
+    np.testing.assert_allclose(got[0].to_numpy(), np.asarray(want[0]), rtol=1e-4)
+    np.testing.assert_array_equal(got[1].to_numpy(), np.asarray(want[1]))
 
 
 def test_statistics():
@@ -216,6 +282,10 @@ def test_statistics():
     assert abs(b.mean() - 0.25) < 0.01
     lg = R.loggamma_split(R.key(2), 0.01, shape=(2000,)).to_numpy()
     assert np.all(np.isfinite(lg)) and np.median(lg) < -50
+    po = R.poisson_split(R.key(3), nx.tensor([4.0, 40.0]), shape=(2000, 2)).to_numpy()
+    np.testing.assert_allclose(po.mean(0), [4.0, 40.0], rtol=0.05)
+    bi = R.binomial_split(R.key(4), nx.tensor([6.0, 300.0]), 0.3, shape=(2000, 2)).to_numpy()
+    np.testing.assert_allclose(bi.mean(0), [1.8, 90.0], rtol=0.05)
 
 
 @pytest.mark.parametrize("call,exc,match", [
@@ -233,6 +303,18 @@ def test_statistics():
     (lambda: R.t_split(R.key(0), 1j), TypeError, "t_split: expected df to be a real"),
     (lambda: R.f_split(R.key(0), 1.0, nx.tensor([1.0, 2.0]), shape=(2, 3)), ValueError,
      "f_split: expected dfden to broadcast"),
+    (lambda: R.poisson_split(R.key(0), 2.0, type="f32"), TypeError,
+     "poisson_split: expected type to be an integer type, got f32"),
+    (lambda: R.poisson_split(R.key(0), nx.tensor([1.0, 2.0]), shape=(3,)), ValueError,
+     "poisson_split: expected lam to broadcast"),
+    (lambda: R.binomial_split(R.key(0), 3.0, 0.5, type="s32"), TypeError,
+     "binomial_split: expected type to be a floating-point type, got s32"),
+    (lambda: R.binomial_split(R.key(0), nx.tensor([1.0, 2.0]), nx.tensor([0.1] * 3)),
+     ValueError, "binomial_split: the parameters' shapes"),
+    (lambda: R.multinomial_split(R.key(0), 3.0, 0.5), ValueError,
+     "multinomial_split: expected p to have rank 1 or more"),
+    (lambda: R.multinomial_split(R.key(0), nx.tensor([1.0, 2.0]), nx.tensor([[0.5, 0.5]] * 3)),
+     ValueError, r"multinomial_split: expected n to broadcast to shape \(3,\)"),
 ])
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):

@@ -6,17 +6,13 @@ package's two forms (``name_split(key, ...)``: ``jax.random.name(key, ...)``'s v
 JAX draws a gamma variate per element with Marsaglia and Tsang's rejection method: each
 element gets its own key (``split(key, a.size)``), and a ``while_loop`` (an outer loop of
 trials, each with an inner loop drawing normals until ``1 + c x > 0``) runs until that
-element accepts. nxpy's op layer has no ``while_loop`` (it lives in ``defn``, above this
-layer), so the loops are written without one: the key chains of the first ``K`` outer
-trials and ``J`` inner draws of every element are computed at once (a trial's keys depend
-only on the element's key, never on the values drawn), every candidate is evaluated, and
-each element takes the one JAX's loops stop at. That is exactly JAX's value whenever the
-element accepts within those trials. Eagerly the trials are doubled until every element
-has (so eager results are always JAX's); traced (``jit``), ``K = 8`` and ``J = 5``, where an
-element runs out with probability below ``1e-10`` (the acceptance rate is at least 0.95 per
-trial, and an inner draw fails with probability at most 0.0072): such an element takes its
-first complete accepted trial instead (a gamma variate, not JAX's), or, with none,
-``d * boost`` (the sample of ``V = 1``).
+element accepts; JAX vmaps that over the elements. Here the same loops run over the whole
+tensor at once (``nxpy.defn``'s ``while_loop``, eagerly or traced): every element keeps its
+own key and loop state, the loops go on while any element has not accepted, and an
+element that has keeps its values and key, so each element's result is JAX's. ``poisson``
+(Knuth's method below ``lam = 10``, Hörmann's transformed rejection above) and
+``binomial`` (inversion below ``n p = 10``, BTRS above) draw from one key for the whole
+tensor, as JAX does; ``multinomial`` is a chain of binomials.
 
 >>> import nxpy as nx
 >>> from nxpy import random
@@ -29,23 +25,19 @@ import math
 
 import numpy as np
 
-from .. import _context
 from .. import ops as O
 from .. import types as T
+from ..defn.kernel import while_loop
+from ..defn.scan import scan
 from ..tensor import Tensor
-from .core import (_MANTISSA, _UINT, U32, U64, _finish, _key, _shape, _split2, _tensorish,
+from .core import (_MANTISSA, _UINT, S32, U32, U64, _finish, _key, _shape, _split2, _tensorish,
                    _type, split, threefry2x32)
 from .basic import _uniform, normal_split
 
 __all__ = ["gamma", "gamma_split", "loggamma", "loggamma_split", "beta", "beta_split",
            "dirichlet", "dirichlet_split", "chisquare", "chisquare_split", "t", "t_split",
-           "f", "f_split", "generalized_normal", "generalized_normal_split"]
-
-#: trials (outer) and normal draws per trial (inner) of the gamma sampler under tracing
-_TRACED_TRIALS, _TRACED_DRAWS = 8, 5
-#: the first sizes tried eagerly (doubled until every element accepted)
-_EAGER_TRIALS, _EAGER_DRAWS = 3, 2
-
+           "f", "f_split", "generalized_normal", "generalized_normal_split", "poisson",
+           "poisson_split", "binomial", "binomial_split", "multinomial", "multinomial_split"]
 
 # ----------------------------------------------------------------------------------------
 # Per-element keys: a key is a pair of u32 tensors (k1, k2) of the batch's shape
@@ -58,9 +50,7 @@ def _split_pair(k, n):
     counts = O.iota(shape, axis=0, type=U32) if n > 1 else O.tensor([0], type=U32)
     if counts.shape != shape:
         counts = O.reshape(counts, shape)
-    # a barrier per step keeps XLA from fusing (and so recomputing) the whole chain of
-    # splits into each of its consumers, which made compiles very slow
-    o1, o2 = O.optimization_barrier(threefry2x32(k1, k2, O.tensor(0, type=U32), counts))
+    o1, o2 = threefry2x32(k1, k2, O.tensor(0, type=U32), counts)
     return [(o1[i], o2[i]) for i in range(n)]
 
 
@@ -104,87 +94,67 @@ def _scalar_normal(k, t):
     return O.multiply(O.tensor(math.sqrt(2), type=t), O.erf_inv(u))
 
 
-def _stack_pairs(pairs):
-    return O.stack([p[0] for p in pairs]), O.stack([p[1] for p in pairs])
-
-
-def _first(flags, values, fallback):
-    """Along axis 0: the value at the first true flag (``fallback`` where none is), and
-    whether there was one."""
-    out, found = fallback, None
-    for i in reversed(range(flags.shape[0])):
-        out = O.select(flags[i], values[i], out)
-    found = O.any(flags, axes=[0])
-    return out, found
-
-
 # ----------------------------------------------------------------------------------------
 # Marsaglia and Tsang, as jax.random's _gamma_one for every element at once
 # ----------------------------------------------------------------------------------------
-def _gamma_tries(k, alpha, log_space, trials, draws):
-    """JAX's ``_gamma_one`` on every element of ``alpha`` with its key pair ``k``, with at
-    most ``trials`` outer and ``draws`` inner iterations; returns ``(samples, ok)``, ``ok``
-    true where the element's loops ended within them (its sample is then JAX's)."""
-    t = alpha.type
+def _gamma_one(k, alpha, log_space):
+    """JAX's ``_gamma_one`` on every element of ``alpha`` with its key pair ``k``: the
+    loops of every element run together, an element's state frozen once its loop ends (as
+    JAX's vmap of the loop does)."""
+    t, shape = alpha.type, alpha.shape
 
     def c(v):
         return O.tensor(v, type=t)
 
-    one = c(1)
+    def full(v):
+        return O.broadcast(c(v), shape) if shape else c(v)
+
+    zero, one = c(0), c(1)
     boost_mask = O.greater_equal(alpha, one)
     alpha_orig = alpha
     alpha = O.select(boost_mask, alpha, O.add(alpha, one))
     d = O.subtract(alpha, c(1.0 / 3.0))
     cc = O.divide(c(1.0 / 3.0), O.sqrt(d))
+
+    def more(big_x, big_v, u):  # JAX's _cond_fn, per element
+        return O.logical_and(
+            O.greater_equal(u, O.subtract(one, O.multiply(c(0.0331),
+                                                          O.multiply(big_x, big_x)))),
+            O.greater_equal(O.log(u), O.add(O.multiply(big_x, c(0.5)),
+                                            O.multiply(d, O.add(O.subtract(one, big_v),
+                                                                O.log(big_v))))))
+
+    def next_kxv(s):  # the inner loop: normals until v = 1 + c x > 0
+        k1, k2, x, v = s
+        live = O.less_equal(v, zero)
+        key, sub = _split_pair((k1, k2), 2)
+        xn = _scalar_normal(sub, t)
+        vn = O.add(one, O.multiply(xn, cc))
+        return (O.select(live, key[0], k1), O.select(live, key[1], k2),
+                O.select(live, xn, x), O.select(live, vn, v))
+
+    def body(s):
+        k1, k2, big_x, big_v, u = s
+        live = more(big_x, big_v, u)
+        key, x_key, u_key = _split_pair((k1, k2), 3)
+        _, _, x, v = while_loop(lambda s: O.any(O.less_equal(s[3], zero)), next_kxv,
+                                (x_key[0], x_key[1], full(0), full(-1)))
+        new = (key[0], key[1], O.multiply(x, x), O.multiply(O.multiply(v, v), v),
+               _scalar_uniform(u_key, t))
+        return tuple(O.select(live, n, o) for n, o in zip(new, s))
+
     key, subkey = _split_pair(k, 2)
-    # the outer loop's keys: key, x_key, U_key = split(key, 3), trial after trial
-    x_keys, u_keys = [], []
-    for _ in range(trials):
-        key, x_key, u_key = _split_pair(key, 3)
-        x_keys.append(x_key)
-        u_keys.append(u_key)
-    xk = _stack_pairs(x_keys)                     # [trials, *shape]
-    # the inner loop's: key, subkey = split(key); x = normal(subkey)
-    subs = []
-    for _ in range(draws):
-        xk, sub = _split_pair(xk, 2)
-        subs.append(sub)
-    x = _scalar_normal(_stack_pairs(subs), t)     # [draws, trials, *shape]
-    v = O.add(one, O.multiply(x, cc))
-    x, inner_ok = _first(O.greater(v, c(0)), x, x[draws - 1])
-    v = O.add(one, O.multiply(x, cc))
-    big_x = O.multiply(x, x)
-    big_v = O.multiply(O.multiply(v, v), v)
-    u = _scalar_uniform(_stack_pairs(u_keys), t)  # [trials, *shape]
-    more = O.logical_and(
-        O.greater_equal(u, O.subtract(one, O.multiply(c(0.0331), O.multiply(big_x, big_x)))),
-        O.greater_equal(O.log(u), O.add(O.multiply(big_x, c(0.5)),
-                                        O.multiply(d, O.add(O.subtract(one, big_v),
-                                                            O.log(big_v))))))
-    # an element stops at its first accepted trial (JAX's value when every trial up to it
-    # found a positive v among its inner draws); a trial whose draws ran out is skipped,
-    # and an element with no valid accepted trial takes V = 1 (so a sample stays positive)
-    acc = O.logical_and(O.logical_not(more), inner_ok)
-    done, bad = None, None
-    vv = O.broadcast(one, big_v.shape[1:]) if big_v.shape[1:] else one
-    for i in range(trials):
-        if done is None:
-            vv = O.select(acc[i], big_v[i], vv)
-            bad, done = O.logical_not(inner_ok[i]), acc[i]
-            continue
-        live = O.logical_not(done)
-        vv = O.select(O.logical_and(live, acc[i]), big_v[i], vv)
-        bad = O.logical_or(bad, O.logical_and(live, O.logical_not(inner_ok[i])))
-        done = O.logical_or(done, acc[i])
-    ok = O.logical_and(done, O.logical_not(bad))
+    # the initial state makes every element's condition true
+    _, _, _, big_v, _ = while_loop(lambda s: O.any(more(*s[2:])), body,
+                                   (key[0], key[1], full(0), full(1), full(2)))
     if log_space:
         log_samples = O.log1p(O.negate(_scalar_uniform(subkey, t)))  # -exponential
-        log_boost = O.select(O.logical_or(boost_mask, O.equal(log_samples, c(0))), c(0),
+        log_boost = O.select(O.logical_or(boost_mask, O.equal(log_samples, zero)), zero,
                              O.multiply(log_samples, O.divide(one, alpha_orig)))
-        return O.add(O.add(O.log(d), O.log(vv)), log_boost), ok
+        return O.add(O.add(O.log(d), O.log(big_v)), log_boost)
     samples = O.subtract(one, _scalar_uniform(subkey, t))
     boost = O.select(boost_mask, one, O.pow(samples, O.divide(one, alpha_orig)))
-    return O.multiply(O.multiply(d, vv), boost), ok
+    return O.multiply(O.multiply(d, big_v), boost)
 
 
 def _gamma(key, a, shape, t, log_space):
@@ -198,14 +168,7 @@ def _gamma(key, a, shape, t, log_space):
     r = len(shape)
     k = (O.squeeze(O.slice_along_axis(keys, 0, 1, axis=r), [r]),
          O.squeeze(O.slice_along_axis(keys, 1, 1, axis=r), [r]))
-    if _context.tracing():
-        return _gamma_tries(k, a, log_space, _TRACED_TRIALS, _TRACED_DRAWS)[0]
-    trials, draws = _EAGER_TRIALS, _EAGER_DRAWS
-    while True:
-        out, ok = _gamma_tries(k, a, log_space, trials, draws)
-        if bool(O.all(ok).tolist()):
-            return out
-        trials, draws = 2 * trials, 2 * draws
+    return _gamma_one(k, a, log_space)
 
 
 # ----------------------------------------------------------------------------------------
@@ -269,7 +232,8 @@ def _out_shape(op, shape, *params):
 
 
 _PARAMS = {"gamma": ("a",), "loggamma": ("a",), "beta": ("a", "b"), "chisquare": ("df",),
-           "t": ("df",), "f": ("dfnum", "dfden"), "generalized_normal": ("p",)}
+           "t": ("df",), "f": ("dfnum", "dfden"), "generalized_normal": ("p",),
+           "poisson": ("lam",), "binomial": ("n", "p")}
 
 
 def _param_names(op):
@@ -530,3 +494,330 @@ def generalized_normal(key, p, *, shape=(), type=None, names=None):
     """``(generalized_normal_split(k1, ...), k0)`` where ``k0, k1 = split(key)``."""
     k, nxt = _split2(key, "generalized_normal")
     return generalized_normal_split(k, p, shape=shape, type=type, names=names), nxt
+
+
+# ----------------------------------------------------------------------------------------
+# poisson
+# ----------------------------------------------------------------------------------------
+def _like(t):
+    """A constant maker in type ``t``."""
+    return lambda v: O.tensor(v, type=t)
+
+
+def _full(v, shape, t):
+    return O.broadcast(O.tensor(v, type=t), shape) if shape else O.tensor(v, type=t)
+
+
+def _poisson_knuth(key, lam, shape, it):
+    """JAX's ``_poisson_knuth``: multiply uniforms until their product drops below
+    ``exp(-lam)`` (in logs), the whole tensor from one key chain."""
+    neg_lam = O.negate(lam)
+
+    def body(s):
+        k, rng, log_prod = s
+        ks = split(rng)
+        k = O.select(O.greater(log_prod, neg_lam), O.add(k, O.tensor(1, type=it)), k)
+        u = _uniform(ks[1], O.tensor(0.0, type=T.F32), O.tensor(1.0, type=T.F32), shape, T.F32)
+        return k, ks[0], O.add(log_prod, O.log(u))
+
+    k, _, _ = while_loop(lambda s: O.any(O.greater(s[2], neg_lam)), body,
+                         (_full(0, shape, it), key, _full(0.0, shape, T.F32)))
+    return O.subtract(k, O.tensor(1, type=it))
+
+
+def _poisson_rejection(key, lam, shape, it):
+    """JAX's ``_poisson_rejection`` (Hörmann's transformed rejection, with lgamma)."""
+    c = _like(T.F32)
+    log_lam = O.log(lam)
+    b = O.add(c(0.931), O.multiply(c(2.53), O.sqrt(lam)))
+    a = O.add(c(-0.059), O.multiply(c(0.02483), b))
+    inv_alpha = O.add(c(1.1239), O.divide(c(1.1328), O.subtract(b, c(3.4))))
+    v_r = O.subtract(c(0.9277), O.divide(c(3.6224), O.subtract(b, c(2))))
+    lo, hi = c(0.0), c(1.0)
+
+    def body(s):
+        k_out, accepted, key = s
+        ks = split(key, 3)
+        u = O.subtract(_uniform(ks[1], lo, hi, shape, T.F32), c(0.5))
+        v = _uniform(ks[2], lo, hi, shape, T.F32)
+        us = O.subtract(c(0.5), O.abs(u))
+        k = O.floor(O.add(O.add(O.multiply(O.add(O.divide(O.multiply(c(2), a), us), b), u),
+                                lam), c(0.43)))
+        s_ = O.log(O.divide(O.multiply(v, inv_alpha),
+                            O.add(O.divide(a, O.multiply(us, us)), b)))
+        t_ = O.subtract(O.add(O.negate(lam), O.multiply(k, log_lam)),
+                        O.lgamma(O.add(k, c(1))))
+        accept1 = O.logical_and(O.greater_equal(us, c(0.07)), O.less_equal(v, v_r))
+        reject = O.logical_or(O.less(k, c(0)),
+                              O.logical_and(O.less(us, c(0.013)), O.greater(v, us)))
+        accept = O.logical_or(accept1, O.logical_and(O.logical_not(reject),
+                                                     O.less_equal(s_, t_)))
+        return O.select(accept, k, k_out), O.logical_or(accepted, accept), ks[0]
+
+    k, _, _ = while_loop(lambda s: O.any(O.logical_not(s[1])), body,
+                         (_full(-1.0, shape, T.F32), _full(False, shape, T.PRED), key))
+    return O.as_type(k, it)
+
+
+def _poisson(key, lam, shape, it):
+    lam = O.as_type(lam, T.F32)
+    if lam.shape != shape:
+        lam = O.broadcast(lam, shape)
+    if math.prod(shape) == 0:
+        return O.as_type(lam, it)
+    c = _like(T.F32)
+    use_knuth = O.logical_or(O.is_nan(lam), O.less(lam, c(10)))
+    lam_knuth = O.select(use_knuth, lam, c(0.0))
+    lam_rejection = O.select(use_knuth, c(1e5), lam)
+    result = O.select(use_knuth, _poisson_knuth(key, lam_knuth, shape, it),
+                      _poisson_rejection(key, lam_rejection, shape, it))
+    return O.select(O.equal(lam, c(0)), O.tensor(0, type=it), result)
+
+
+def poisson_split(key, lam, *, shape=None, type=None, names=None) -> Tensor:
+    """Poisson samples (``P(k) = lam**k exp(-lam) / k!``, ``lam >= 0``) from ``key`` as
+    given: ``jax.random.poisson(key, lam, shape, dtype)``'s values (Knuth's method where
+    ``lam < 10``, Hörmann's transformed rejection elsewhere, each a ``while_loop`` over
+    the whole tensor; ``lam`` is taken as f32, as JAX does). ``lam`` broadcasts to
+    ``shape`` (default: ``lam``'s shape); ``type`` is an integer type (default s32).
+
+    >>> import nxpy as nx
+    >>> poisson_split(nx.random.key(0), nx.tensor([0.5, 3.0, 50.0])).tolist()
+    [0, 0, 41]
+    """
+    op = "poisson_split"
+    key = _key(key, op)
+    it = S32 if type is None else _type(type, op)
+    if not it.is_int:
+        raise TypeError(f"{op}: expected type to be an integer type, got {it}")
+    lam = _param(lam, "lam", op, T.F32)
+    shape = _out_shape(op, shape, lam)
+    return _finish(_poisson(key, lam, shape, it), shape, names, op)
+
+
+def poisson(key, lam, *, shape=None, type=None, names=None):
+    """``(poisson_split(k1, ...), k0)`` where ``k0, k1 = split(key)``."""
+    k, nxt = _split2(key, "poisson")
+    return poisson_split(k, lam, shape=shape, type=type, names=names), nxt
+
+
+# ----------------------------------------------------------------------------------------
+# binomial, multinomial
+# ----------------------------------------------------------------------------------------
+_STIRLING_TAIL = [0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                  0.00833056343336287]
+
+
+def _stirling_approx_tail(k):
+    """JAX's ``_stirling_approx_tail`` (its formula, on ``k`` clamped to ``[0, 9]``)."""
+    c = _like(k.type)
+    use_tail = O.less_equal(k, c(9))
+    k = O.clip(k, c(0.0), c(9.0))
+    kp1 = O.add(k, c(1))
+    kp1sq = O.multiply(kp1, kp1)
+    approx = O.divide(O.subtract(c(1.0 / 12), O.divide(O.subtract(
+        c(1.0 / 360), O.divide(c(1.0 / 1260), kp1sq)), kp1sq)), kp1)
+    table = O.tensor(_STIRLING_TAIL, type=k.type)
+    return O.select(use_tail, O.take(table, O.as_type(O.floor(k), S32)), approx)
+
+
+def _binomial_inversion(key, count, prob, shape, t):
+    """JAX's ``_binomial_inversion``: sums of geometric variates."""
+    c = _like(t)
+    log1minusprob = O.log1p(O.negate(prob))
+
+    def body(s):
+        num_geom, geom_sum, key = s
+        ks = split(key)
+        num_geom = O.select(O.less_equal(geom_sum, count), O.add(num_geom, c(1)), num_geom)
+        u = _uniform(ks[0], c(0.0), c(1.0), shape, t)
+        geom = O.ceil(O.divide(O.log(u), log1minusprob))
+        return num_geom, O.add(geom_sum, geom), ks[1]
+
+    k, _, _ = while_loop(lambda s: O.any(O.less_equal(s[1], count)), body,
+                         (_full(0, shape, t), _full(0, shape, t), key))
+    return O.subtract(k, c(1))
+
+
+def _btrs(key, count, prob, shape, t):
+    """JAX's ``_btrs`` (Hörmann's transformed rejection for the binomial)."""
+    c = _like(t)
+    one = c(1)
+    stddev = O.sqrt(O.multiply(O.multiply(count, prob), O.subtract(one, prob)))
+    b = O.add(c(1.15), O.multiply(c(2.53), stddev))
+    a = O.add(O.add(c(-0.0873), O.multiply(c(0.0248), b)), O.multiply(c(0.01), prob))
+    cc = O.add(O.multiply(count, prob), c(0.5))
+    v_r = O.subtract(c(0.92), O.divide(c(4.2), b))
+    r = O.divide(prob, O.subtract(one, prob))
+    alpha = O.multiply(O.add(c(2.83), O.divide(c(5.1), b)), stddev)
+    m = O.floor(O.multiply(O.add(count, one), prob))
+    cm1 = O.add(O.subtract(count, m), one)
+
+    def body(s):
+        k_out, accepted, key = s
+        ks = split(key, 3)
+        u = _uniform(ks[1], c(0.0), one, shape, t)
+        v = _uniform(ks[2], c(0.0), one, shape, t)
+        u = O.subtract(u, c(0.5))
+        us = O.subtract(c(0.5), O.abs(u))
+        accept1 = O.logical_and(O.greater_equal(us, c(0.07)), O.less_equal(v, v_r))
+        k = O.floor(O.add(O.multiply(O.add(O.divide(O.multiply(c(2), a), us), b), u), cc))
+        reject = O.logical_or(O.less(k, c(0)), O.greater(k, count))
+        v = O.log(O.divide(O.multiply(v, alpha), O.add(O.divide(a, O.multiply(us, us)), b)))
+        ckp1 = O.add(O.subtract(count, k), one)
+        ub = O.multiply(O.add(m, c(0.5)), O.log(O.divide(O.add(m, one), O.multiply(r, cm1))))
+        ub = O.add(ub, O.multiply(O.add(count, one), O.log(O.divide(cm1, ckp1))))
+        ub = O.add(ub, O.multiply(O.add(k, c(0.5)),
+                                  O.log(O.divide(O.multiply(r, ckp1), O.add(k, one)))))
+        ub = O.add(ub, _stirling_approx_tail(m))
+        ub = O.add(ub, _stirling_approx_tail(O.subtract(count, m)))
+        ub = O.subtract(ub, _stirling_approx_tail(k))
+        ub = O.subtract(ub, _stirling_approx_tail(O.subtract(count, k)))
+        accept = O.logical_or(accept1, O.logical_and(O.logical_not(reject),
+                                                     O.less_equal(v, ub)))
+        return O.select(accept, k, k_out), O.logical_or(accepted, accept), ks[0]
+
+    k, _, _ = while_loop(lambda s: O.any(O.logical_not(s[1])), body,
+                         (_full(-1, shape, t), _full(False, shape, T.PRED), key))
+    return k
+
+
+def _binomial(key, count, prob, shape, t, out):
+    """JAX's ``_binomial``: ``count`` and ``prob`` of type ``t`` broadcast to ``shape``;
+    the result in type ``out``."""
+    c = _like(t)
+    if count.shape != shape:
+        count = O.broadcast(count, shape)
+    if prob.shape != shape:
+        prob = O.broadcast(prob, shape)
+    if math.prod(shape) == 0:
+        return O.as_type(prob, out)
+    p_lt_half = O.less(prob, c(0.5))
+    q = O.select(p_lt_half, prob, O.subtract(c(1.0), prob))
+    count_nan_or_neg = O.logical_or(O.is_nan(count), O.less(count, c(0.0)))
+    count_inf = O.is_infinity(count)
+    q_is_nan = O.is_nan(q)
+    q_l_0 = O.less(q, c(0.0))
+    q = O.select(O.logical_or(q_is_nan, q_l_0), c(0.01), q)
+    use_inversion = O.logical_or(count_nan_or_neg, O.less_equal(O.multiply(count, q), c(10.0)))
+    count = O.floor(count)
+    count_inv = O.select(use_inversion, count, c(0.0))
+    count_btrs = O.select(use_inversion, c(1e4), count)
+    q_btrs = O.select(use_inversion, c(0.5), q)
+    samples = O.as_type(O.select(use_inversion, _binomial_inversion(key, count_inv, q, shape, t),
+                                 _btrs(key, count_btrs, q_btrs, shape, t)), out)
+    invalid = O.logical_or(O.logical_or(q_l_0, q_is_nan), count_nan_or_neg)
+    samples = O.select(invalid, O.tensor(float("nan"), type=out), samples)
+    samples = O.select(O.logical_and(count_inf, O.logical_not(invalid)),
+                       O.tensor(float("inf"), type=out), samples)
+    keep = O.logical_or(O.logical_or(p_lt_half, count_nan_or_neg),
+                        O.logical_or(q_is_nan, count_inf))
+    return O.select(keep, samples, O.subtract(O.as_type(count, out), samples))
+
+
+def _out_float_type(op, type, t):
+    if type is None:
+        return t
+    out = _type(type, op)
+    if not out.is_float:
+        raise TypeError(f"{op}: expected type to be a floating-point type, got {out}")
+    return out
+
+
+def binomial_split(key, n, p, *, shape=None, type=None, names=None) -> Tensor:
+    """Binomial samples (successes in ``n`` trials of probability ``p``) from ``key`` as
+    given: ``jax.random.binomial(key, n, p, shape, dtype)``'s values (inversion where
+    ``n q <= 10``, ``q = min(p, 1 - p)``, BTRS elsewhere, each a ``while_loop`` over the
+    whole tensor; NaN for a NaN or negative ``n`` or an invalid ``p``, inf for ``n =
+    inf``). The computation runs in ``p``'s floating type (f32 for Python numbers), as
+    JAX's does; ``type`` (default: that type) is the result's floating type. ``n`` and
+    ``p`` broadcast to ``shape`` (default: their shapes broadcast).
+
+    >>> import nxpy as nx
+    >>> binomial_split(nx.random.key(0), nx.tensor([5.0, 20.0, 100.0]), 0.5).tolist()
+    [3.0, 10.0, 57.0]
+    """
+    op = "binomial_split"
+    key = _key(key, op)
+    t = _float_param_type(op, None, p)
+    out = _out_float_type(op, type, t)
+    n, p = _param(n, "n", op, t), _param(p, "p", op, t)
+    shape = _out_shape(op, shape, n, p)
+    return _finish(_binomial(key, n, p, shape, t, out), shape, names, op)
+
+
+def binomial(key, n, p, *, shape=None, type=None, names=None):
+    """``(binomial_split(k1, ...), k0)`` where ``k0, k1 = split(key)``."""
+    k, nxt = _split2(key, "binomial")
+    return binomial_split(k, n, p, shape=shape, type=type, names=names), nxt
+
+
+def _reverse_cumsum(xs):
+    """``cumsum(xs, reverse=True)`` of a list of tensors, summed as XLA's reduce-window
+    does (``((0 + x_i) + x_i+1) + ...`` from each position to the end)."""
+    out = []
+    for i in range(len(xs)):
+        acc = O.add(O.tensor(0, type=xs[i].type), xs[i])
+        for x in xs[i + 1:]:
+            acc = O.add(acc, x)
+        out.append(acc)
+    return out
+
+
+def multinomial_split(key, n, p, *, shape=None, type=None, names=None) -> Tensor:
+    """Multinomial counts (``n`` trials over the outcomes of ``p``'s last axis) from
+    ``key`` as given: ``jax.random.multinomial(key, n, p, shape=shape, dtype=dtype)``'s
+    values in jax 0.10.2 (a chain of binomials, one key per outcome). ``shape`` is the
+    result's shape (default ``p.shape``; jax 0.12 takes the batch shape instead), ``p``
+    broadcasts to it and ``n`` to ``shape[:-1]``. The computation runs in ``n`` and
+    ``p``'s floating type merged (f32 for Python numbers); ``type`` (default: that type) is
+    the result's floating type.
+
+    >>> import nxpy as nx
+    >>> multinomial_split(nx.random.key(0), 10.0, nx.tensor([0.2, 0.3, 0.5])).tolist()
+    [1.0, 1.0, 8.0]
+    """
+    op = "multinomial_split"
+    key = _key(key, op)
+    t = _float_param_type(op, None, n, p)
+    out = _out_float_type(op, type, t)
+    n, p = _param(n, "n", op, t), _param(p, "p", op, t)
+    if p.rank < 1:
+        raise ValueError(f"{op}: expected p to have rank 1 or more, got a scalar")
+    shape = p.shape if shape is None else _shape(shape, op)
+    if not shape:
+        raise ValueError(f"{op}: expected shape to have rank 1 or more, got ()")
+    for name, v, s in (("p", p, shape), ("n", n, shape[:-1])):
+        vs = v.shape
+        if len(vs) > len(s) or not all(x in (1, y) for x, y in zip(vs[::-1], s[::-1])):
+            raise ValueError(f"{op}: expected {name} to broadcast to shape {s}, got a tensor "
+                             f"with shape {vs}")
+    batch = tuple(shape[:-1])
+    n = O.broadcast(n, batch) if n.shape != batch else n
+    p = O.broadcast(p, shape) if p.shape != tuple(shape) else p
+    m = shape[-1]
+    if math.prod(shape) == 0:
+        return _finish(O.as_type(p, out), shape, names, op)
+    ax = len(shape) - 1
+    ps = [O.squeeze(O.slice_along_axis(p, i, 1, axis=ax), [ax]) for i in range(m)]
+    remaining = _reverse_cumsum(ps)
+    c = _like(t)
+    ratios = O.stack([O.divide(x, O.select(O.equal(r, c(0)), c(1), r))
+                      for x, r in zip(ps, remaining)])
+
+    def step(remainder, ratio_key):  # JAX's scan body, over the outcomes
+        ratio, k = ratio_key
+        count = _binomial(k, remainder, O.clip(ratio, c(0), c(1)), batch, t, t)
+        return O.subtract(remainder, count), count
+
+    _, counts = scan(step, n, (ratios, split(key, m)))
+    counts = O.transpose(counts, axes=list(range(1, ax + 1)) + [0]) if ax else counts
+    return _finish(O.as_type(counts, out), shape, names, op)
+
+
+def multinomial(key, n, p, *, shape=None, type=None, names=None):
+    """``(multinomial_split(k1, ...), k0)`` where ``k0, k1 = split(key)``."""
+    k, nxt = _split2(key, "multinomial")
+    return multinomial_split(k, n, p, shape=shape, type=type, names=names), nxt
