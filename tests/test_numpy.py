@@ -573,8 +573,7 @@ def _positional(params) -> tuple[int, bool]:
 #: functions of mathematics.py and reductions.py (another session's) whose signatures
 #: differ from jax.numpy's and that declare no PARAMETER_GAPS yet: strict xfails, so that
 #: fixing one (or declaring its gap) makes this list shrink
-SIGNATURE_TODO = {"fmax", "fmin", "nanstd", "nanvar", "polyval", "trunc"} | (
-    {"lexsort"} if JAX_VERSION >= (0, 12) else set())   # batch_size came in JAX 0.12
+SIGNATURE_TODO: set = set()
 
 
 @pytest.mark.parametrize("name", [

@@ -65,7 +65,8 @@ NOTES = {
     "cross": "2-vectors are accepted (z of the 3-D product, as NumPy 1 and jax 0.10); jax "
              "0.12 raises for them.",
     "convolve": "precision= and preferred_element_type= are not accepted.",
-    "polyval": "the Horner loop is unrolled in Python (unroll= is not accepted).",
+    "polyval": "the Horner loop is unrolled in Python (``unroll=`` is accepted and changes "
+               "nothing).",
 }
 
 
@@ -132,10 +133,10 @@ def _finfo(t):
 # ----------------------------------------------------------------------------------------
 def _make(name: str, impl, nargs: int, doc: str, example: str, expected: str):
     if nargs == 1:
-        def fn(x, /):
+        def fn(x):
             return impl(_t(x, name, "x"))
     else:
-        def fn(x1, x2, /):
+        def fn(x1, x2):
             return impl(x1, x2)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"``jnp.{name}``: {doc}\n\n    >>> import nxpy.numpy as xnp\n"
@@ -998,9 +999,9 @@ def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_ty
     return _conv1d(a, v, mode, "correlate")
 
 
-def polyval(p, x):
+def polyval(p, x, *, unroll=None):
     """``jnp.polyval``: the polynomial with coefficients ``p`` (highest power first) at
-    ``x``, by Horner's rule.
+    ``x``, by Horner's rule (unrolled in Python: ``unroll`` changes nothing).
 
     >>> import nxpy.numpy as xnp
     >>> xnp.polyval([1, 0, -1], [2, 3]).tolist()

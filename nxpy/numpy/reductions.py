@@ -484,8 +484,8 @@ def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=None, where=N
     return _nanextreme(a, axis, out, keepdims, initial, where, "nanmin", min, math.inf)
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, where=None,
-           mean=None, correction=None):
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, where=None,
+           mean=None, *, correction=None):
     """``jnp.nanvar``: :func:`var` of the entries that are not NaN.
 
     >>> import nxpy.numpy as xnp
@@ -496,8 +496,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *
                 nan=_t(a, "nanvar").type.is_inexact)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, where=None,
-           mean=None, correction=None):
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, where=None,
+           mean=None, *, correction=None):
     """``jnp.nanstd``: the square root of :func:`nanvar`.
 
     >>> import nxpy.numpy as xnp

@@ -724,8 +724,9 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable: bool = True,
                      type=t)
 
 
-def lexsort(keys, axis: int = -1):
-    """``jnp.lexsort``: the indices that sort by several keys, the last key primary.
+def lexsort(keys, axis: int = -1, *, batch_size=None):
+    """``jnp.lexsort``: the indices that sort by several keys, the last key primary
+    (``batch_size``, jax 0.12's, is accepted and changes nothing).
 
     >>> import nxpy.numpy as xnp
     >>> xnp.lexsort([[1, 0, 2], [0, 0, 1]]).tolist()
