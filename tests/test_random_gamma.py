@@ -21,7 +21,7 @@ import pytest
 
 import nxpy as nx
 from nxpy import random as R
-from nxpy.defn import jit, vmap
+from nxpy.defn import grad, jit, vmap
 
 import jax  # after nxpy (conftest)
 
@@ -72,11 +72,19 @@ DISTS = {
     "multinomial": (lambda k, x, t: R.multinomial_split(k, x["MN"], x["MP"], type=t),
                     lambda k, x, d: jax.random.multinomial(k, x["MN"], x["MP"], dtype=d)),
 }
-GAMMA_FAMILY = ["gamma", "loggamma", "beta", "dirichlet", "t", "f",
-                "generalized_normal_tensor_p"]
-COUNTS = ["poisson", "binomial", "multinomial"]
-#: per type, the distributions compared (f64: those with an f64 code path of their own)
-NAMES = {"f32": list(DISTS), "f64": ["gamma", "loggamma", "binomial"]}
+#: the test groups: per group, its type, the distributions compared with JAX on the NumPy
+#: backend, those whose bits are checked on EXLA, and those run through the Evaluator.
+#: Each group has its own JAX oracle program, computed once by the test that needs it
+GROUPS = {
+    "gamma_family": ("f32", [n for n in DISTS if n not in ("poisson", "binomial",
+                                                            "multinomial")],
+                     ["gamma", "loggamma", "beta", "dirichlet", "t", "f",
+                      "generalized_normal_tensor_p"], ["gamma", "dirichlet"]),
+    "counts": ("f32", ["poisson", "binomial", "multinomial"],
+               ["poisson", "binomial", "multinomial"], ["poisson", "binomial", "multinomial"]),
+    "f64": ("f64", ["gamma", "loggamma", "binomial"], ["gamma", "loggamma", "binomial"], []),
+}
+COUNTS = ("poisson", "binomial", "multinomial")
 
 
 def _args(t, wrap):
@@ -86,17 +94,12 @@ def _args(t, wrap):
     return {k: wrap(v.astype(d) if k != "LAM" else v) for k, v in arrays.items()}
 
 
-_WANTS = {}
-
-
-def _wants(t, seed=3):
-    """JAX's values of every distribution of NAMES[t], from one program (one compile)."""
-    if (t, seed) not in _WANTS:
-        with jax.enable_x64(t == "f64"):
-            out = jax.jit(lambda k, x: {n: DISTS[n][1](k, x, _np(t)) for n in NAMES[t]})(
-                _jkey(seed), _args(t, np.asarray))
-            _WANTS[t, seed] = {n: np.asarray(v) for n, v in out.items()}
-    return _WANTS[t, seed]
+def _wants(t, names, seed=3):
+    """JAX's values of several distributions, from one program (one compile)."""
+    with jax.enable_x64(t == "f64"):
+        out = jax.jit(lambda k, x: {n: DISTS[n][1](k, x, _np(t)) for n in names})(
+            _jkey(seed), _args(t, np.asarray))
+        return {n: np.asarray(v) for n, v in out.items()}
 
 
 def _close_off_exla(got, want, t, what=""):
@@ -120,49 +123,45 @@ def _bits_equal(got, want, what):
     np.testing.assert_array_equal(g, w, err_msg=what)
 
 
-def _program(names, t, compiler):
-    return jit(lambda k, x: {n: DISTS[n][0](k, x, t) for n in names}, compiler=compiler)
-
-
-#: the compiled nxpy programs, shared by the tests
-EXLA_GAMMA = _program(GAMMA_FAMILY, "f32", "exla")
-EXLA_COUNTS = _program(COUNTS, "f32", "exla")
-EXLA_F64 = _program(NAMES["f64"], "f64", "exla")
-EVALUATOR = _program(["gamma", "dirichlet", "poisson", "binomial", "multinomial"], "f32",
-                     "evaluator")
-
-
-@pytest.mark.parametrize("prog,names", [(EXLA_GAMMA, GAMMA_FAMILY), (EXLA_COUNTS, COUNTS)],
-                         ids=["gamma_family", "counts"])
-def test_exla_bits(prog, names):
-    """EXLA gives JAX's bits, f32."""
-    wants = _wants("f32")
-    got = prog(R.key(3), _args("f32", nx.tensor))
-    for name in names:
-        _bits_equal(got[name].to_numpy(), wants[name], name)
-
-
-def test_exla_bits_f64():
-    wants = _wants("f64")
-    got = EXLA_F64(R.key(3), _args("f64", nx.tensor))
-    for name in NAMES["f64"]:
-        _bits_equal(got[name].to_numpy(), wants[name], name)
-
-
-@pytest.mark.parametrize("t", ["f32", "f64"])
-def test_like_jax_numpy_backend(t):
-    wants = _wants(t)
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_like_jax(group):
+    """EXLA gives JAX's bits; the NumPy backend and the Evaluator its values (see the
+    header on tolerances)."""
+    t, names, exla, evaluator = GROUPS[group]
+    wants = _wants(t, names)
     x = _args(t, nx.tensor)
-    for name in NAMES[t]:
+    for name in names:
         _close_off_exla(DISTS[name][0](R.key(3), x, t).to_numpy(), wants[name], t,
                         f"{name} eager")
+    for compiler, which in (("exla", exla), ("evaluator", evaluator)):
+        if not which:
+            continue
+        got = jit(lambda k, x: {n: DISTS[n][0](k, x, t) for n in which},
+                  compiler=compiler)(R.key(3), x)
+        for name in which:
+            if compiler == "exla":
+                _bits_equal(got[name].to_numpy(), wants[name], name)
+            else:
+                _close_off_exla(got[name].to_numpy(), wants[name], t, f"{name} evaluator")
 
 
-def test_like_jax_evaluator():
-    wants = _wants("f32")
-    got = EVALUATOR(R.key(3), _args("f32", nx.tensor))
-    for name, g in got.items():
-        _close_off_exla(g.to_numpy(), wants[name], "f32", f"{name} evaluator")
+def test_grad_a():
+    """The gradient with respect to ``a`` is JAX's implicit reparameterization: its bits
+    on EXLA (gamma, loggamma), its values through the Evaluator (beta, which also
+    differentiates the composition)."""
+    a = A[:10].astype(np.float32)
+    want = jax.jit(lambda k, a: (
+        jax.grad(lambda a: jax.random.gamma(k, a).sum())(a),
+        jax.grad(lambda a: jax.random.loggamma(k, a).sum())(a),
+        jax.grad(lambda a: jax.random.beta(k, a, 2.0).sum())(a)))(_jkey(3), a)
+    got = jit(lambda k, a: (grad(lambda a: nx.sum(R.gamma_split(k, a)))(a),
+                            grad(lambda a: nx.sum(R.loggamma_split(k, a)))(a)),
+              compiler="exla")(R.key(3), nx.tensor(a))
+    for g, w in zip(got, want[:2]):
+        _bits_equal(g.to_numpy(), np.asarray(w), "grad")
+    got = jit(lambda k, a: grad(lambda a: nx.sum(R.beta_split(k, a, 2.0)))(a),
+              compiler="evaluator")(R.key(3), nx.tensor(a))
+    np.testing.assert_allclose(got.to_numpy(), np.asarray(want[2]), rtol=1e-4)
 
 
 def test_narrow_floats_eager():
@@ -185,22 +184,21 @@ def test_tiny_alpha_runs_many_inner_draws():
 
 def test_shapes_broadcasting_and_empty():
     a = np.array([[0.5], [2.0], [7.0]], np.float32)
-    got = R.gamma_split(R.key(4), nx.tensor(a), shape=(2, 3, 4))
-    want = np.asarray(jax.random.gamma(_jkey(4), a, (2, 3, 4)))
-    assert got.shape == (2, 3, 4)
-    np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-4)
-    b = R.beta_split(R.key(4), 2.0, nx.tensor([1.0, 3.0]), shape=(3, 2))
-    np.testing.assert_allclose(
-        b.to_numpy(), np.asarray(jax.random.beta(_jkey(4), 2.0, np.array([1.0, 3.0]), (3, 2))),
-        rtol=1e-4)
     lam = np.array([[2.0], [30.0]], np.float32)
-    np.testing.assert_array_equal(
-        R.poisson_split(R.key(4), nx.tensor(lam), shape=(2, 3)).to_numpy(),
-        np.asarray(jax.random.poisson(_jkey(4), lam, (2, 3))))
-    np.testing.assert_array_equal(
-        R.binomial_split(R.key(4), nx.tensor([[5.0], [80.0]]), 0.3, shape=(2, 3)).to_numpy(),
-        np.asarray(jax.random.binomial(_jkey(4), np.array([[5.0], [80.0]], np.float32),
-                                       0.3, (2, 3))))
+    n = np.array([[5.0], [80.0]], np.float32)
+    want = jax.jit(lambda k: (jax.random.gamma(k, a, (2, 3, 4)),
+                              jax.random.beta(k, 2.0, np.array([1.0, 3.0]), (3, 2)),
+                              jax.random.poisson(k, lam, (2, 3)),
+                              jax.random.binomial(k, n, 0.3, (2, 3))))(_jkey(4))
+    got = (R.gamma_split(R.key(4), nx.tensor(a), shape=(2, 3, 4)),
+           R.beta_split(R.key(4), 2.0, nx.tensor([1.0, 3.0]), shape=(3, 2)),
+           R.poisson_split(R.key(4), nx.tensor(lam), shape=(2, 3)),
+           R.binomial_split(R.key(4), nx.tensor(n), 0.3, shape=(2, 3)))
+    assert got[0].shape == (2, 3, 4)
+    for g, w in zip(got[:2], want[:2]):
+        np.testing.assert_allclose(g.to_numpy(), np.asarray(w), rtol=1e-4)
+    for g, w in zip(got[2:], want[2:]):
+        np.testing.assert_array_equal(g.to_numpy(), np.asarray(w))
     assert R.gamma_split(R.key(0), 1.0, shape=(0, 3)).shape == (0, 3)
     assert R.poisson_split(R.key(0), 1.0, shape=(2, 0)).shape == (2, 0)
     assert R.binomial_split(R.key(0), 3.0, 0.5, shape=(0,)).shape == (0,)
@@ -223,7 +221,7 @@ def test_shapes_broadcasting_and_empty():
 def test_binomial_special_values():
     n = np.array([np.nan, -1.0, np.inf, 10.0, 10.0, 4.5, 30.0], np.float32)
     p = np.array([0.5, 0.5, 0.3, np.nan, -0.2, 0.5, 1.0], np.float32)
-    want = np.asarray(jax.random.binomial(_jkey(2), n, p))
+    want = np.asarray(jax.jit(jax.random.binomial)(_jkey(2), n, p))
     got = R.binomial_split(R.key(2), nx.tensor(n), nx.tensor(p)).to_numpy()
     np.testing.assert_array_equal(got, want)
 
@@ -235,12 +233,10 @@ def test_multinomial_shape():
     got = R.multinomial_split(R.key(6), nx.tensor([5.0, 50.0]), nx.tensor(p), shape=(2, 3))
     assert got.shape == (2, 3)
     np.testing.assert_array_equal(np.sum(got.to_numpy(), -1), [5.0, 50.0])
-    if jax.__version__.startswith("0.10."):
-        want = jax.random.multinomial(_jkey(6), np.array([5.0, 50.0], np.float32), p,
-                                      shape=(2, 3))
-    else:  # jax 0.12: shape= is the batch shape
-        want = jax.random.multinomial(_jkey(6), np.array([5.0, 50.0], np.float32), p,
-                                      shape=(2,))
+    # jax 0.12: shape= is the batch shape
+    jshape = (2, 3) if jax.__version__.startswith("0.10.") else (2,)
+    want = jax.jit(lambda k: jax.random.multinomial(k, np.array([5.0, 50.0], np.float32), p,
+                                                    shape=jshape))(_jkey(6))
     np.testing.assert_array_equal(got.to_numpy(), np.asarray(want))
 
 

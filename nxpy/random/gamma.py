@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import types as T
+from ..defn.custom_vjp import custom_vjp
 from ..defn.kernel import while_loop
 from ..defn.scan import scan
 from ..tensor import Tensor
@@ -50,7 +51,9 @@ def _split_pair(k, n):
     counts = O.iota(shape, axis=0, type=U32) if n > 1 else O.tensor([0], type=U32)
     if counts.shape != shape:
         counts = O.reshape(counts, shape)
-    o1, o2 = threefry2x32(k1, k2, O.tensor(0, type=U32), counts)
+    # a barrier keeps XLA from fusing the chain of splits into each consumer: without
+    # it, the LLVM optimization of jaxlib 0.12's XLA takes minutes on the loop bodies
+    o1, o2 = O.optimization_barrier(threefry2x32(k1, k2, O.tensor(0, type=U32), counts))
     return [(o1[i], o2[i]) for i in range(n)]
 
 
@@ -157,6 +160,148 @@ def _gamma_one(k, alpha, log_space):
     return O.multiply(O.multiply(d, big_v), boost)
 
 
+# ----------------------------------------------------------------------------------------
+# The gradient with respect to a: JAX's implicit reparameterization (random_gamma_grad)
+# ----------------------------------------------------------------------------------------
+def _igamma_series_dsample(ax, x, a, enabled):
+    """JAX's ``_igamma_series`` in ``SAMPLE_DERIVATIVE`` mode, every element at once."""
+    t = a.type
+    c_ = _like(t)
+    eps = float(np.finfo(t.dtype).eps)
+
+    def body(s):
+        en, r, c, ans, xx, dc_da, dans_da = s
+        r = O.add(r, c_(1.0))
+        dc_da = O.subtract(O.multiply(dc_da, O.divide(xx, r)),
+                           O.divide(O.multiply(c, xx), O.multiply(r, r)))
+        dans_da = O.add(dans_da, dc_da)
+        c = O.multiply(c, O.divide(xx, r))
+        ans = O.add(ans, c)
+        cond = O.logical_and(en, O.greater(O.abs(O.divide(dc_da, dans_da)), c_(eps)))
+        new = (r, c, ans, xx, dc_da, dans_da)
+        return (cond,) + tuple(O.select(en, n, o) for n, o in zip(new, s[1:]))
+
+    ones, zeros = O.broadcast(c_(1), a.shape), O.broadcast(c_(0), a.shape)
+    vals = while_loop(lambda s: O.any(s[0]), body,
+                      (enabled, a, ones, ones, x, zeros, zeros))
+    ans, dans_da = vals[3], vals[6]
+    dlogax_da = O.subtract(O.log(x), O.digamma(O.add(a, c_(1))))
+    return O.divide(O.multiply(O.negate(O.add(dans_da, O.multiply(ans, dlogax_da))), x), a)
+
+
+def _igammac_cf_dsample(ax, x, a, enabled):
+    """JAX's ``_igammac_continued_fraction`` in ``SAMPLE_DERIVATIVE`` mode."""
+    t = a.type
+    c_ = _like(t)
+    eps = float(np.finfo(t.dtype).eps)
+
+    def body(s):
+        (en, ans, tt, y, z, c, pkm1, qkm1, pkm2, qkm2,
+         dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da, dans_da) = s
+        c = O.add(c, c_(1))
+        y = O.add(y, c_(1))
+        z = O.add(z, c_(2))
+        yc = O.multiply(y, c)
+        pk = O.subtract(O.multiply(pkm1, z), O.multiply(pkm2, yc))
+        qk = O.subtract(O.multiply(qkm1, z), O.multiply(qkm2, yc))
+        nz = O.not_equal(qk, c_(0))
+        r = O.divide(pk, qk)
+        tt = O.select(nz, O.abs(O.divide(O.subtract(ans, r), r)), c_(1))
+        ans = O.select(nz, r, ans)
+        dpk_da = O.add(O.subtract(O.subtract(O.multiply(dpkm1_da, z), pkm1),
+                                  O.multiply(dpkm2_da, yc)), O.multiply(pkm2, c))
+        dqk_da = O.add(O.subtract(O.subtract(O.multiply(dqkm1_da, z), qkm1),
+                                  O.multiply(dqkm2_da, yc)), O.multiply(qkm2, c))
+        dans_da_new = O.select(nz, O.divide(O.subtract(dpk_da, O.multiply(ans, dqk_da)), qk),
+                               dans_da)
+        grad_cond = O.select(nz, O.abs(O.subtract(dans_da_new, dans_da)), c_(1))
+        pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
+        dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da = dpkm1_da, dqkm1_da, dpk_da, dqk_da
+        rescale = O.greater(O.abs(pk), O.divide(c_(1), c_(eps)))
+
+        def rs(v):
+            return O.select(rescale, O.multiply(v, c_(eps)), v)
+
+        pkm2, pkm1, qkm2, qkm1 = rs(pkm2), rs(pkm1), rs(qkm2), rs(qkm1)
+        dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da = (rs(dpkm2_da), rs(dqkm2_da), rs(dpkm1_da),
+                                                  rs(dqkm1_da))
+        cond = O.logical_and(en, O.greater(grad_cond, c_(eps)))
+        new = (ans, tt, y, z, c, pkm1, qkm1, pkm2, qkm2, dpkm2_da, dqkm2_da, dpkm1_da,
+               dqkm1_da, dans_da_new)
+        return (cond,) + tuple(n if i == 4 else O.select(en, n, o)
+                               for i, (n, o) in enumerate(zip(new, s[1:])))
+
+    y = O.subtract(c_(1), a)
+    z = O.add(O.add(x, y), c_(1))
+    pkm1 = O.add(x, c_(1))
+    qkm1 = O.multiply(z, x)
+    ans = O.divide(pkm1, qkm1)
+    zeros = O.broadcast(c_(0), a.shape)
+    dqkm1_da = O.negate(x)
+    dans_da = O.divide(O.subtract(zeros, O.multiply(ans, dqkm1_da)), qkm1)
+    init = (enabled, ans, O.broadcast(c_(1), a.shape), y, z, c_(0), pkm1, qkm1,
+            O.broadcast(c_(1), a.shape), x, zeros, zeros, zeros, dqkm1_da, dans_da)
+    vals = while_loop(lambda s: O.logical_and(O.less(s[5], c_(2000)), O.any(s[0])), body,
+                      init)
+    ans, dans_da = vals[1], vals[14]
+    dlogax_da = O.subtract(O.log(x), O.digamma(a))
+    return O.negate(O.multiply(O.add(dans_da, O.multiply(ans, dlogax_da)), x))
+
+
+def _random_gamma_grad(a, x):
+    """``jax.lax.random_gamma_grad(a, x)``: d(sample)/d(a) of a gamma sample ``x``."""
+    t = a.type
+    c_ = _like(t)
+    is_nan = O.logical_or(O.is_nan(a), O.is_nan(x))
+    x_is_zero = O.equal(x, c_(0))
+    domain_error = O.logical_or(O.less(x, c_(0)), O.less_equal(a, c_(0)))
+    use_igammac = O.logical_and(O.greater(x, c_(1)), O.greater(x, a))
+    ax = O.subtract(O.subtract(O.multiply(a, O.log(x)), x), O.lgamma(a))
+    underflow = O.less(ax, c_(-math.log(float(np.finfo(t.dtype).max))))
+    ax = O.exp(ax)
+    enabled = O.logical_not(O.logical_or(O.logical_or(O.logical_or(x_is_zero, domain_error),
+                                                      underflow), is_nan))
+    out = O.select(use_igammac,
+                   O.negate(_igammac_cf_dsample(ax, x, a, O.logical_and(enabled, use_igammac))),
+                   _igamma_series_dsample(ax, x, a, O.logical_and(
+                       enabled, O.logical_not(use_igammac))))
+    out = O.select(x_is_zero, c_(0), out)
+    return O.select(O.logical_or(domain_error, is_nan), c_(float("nan")), out)
+
+
+def _sample_grad(sample, a, log_space):
+    """JAX's ``_gamma_grad``: d(sample)/d(a), elementwise."""
+    if not log_space:
+        return _random_gamma_grad(a, sample)
+    t = a.type
+    samples = O.exp(sample)
+    samples = O.select(O.equal(samples, O.tensor(0, type=t)),
+                       O.tensor(float(np.finfo(t.dtype).tiny), type=t), samples)
+    return O.divide(_random_gamma_grad(a, samples), samples)
+
+
+def _sampler(log_space):
+    """``random_gamma_p`` with its derivative: ``f(k1, k2, a)``, the samples, whose
+    gradient with respect to ``a`` is ``g * _sample_grad`` (JAX's jvp rule, transposed)."""
+    def f(k1, k2, a):
+        return _gamma_one((k1, k2), a, log_space)
+
+    def fwd(k1, k2, a):
+        out = f(k1, k2, a)
+        return out, (out, a)
+
+    def bwd(res, g):
+        out, a = res
+        return None, None, O.multiply(g, _sample_grad(out, a, log_space))
+
+    s = custom_vjp(f)
+    s.defvjp(fwd, bwd)
+    return s
+
+
+_SAMPLERS = {False: _sampler(False), True: _sampler(True)}
+
+
 def _gamma(key, a, shape, t, log_space):
     """``jax.random._gamma``: ``a`` (of type ``t``) broadcast to ``shape``, one key per
     element."""
@@ -168,7 +313,7 @@ def _gamma(key, a, shape, t, log_space):
     r = len(shape)
     k = (O.squeeze(O.slice_along_axis(keys, 0, 1, axis=r), [r]),
          O.squeeze(O.slice_along_axis(keys, 1, 1, axis=r), [r]))
-    return _gamma_one(k, a, log_space)
+    return _SAMPLERS[log_space](k[0], k[1], a)
 
 
 # ----------------------------------------------------------------------------------------
