@@ -1,5 +1,6 @@
 """gamma and the distributions drawn through it (issue 28, part 4): ``gamma``, ``loggamma``,
-``beta``, ``dirichlet``, ``chisquare``, ``t``, ``f`` and ``generalized_normal``, each in the
+``beta``, ``dirichlet``, ``chisquare``, ``t``, ``f`` and ``generalized_normal``, with
+``poisson``, ``binomial`` and ``multinomial`` (rejection samplers too), each in the
 package's two forms (``name_split(key, ...)``: ``jax.random.name(key, ...)``'s values;
 ``name(key, ...)``: ``(value, next_key)``).
 
@@ -12,7 +13,12 @@ own key and loop state, the loops go on while any element has not accepted, and 
 element that has keeps its values and key, so each element's result is JAX's. ``poisson``
 (Knuth's method below ``lam = 10``, Hörmann's transformed rejection above) and
 ``binomial`` (inversion below ``n p = 10``, BTRS above) draw from one key for the whole
-tensor, as JAX does; ``multinomial`` is a chain of binomials.
+tensor, as JAX does; ``multinomial`` is a chain of binomials (a ``scan``).
+
+``gamma`` and ``loggamma`` (so ``beta``, ``dirichlet``, ``chisquare``, ``t``, ``f`` and
+``generalized_normal`` too) are differentiable in their shape parameter as in JAX: the
+implicit reparameterization of ``jax.lax.random_gamma_grad`` (its series and continued
+fraction, as ``while_loop``s), attached with ``custom_vjp``.
 
 >>> import nxpy as nx
 >>> from nxpy import random
