@@ -52,7 +52,8 @@ JAX_RANDOM = {
     "bernoulli": _pair("bernoulli", "returns pred; `p`'s floating type (f32 for a Python "
                        "number)"),
     "beta": _pair("beta"),
-    "binomial": _pair("binomial"),
+    "binomial": _pair("binomial", "computed in `p`'s floating type (f32 for a Python "
+                      "number), as JAX"),
     "bits": _pair("bits"),
     "categorical": _pair("categorical", "indices are s32 (JAX: int64 under x64)"),
     "cauchy": _pair("cauchy"),
@@ -81,7 +82,8 @@ JAX_RANDOM = {
     "logistic": _pair("logistic"),
     "lognormal": _pair("lognormal"),
     "maxwell": _pair("maxwell"),
-    "multinomial": _pair("multinomial"),
+    "multinomial": _pair("multinomial", "`shape` is the result's shape, as in jax 0.10.2 "
+                         "(jax 0.12: the batch shape)"),
     "multivariate_normal": _pair("multivariate_normal", "the same factor; a few ulps apart "
                                  "(docs/random.md)"),
     "normal": _pair("normal", "complex types: Nx's parts (`shape + (2,)`), not JAX's"),
@@ -89,7 +91,8 @@ JAX_RANDOM = {
     "pareto": _pair("pareto"),
     "permutation": _pair("permutation", "`shuffle(key, tensor, axis=, independent=)` is the "
                          "same with Nx's name"),
-    "poisson": _pair("poisson"),
+    "poisson": _pair("poisson", "`lam` is taken as f32, as JAX; `type` is an integer type "
+                     "(default s32)"),
     "rademacher": _pair("rademacher"),
     "randint": _pair("randint"),
     "random_gamma_p": (None, "JAX's gamma primitive; nxpy's gamma is a composition of ops",
