@@ -182,8 +182,9 @@ DOCS = {
                "nx.lgamma(nx.tensor([3.0, 0.0, -1.0], type='f64')).tolist()",
                "[0.693147180559945, inf, inf]"),
     "digamma": ("The digamma function, the derivative of ``lgamma``.",
-                "``digamma(x) = Γ'(x) / Γ(x)`` (``jax.lax.digamma``): NaN at 0, at the "
-                "negative integers and at -inf, +inf at +inf; ``digamma(1)`` is minus "
+                "``digamma(x) = Γ'(x) / Γ(x)`` (``jax.lax.digamma``): NaN at 0 (on every "
+                "jaxlib: 0.12's XLA gives -inf there), at the negative integers and at "
+                "-inf, +inf at +inf; ``digamma(1)`` is minus "
                 "the Euler-Mascheroni constant. Its derivative is the trigamma function.",
                 "nx.digamma(nx.tensor([1.0, 0.0, -1.0], type='f64')).tolist()",
                 "[-0.5772156649015341, nan, nan]"),

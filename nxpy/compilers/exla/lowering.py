@@ -319,7 +319,11 @@ def _unary_rule(op):
             return x
         if op == "sign" and e.type.kind == "u":  # likewise stablehlo.sign
             return c.convert(c.convert(x, I1), e.type)
-        return c.op(name, [x], out_of(e))
+        y = c.op(name, [x], out_of(e))
+        if op == "digamma":  # a pole: NaN, as XLA before jaxlib 0.12 (which gives -inf at 0)
+            zero = c.compare(x, c.const(0, e.type, e.shape), "EQ")
+            return c.select(zero, c.const(float("nan"), e.type, e.shape), y)
+        return y
     return rule
 
 
