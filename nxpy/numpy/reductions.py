@@ -16,6 +16,8 @@ import numpy as np
 from .. import ops as O
 from .. import types as T
 from ..tensor import Tensor
+from .mathematics import _inexact, _no_out
+from .mathematics import _t as _tensor
 from ._common import axes_of, dtype_of
 
 __all__ = ["sum", "prod", "mean", "max", "amax", "min", "amin", "argmax", "argmin",
@@ -34,23 +36,8 @@ NOTES = {
 
 
 def _t(x, fn: str, arg: str = "a") -> Tensor:
-    if isinstance(x, Tensor):
-        return x
-    try:
-        return O.to_tensor(x, arg)
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"{fn}: expected {arg} to be a tensor, an array or a number, got "
-                        f"{type(x).__name__} ({e})") from None
-
-
-def _no_out(out, fn: str):
-    if out is not None:
-        raise TypeError(f"{fn}: out= is not supported (tensors are immutable), got "
-                        f"{type(out).__name__}")
-
-
-def _inexact(x: Tensor) -> Tensor:
-    return x if x.type.is_inexact else O.as_type(x, T.to_floating(x.type))
+    """:func:`.mathematics._t` with NumPy's reduction argument name as the default."""
+    return _tensor(x, fn, arg)
 
 
 def _cast(x: Tensor, t) -> Tensor:
