@@ -32,6 +32,8 @@ update of a large pytree.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import pjrt
@@ -41,7 +43,8 @@ from .layout import NamedSharding, P
 from .mesh import Mesh
 from ._context import grad_depth, tracing
 from .compilers.exla import to_mlir
-from .defn import custom_vjp, grad, jit
+from .defn import custom_grad, grad, jit
+from .defn.grad_rules import zeros
 from .ops import multiply, sum as _sum, template, to_tensor
 from .stablehlo import UnsupportedOpError, load, parse
 from .tensor import Tensor
@@ -57,24 +60,26 @@ def _dynamic(leaf) -> bool:
 
 class _Import:
     """One import of the function: the program, its results' JAX treedef, the program
-    under ``jit`` (for eager calls), what lowered it, and its VJP's import (made when
-    first differentiated)."""
+    under ``jit`` (for eager calls), what lowered it, and its derivatives (``from_jax``
+    functions of JAX's ``vjp`` and ``jvp`` of it, made when first differentiated)."""
 
     def __init__(self, program, out_tree, compiled, lowering):
         self.program, self.out_tree, self.compiled = program, out_tree, compiled
-        self.lowering, self.vjp = lowering, None
+        self.lowering, self.derivatives = lowering, None
 
 
 class FromJax:
-    """A JAX function as an nxpy function (:func:`from_jax`)."""
+    """A JAX function as an nxpy function (:func:`from_jax`). ``order`` counts how many
+    derivatives of the user's function this one is (its ``vjp``/``jvp`` are ``order + 1``):
+    under ``d`` nested differentiations only orders below ``d`` need rules of their own,
+    which bounds the tower of derivatives each differentiated call makes."""
 
-    def __init__(self, fn, compiler=None):
+    def __init__(self, fn, compiler=None, order=0, name=None):
         if not callable(fn):
             raise TypeError(f"from_jax: expected fn to be a callable (a JAX function), got "
                             f"{fn!r}")
-        self.fn = fn
-        self.compiler = compiler
-        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.fn, self.compiler, self.order = fn, compiler, order
+        self.__name__ = name or getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
         self._imports = {}
 
@@ -97,34 +102,44 @@ class FromJax:
                                                  (treedef, leaves, dynamic, specs))
         return entry
 
-    def _vjp(self, entry):
-        """The imported program of ``jax.vjp`` of ``fn`` for ``entry``'s templates."""
-        if entry.vjp is None:
-            treedef, leaves, dynamic, specs = entry.lowering
+    def _derivatives(self, entry):
+        """``(vjp, jvp)`` of ``entry``'s function: JAX's ``jax.vjp`` and ``jax.jvp`` of
+        ``fn`` (:func:`nxpy.pjrt.vjp_function`), themselves ``from_jax`` functions, so
+        their own derivatives are JAX's too."""
+        if entry.derivatives is None:
             outs = [(tuple(r.type.shape), np.dtype(r.type.nx_type.dtype))
                     for r in entry.program.func.results]
-            text, float_ins, float_outs = pjrt.lower_vjp(self.fn, treedef, leaves, dynamic,
-                                                         specs, outs)
-            entry.vjp = (load(text), float_ins, float_outs)
-        return entry.vjp
+            args = (self.fn, *entry.lowering, outs)
+            entry.derivatives = tuple(
+                FromJax(make(*args), self.compiler, self.order + 1, f"{kind} of {self.__name__}")
+                for kind, make in (("vjp", pjrt.vjp_function), ("jvp", pjrt.jvp_function)))
+        return entry.derivatives
 
     def _differentiable(self, entry, tensors):
-        """``entry``'s program as a ``custom_vjp`` whose backward pass is JAX's."""
-        def run(*ts):
-            outs = entry.program(*ts)
-            return tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
+        """``entry``'s program, each float result a ``custom_grad`` node whose gradient is
+        JAX's ``vjp`` of ``fn`` and whose tangent is JAX's ``jvp`` of ``fn``."""
+        outs = entry.program(*tensors)
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        float_ins = [i for i, t in enumerate(tensors) if t.type.is_inexact]
+        float_outs = [j for j, o in enumerate(outs) if o.type.is_inexact]
+        if not float_ins or not float_outs:
+            return outs
+        vjp, jvp = self._derivatives(entry)
 
-        def bwd(primals, cts):
-            program, float_ins, float_outs = self._vjp(entry)
-            got = program(*primals, *[cts[i] for i in float_outs])
-            got = list(got) if isinstance(got, (tuple, list)) else [got]
-            out = [None] * len(primals)
-            for i, g in zip(float_ins, got):
-                out[i] = g
-            return tuple(out)
-        f = custom_vjp(run)
-        f.defvjp(lambda *ts: (run(*ts), ts), bwd)
-        return f(*tensors)
+        def grad_fun(j, g):
+            cts = [g if k == j else zeros(outs[k].shape, outs[k].type) for k in float_outs]
+            got = vjp(*tensors, *cts)
+            return list(got)
+
+        def tangent(j, *a):
+            primals = list(tensors)
+            for i, v in zip(float_ins, a):
+                primals[i] = v
+            return jvp(*primals, *a[len(float_ins):])[float_outs.index(j)]
+        xs = [tensors[i] for i in float_ins]
+        return [custom_grad(o, xs, functools.partial(grad_fun, j),
+                            jvp=functools.partial(tangent, j)) if j in float_outs else o
+                for j, o in enumerate(outs)]
 
     def __call__(self, *args, **kwargs):
         leaves, treedef = pjrt.tree_flatten((args, kwargs))
@@ -134,7 +149,7 @@ class FromJax:
         entry = self._import(treedef, leaves, dynamic, tensors)
         if not tracing():
             outs = entry.compiled(*tensors)
-        elif grad_depth():
+        elif grad_depth() > self.order:
             outs = self._differentiable(entry, tensors)
         else:
             outs = entry.program(*tensors)

@@ -12,8 +12,8 @@ from . import lib
 from .buffers import device_index_of
 from .client import oracle
 
-__all__ = ["tree_flatten", "tree_unflatten", "lower_function", "lower_vjp", "describe_array",
-           "is_jax_array", "jax_function"]
+__all__ = ["tree_flatten", "tree_unflatten", "lower_function", "vjp_function", "jvp_function",
+           "describe_array", "is_jax_array", "jax_function"]
 
 
 def tree_flatten(tree):
@@ -55,39 +55,58 @@ def _is_float(dt) -> bool:
     return dt.kind in "fc" or dt.name == "bfloat16"
 
 
-def lower_vjp(fn, treedef, leaves, dynamic, specs, out_specs):
-    """StableHLO text of JAX's own reverse-mode derivative of :func:`lower_function`'s
-    function: ``(*traced arguments, *cotangents of the float results) -> cotangents of the
-    float arguments`` (``jax.vjp``; integer results take zero cotangents, integer
-    arguments get none)."""
+def _on_floats(fn, treedef, leaves, dynamic, specs):
+    """``g(primals, diff)``: ``fn``'s flat results for the flat traced arguments
+    ``primals`` with the float ones replaced by ``diff``, and the float positions."""
     jax = oracle()
-    n = len(dynamic)
-    float_outs = [i for i, (_, dt) in enumerate(out_specs) if _is_float(dt)]
     float_ins = [i for i, (_, dt) in enumerate(specs) if _is_float(dt)]
 
-    def flat(*values):
-        primals, cts = values[:n], values[n:]
+    def g(primals, diff):
+        full, vals = list(leaves), list(primals)
+        for i, v in zip(float_ins, diff):
+            vals[i] = v
+        for i, v in zip(dynamic, vals):
+            full[i] = v
+        args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
+        return jax.tree_util.tree_flatten(fn(*args, **kwargs))[0]
+    return g, float_ins
 
-        def f(*diff):
-            full = list(leaves)
-            vals = list(primals)
-            for i, v in zip(float_ins, diff):
-                vals[i] = v
-            for i, v in zip(dynamic, vals):
-                full[i] = v
-            args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
-            return jax.tree_util.tree_flatten(fn(*args, **kwargs))[0]
-        _, pullback = jax.vjp(f, *[primals[i] for i in float_ins])
-        all_cts = []
-        for i, (shape, dt) in enumerate(out_specs):
-            all_cts.append(cts[float_outs.index(i)] if i in float_outs
-                           else np.zeros(shape, jax.dtypes.float0))
+
+def vjp_function(fn, treedef, leaves, dynamic, specs, out_specs):
+    """JAX's reverse-mode derivative of :func:`lower_function`'s function, as a JAX
+    function of flat arrays: ``(*traced arguments, *cotangents of the float results) ->
+    [cotangents of the float arguments]`` (``jax.vjp``; integer results take zero
+    cotangents, integer arguments get none)."""
+    jax = oracle()
+    n = len(dynamic)
+    g, float_ins = _on_floats(fn, treedef, leaves, dynamic, specs)
+    float_outs = [i for i, (_, dt) in enumerate(out_specs) if _is_float(dt)]
+
+    def vjp(*values):
+        primals, cts = values[:n], values[n:]
+        _, pullback = jax.vjp(lambda *d: g(primals, d), *[primals[i] for i in float_ins])
+        all_cts = [cts[float_outs.index(i)] if i in float_outs
+                   else np.zeros(shape, jax.dtypes.float0)
+                   for i, (shape, _) in enumerate(out_specs)]
         return list(pullback(all_cts))
-    wide = any(dt.itemsize >= 8 for _, dt in specs + out_specs)
-    structs = [jax.ShapeDtypeStruct(s, dt) for s, dt in specs] + [
-        jax.ShapeDtypeStruct(*out_specs[i]) for i in float_outs]
-    with jax.enable_x64(True) if wide else contextlib.nullcontext():
-        return jax.jit(flat).lower(*structs).as_text(), float_ins, float_outs
+    return vjp
+
+
+def jvp_function(fn, treedef, leaves, dynamic, specs, out_specs):
+    """JAX's forward-mode derivative of :func:`lower_function`'s function, as a JAX
+    function of flat arrays: ``(*traced arguments, *tangents of the float arguments) ->
+    [tangents of the float results]`` (``jax.jvp``)."""
+    jax = oracle()
+    n = len(dynamic)
+    g, float_ins = _on_floats(fn, treedef, leaves, dynamic, specs)
+    float_outs = [i for i, (_, dt) in enumerate(out_specs) if _is_float(dt)]
+
+    def jvp(*values):
+        primals, tangents = values[:n], values[n:]
+        _, t_out = jax.jvp(lambda *d: g(primals, d), tuple(primals[i] for i in float_ins),
+                           tuple(tangents))
+        return [t_out[i] for i in float_outs]
+    return jvp
 
 
 def describe_array(a):
