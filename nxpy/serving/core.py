@@ -1,0 +1,539 @@
+"""Serving a batched function to concurrent callers (Nx's ``Nx.Serving``): callers'
+examples are merged into batches of at most ``batch_size`` rows (or what arrived within
+``batch_timeout`` seconds), padded to ``batch_size`` so that one compiled program serves
+every size, run on a batching thread (one per device with ``partitions=True``), and each
+caller gets its own rows back.
+
+>>> import nxpy as nx
+>>> from nxpy.serving import Batch, Serving
+>>> with Serving(lambda x: x * 2, batch_size=4, batch_timeout=0.01, compiler="exla") as s:
+...     s.batched_run(Batch.stack([nx.tensor([1.0, 2.0])])).tolist()
+[[2.0, 4.0]]
+"""
+from __future__ import annotations
+
+import collections
+import concurrent.futures as cf
+import queue
+import threading
+import time
+
+import numpy as np
+
+from .. import ops as O, pjrt
+from ..defn import tree as tree_mod
+from ..defn.core import Jit, jit
+from ..defn.kernel import hook as _hook
+from ..tensor import Tensor
+from .batch import Batch
+
+__all__ = ["Serving", "ServingError", "ServingStopped", "stream"]
+
+
+class ServingError(RuntimeError):
+    """A request the serving could not run (its batch failed, it does not fit)."""
+
+
+class ServingStopped(ServingError):
+    """The serving stopped (or was never started) before the request ran."""
+
+
+_local = threading.local()  # the batch a batching thread is running (for stream hooks)
+
+
+class _StreamHook:
+    """The host function of :func:`stream`: hands the rows of each caller of the running
+    batch its own rows of the value, as an event ``(name, tensor)``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, t):
+        pieces = getattr(_local, "pieces", None)
+        if not pieces:
+            return
+        value = np.asarray(t.to_numpy())
+        rows = value.shape[0] if value.ndim else None
+        for piece in pieces:
+            req = piece.request
+            if req.events is None or req.done.is_set():
+                continue
+            if rows is not None and rows >= piece.pos + piece.n:
+                part = value[piece.pos:piece.pos + piece.n]
+            else:  # not batched along the first axis: everyone gets all of it
+                part = value
+            req.events.put((self.name, O.from_numpy(np.array(part))))
+
+
+def stream(x, name: str):
+    """``x``, streamed to the callers of the batch under ``name`` when the program runs
+    (Nx's serving ``hooks``): inside the function a :class:`Serving` runs, each caller
+    of ``batched_run(..., stream=True)`` receives the event ``(name, its rows of x)``
+    before its result; outside a serving it is ``x``.
+
+    >>> import nxpy as nx
+    >>> from nxpy.serving import Batch, Serving, stream
+    >>> def model(x):
+    ...     h = stream(x + 1, "hidden")
+    ...     return h * 10
+    >>> with Serving(model, batch_size=2, batch_timeout=0.01, compiler="exla") as s:
+    ...     [(k, v.tolist()) for k, v in s.batched_run(Batch.stack([nx.tensor(1.0)]),
+    ...                                                  stream=True)]
+    [('hidden', [2.0]), ('batch', [20.0])]
+    """
+    if not isinstance(name, str) or name == "batch":
+        raise ValueError(f"stream: expected name to be a string other than 'batch' (the "
+                         f"result's event), got {name!r}")
+    return _hook(x, _StreamHook(name))
+
+
+class _Request:
+    """One caller's batch: its pieces' results gather here until all have arrived."""
+
+    __slots__ = ("batch", "future", "parts", "remaining", "events", "done", "lock",
+                 "cancelled", "_out_tree")
+
+    def __init__(self, batch, events):
+        self.batch = batch
+        self.future: cf.Future = cf.Future()
+        self.parts: dict = {}
+        self.remaining = batch.size
+        self.events = events  # a queue.Queue when the caller streams
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.cancelled = False
+        self._out_tree = None
+
+    def fail(self, exc):
+        with self.lock:
+            if self.done.is_set():
+                return
+            self.done.set()
+        self.future.set_exception(exc)
+        if self.events is not None:
+            self.events.put(("error", exc))
+
+    def deliver(self, offset, leaves, n):
+        with self.lock:
+            if self.done.is_set():
+                return
+            self.parts[offset] = leaves
+            self.remaining -= n
+            if self.remaining > 0:
+                return
+            self.done.set()
+        order = [self.parts[k] for k in sorted(self.parts)]
+        out = [O.from_numpy(order[0][i] if len(order) == 1
+                            else np.concatenate([p[i] for p in order]))
+               for i in range(len(order[0]))]
+        result = tree_mod.unflatten(self._out_tree, out)
+        self.future.set_result(result)
+        if self.events is not None:
+            self.events.put(("batch", result))
+
+
+class _Piece:
+    """Rows ``[offset, offset + n)`` of a request, at row ``pos`` of the batch that runs
+    them."""
+
+    __slots__ = ("request", "offset", "n", "pos", "arrived")
+
+    def __init__(self, request, offset, n, arrived):
+        self.request, self.offset, self.n, self.arrived = request, offset, n, arrived
+        self.pos = 0
+
+
+class _Partition:
+    """One batching thread and the function it runs (on one device)."""
+
+    def __init__(self, fn, device):
+        self.fn = fn
+        self.jitted = isinstance(fn, Jit)
+        self.device = device
+        self.batches = 0
+        self.latencies: collections.deque = collections.deque(maxlen=4096)
+        self.thread: threading.Thread | None = None
+
+
+def _check_positive(v, what, kind=int):
+    if kind is int:
+        ok = isinstance(v, int) and not isinstance(v, bool) and v > 0
+        want = "a positive integer"
+    else:
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+        want = "a non-negative number of seconds"
+    if not ok:
+        raise ValueError(f"Serving: expected {what} to be {want}, got {v!r}")
+
+
+class Serving:
+    """Serves ``fn``, a batched function, to concurrent callers (Nx's ``Nx.Serving``).
+
+    ``fn`` takes the batch's data (its entries' container, each tensor with a leading
+    axis of ``batch_size`` rows) and returns a tensor or a container of tensors with the
+    same leading axis. It may be a jitted function, or any callable (with ``compiler=``
+    and ``**jit_opts`` it is jitted: ``jit(fn, compiler=..., **jit_opts)``).
+
+    * ``run(batch)`` runs a batch in the caller's thread (larger ones in several runs);
+    * ``start()``/``stop()`` (or ``with serving:``) start and stop the batching threads;
+      ``batched_run(batch)`` (thread-safe) queues the batch, the thread merges the
+      queued rows into batches and runs them, and the caller gets its rows;
+    * ``partitions=True`` runs one batching thread per device (a list of device
+      positions, or a count, picks them), each with the function compiled for its
+      device, so batches run concurrently;
+    * ``preprocess(input) -> Batch`` and ``postprocess(output) -> result`` run in the
+      caller's thread around ``batched_run`` and ``run`` (Nx's client pre- and
+      postprocessing).
+
+    Every batch is padded to ``batch_size`` rows (counted in ``stats()["padded"]``).
+    """
+
+    def __init__(self, fn, *, batch_size: int, batch_timeout: float = 0.1, compiler=None,
+                 partitions=False, preprocess=None, postprocess=None, **jit_opts):
+        if not callable(fn):
+            raise TypeError(f"Serving: expected fn to be a callable, got {type(fn).__name__}")
+        _check_positive(batch_size, "batch_size")
+        _check_positive(batch_timeout, "batch_timeout", float)
+        for name, f in (("preprocess", preprocess), ("postprocess", postprocess)):
+            if f is not None and not callable(f):
+                raise TypeError(f"Serving: expected {name} to be a callable or None, got "
+                                f"{type(f).__name__}")
+        self.batch_size = batch_size
+        self.batch_timeout = float(batch_timeout)
+        self.preprocess, self.postprocess = preprocess, postprocess
+        self._partitions = [_Partition(f, d)
+                            for f, d in self._functions(fn, compiler, partitions, jit_opts)]
+        self._cond = threading.Condition()
+        self._queues: dict = {}  # (key, template) -> deque of _Piece
+        self._queued_rows: dict = {}  # (key, template) -> rows queued
+        self._running = False
+        self._stopping = False
+        self._requests = 0
+        self._padded = 0
+        self._rows = 0
+        self._largest = 0
+
+    # ---- set-up --------------------------------------------------------------------------
+    @staticmethod
+    def _functions(fn, compiler, partitions, jit_opts):
+        """``[(function, device position or None)]``: one per partition."""
+        if isinstance(fn, Jit):
+            base, compiler, opts = fn.fun, (compiler or fn.compiler), {**fn.opts, **jit_opts}
+        else:
+            base, opts = fn, dict(jit_opts)
+        jitted = isinstance(fn, Jit) or compiler is not None or bool(jit_opts)
+        if partitions is False or partitions is None:
+            if not jitted:
+                return [(fn, None)]
+            return [(jit(base, compiler, **opts), opts.get("device_id"))]
+        if not jitted:
+            raise ValueError("Serving: partitions need a function compiled per device: pass "
+                             "a jitted function or compiler=")
+        compiler = compiler or "exla"
+        if "device_id" in opts:
+            raise ValueError("Serving: partitions pick the devices; drop device_id")
+        if partitions is True:
+            devices = list(pjrt.local_positions())
+        elif isinstance(partitions, int) and not isinstance(partitions, bool):
+            local = list(pjrt.local_positions())
+            if not 1 <= partitions <= len(local):
+                raise ValueError(f"Serving: expected partitions to be a count in [1, "
+                                 f"{len(local)}] (the devices), got {partitions}")
+            devices = local[:partitions]
+        elif isinstance(partitions, (list, tuple)) and partitions:
+            devices = list(partitions)
+        else:
+            raise ValueError(f"Serving: expected partitions to be True, False, a device "
+                             f"count or a list of device positions, got {partitions!r}")
+        return [(jit(base, compiler, device_id=d, **opts), d) for d in devices]
+
+    @property
+    def devices(self) -> list:
+        """The device of each partition (None: the function's own choice)."""
+        return [p.device for p in self._partitions]
+
+    # ---- inline --------------------------------------------------------------------------
+    def _prepare(self, batch, what):
+        if self.preprocess is not None:
+            batch = self.preprocess(batch)
+        if not isinstance(batch, Batch):
+            raise TypeError(f"Serving.{what}: expected a Batch"
+                            f"{' from preprocess' if self.preprocess else ''}, got "
+                            f"{type(batch).__name__}")
+        if batch.size == 0:
+            raise ValueError(f"Serving.{what}: expected a batch with rows, got an empty one")
+        return batch
+
+    def _finish(self, result):
+        return self.postprocess(result) if self.postprocess is not None else result
+
+    def run(self, batch):
+        """Runs ``batch`` in the caller's thread and returns its rows of ``fn``'s result
+        (Nx's ``Nx.Serving.run/2``): padded to ``batch_size``, and in runs of
+        ``batch_size`` rows when it is larger.
+
+        >>> import nxpy as nx
+        >>> s = Serving(lambda x: x + 1, batch_size=2, compiler="exla")
+        >>> s.run(Batch.concatenate([nx.tensor([1, 2, 3])])).tolist()
+        [2, 3, 4]
+        """
+        batch = self._prepare(batch, "run")
+        req = _Request(batch, None)
+        part = self._partitions[0]
+        for start in range(0, batch.size, self.batch_size):
+            n = min(self.batch_size, batch.size - start)
+            piece = _Piece(req, start, n, 0.0)
+            self._run_batch(part, batch.batch_key, batch.template, [piece])
+        return self._finish(req.future.result())
+
+    def _run_batch(self, part, key, template, pieces) -> None:
+        """Runs the pieces as one batch padded to ``batch_size`` and hands out the rows."""
+        rows, pos = [], 0
+        for p in pieces:
+            p.pos = pos
+            pos += p.n
+            rows.append(Batch._slice(p.request.batch, p.offset, p.offset + p.n))
+        merged = Batch.merge(rows)
+        pad = self.batch_size - merged.size
+        merged.padding = pad
+        t0 = time.perf_counter()
+        _local.pieces = pieces
+        try:
+            arrays = merged.arrays()
+            if not part.jitted:  # a jitted function takes the arrays (its fastest path)
+                arrays = [O.from_numpy(a) for a in arrays]
+            data = tree_mod.unflatten(template.tree, arrays)
+            out = part.fn(data)
+            leaves, out_tree = tree_mod.flatten(out)
+            arrays = [np.asarray(v.to_numpy()) if isinstance(v, Tensor) else np.asarray(v)
+                      for v in leaves]
+            for a in arrays:
+                if a.ndim == 0 or a.shape[0] != self.batch_size:
+                    raise ServingError(
+                        f"Serving: expected fn to return tensors with a leading batch axis "
+                        f"of {self.batch_size} rows, got shape {a.shape}")
+        except BaseException as e:  # the callers of this batch get it; the serving goes on
+            err = e if isinstance(e, Exception) else ServingError(repr(e))
+            for p in pieces:
+                p.request.fail(err)
+            if not isinstance(e, Exception):
+                raise
+            return
+        finally:
+            _local.pieces = None
+            with self._cond:
+                part.batches += 1
+                part.latencies.append(time.perf_counter() - t0)
+                self._padded += pad
+                self._largest = max(self._largest, merged.size)
+        for p in pieces:
+            p.request._out_tree = out_tree
+            p.request.deliver(p.offset, [a[p.pos:p.pos + p.n] for a in arrays], p.n)
+
+    # ---- the batching threads ------------------------------------------------------------
+    def start(self) -> "Serving":
+        """Starts the batching threads (one per partition); returns the serving."""
+        with self._cond:
+            if self._running:
+                raise RuntimeError("Serving.start: already started")
+            self._running, self._stopping = True, False
+        for i, part in enumerate(self._partitions):
+            part.thread = threading.Thread(target=self._loop, args=(part,), daemon=True,
+                                           name=f"nxpy-serving-{i}")
+            part.thread.start()
+        return self
+
+    def stop(self, *, drain: bool = True, timeout: float | None = 30.0) -> None:
+        """Stops the batching threads: with ``drain`` they first run what is queued,
+        otherwise queued requests fail with :class:`ServingStopped`; requests after this
+        fail too. Joins the threads (each for at most ``timeout`` seconds)."""
+        with self._cond:
+            if not self._running:
+                return
+            self._stopping = True
+            if not drain:
+                self._fail_queued(ServingStopped(
+                    "Serving: the serving stopped before this request ran"))
+            self._cond.notify_all()
+        for part in self._partitions:
+            if part.thread is not None:
+                part.thread.join(timeout)
+        with self._cond:
+            self._running = False
+            self._fail_queued(ServingStopped(
+                "Serving: the serving stopped before this request ran"))
+
+    def _fail_queued(self, exc) -> None:
+        """(Under the lock.) Fails and drops every queued piece's request."""
+        reqs = {id(p.request): p.request for q in self._queues.values() for p in q}
+        self._queues.clear()
+        self._queued_rows.clear()
+        for r in reqs.values():
+            r.fail(exc)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _take(self):
+        """(Under the lock.) The pieces of the next batch, or None to stop."""
+        while True:
+            live = [(q[0].arrived, k) for k, q in self._queues.items() if q]
+            if not live:
+                if self._stopping:
+                    return None
+                self._cond.wait()
+                continue
+            first, k = min(live, key=lambda t: t[0])
+            deadline = first + self.batch_timeout
+            now = time.monotonic()
+            if self._queued_rows[k] < self.batch_size and now < deadline \
+                    and not self._stopping:
+                self._cond.wait(deadline - now)
+                continue
+            q, room, pieces = self._queues[k], self.batch_size, []
+            while q and room:
+                p = q[0]
+                if p.request.cancelled or p.request.done.is_set():
+                    q.popleft()
+                    self._queued_rows[k] -= p.n
+                    continue
+                if p.n <= room:
+                    q.popleft()
+                    pieces.append(p)
+                else:  # the rest of it waits for the next batch
+                    head = _Piece(p.request, p.offset, room, p.arrived)
+                    p.offset, p.n = p.offset + room, p.n - room
+                    pieces.append(head)
+                room -= pieces[-1].n
+                self._queued_rows[k] -= pieces[-1].n
+            if not q:
+                del self._queues[k]
+                del self._queued_rows[k]
+            if pieces:
+                return k, pieces
+
+    def _loop(self, part) -> None:
+        while True:
+            with self._cond:
+                job = self._take()
+            if job is None:
+                return
+            (key, template), pieces = job
+            self._run_batch(part, key, template, pieces)
+
+    def batched_run(self, batch, *, timeout: float | None = None, stream: bool = False):
+        """Queues ``batch`` (after ``preprocess``) to run merged with other callers' rows
+        and returns its rows of the result (after ``postprocess``); thread-safe (Nx's
+        ``Nx.Serving.batched_run/2``). A batch larger than ``batch_size`` runs in several
+        batches and is put back together. ``timeout``: seconds to wait, after which the
+        request's rows that have not run are dropped and :class:`TimeoutError` is raised.
+        ``stream=True`` returns an iterator of events instead: ``(name, rows)`` for each
+        :func:`stream` in ``fn``, then ``("batch", result)``.
+
+        >>> import nxpy as nx
+        >>> with Serving(lambda x: x * x, batch_size=8, compiler="exla") as s:
+        ...     s.batched_run(Batch.stack([nx.tensor(3.0), nx.tensor(4.0)])).tolist()
+        [9.0, 16.0]
+        """
+        if timeout is not None:
+            _check_positive(timeout, "timeout", float)
+        batch = self._prepare(batch, "batched_run")
+        req = _Request(batch, queue.Queue() if stream else None)
+        self._submit(req)
+        if stream:
+            return self._events(req, timeout)
+        try:
+            result = req.future.result(timeout)
+        except cf.TimeoutError:
+            self._cancel(req)
+            raise TimeoutError(f"Serving.batched_run: no result within {timeout} s") from None
+        return self._finish(result)
+
+    def submit(self, batch) -> cf.Future:
+        """Queues ``batch`` as :meth:`batched_run` does and returns a
+        :class:`concurrent.futures.Future` of its result (``postprocess`` is not applied:
+        for callers that wait elsewhere, such as an event loop)."""
+        batch = self._prepare(batch, "submit")
+        req = _Request(batch, None)
+        self._submit(req)
+        return req.future
+
+    def _submit(self, req) -> None:
+        batch = req.batch
+        k = (batch.batch_key, batch.template)
+        now = time.monotonic()
+        with self._cond:
+            if not self._running or self._stopping:
+                raise ServingStopped("Serving.batched_run: the serving is not running "
+                                     "(start it, or use it as a context manager)")
+            q = self._queues.setdefault(k, collections.deque())
+            self._queued_rows.setdefault(k, 0)
+            for start in range(0, batch.size, self.batch_size):
+                n = min(self.batch_size, batch.size - start)
+                q.append(_Piece(req, start, n, now))
+            self._queued_rows[k] += batch.size
+            self._requests += 1
+            self._rows += batch.size
+            self._cond.notify_all()
+
+    def _cancel(self, req) -> None:
+        """Drops the caller's rows that have not run (those running finish unseen)."""
+        with self._cond:
+            req.cancelled = True
+            k = (req.batch.batch_key, req.batch.template)
+            q = self._queues.get(k)
+            if q is not None:
+                mine = [p for p in q if p.request is req]
+                for p in mine:
+                    q.remove(p)
+                    self._queued_rows[k] -= p.n
+                if not q:
+                    del self._queues[k]
+                    del self._queued_rows[k]
+        req.fail(TimeoutError("Serving.batched_run: the caller timed out"))
+
+    def _events(self, req, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                name, value = req.events.get(timeout=left)
+            except queue.Empty:
+                self._cancel(req)
+                raise TimeoutError(f"Serving.batched_run: no result within {timeout} s") \
+                    from None
+            if name == "error":
+                raise value
+            if name == "batch":
+                yield name, self._finish(value)
+                return
+            yield name, value
+
+    # ---- what happened -------------------------------------------------------------------
+    def stats(self) -> dict:
+        """``requests`` (batched_run calls), ``rows`` (their rows), ``batches`` (run,
+        ``run`` included), ``padded`` (rows of padding run), ``largest`` (the most rows of
+        data in one batch), ``queue`` (rows waiting) and
+        per device ``devices``: ``{device: {"batches", "p50_ms", "p99_ms"}}`` (the
+        latencies of its last 4096 batches)."""
+        with self._cond:
+            out = {"requests": self._requests, "rows": self._rows,
+                   "padded": self._padded, "largest": self._largest,
+                   "queue": sum(self._queued_rows.values())}
+        devices = {}
+        for i, p in enumerate(self._partitions):
+            lat = np.array(list(p.latencies)) * 1e3
+            name = p.device if p.device is not None else i
+            devices[name] = {
+                "batches": p.batches,
+                "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
+                "p99_ms": float(np.percentile(lat, 99)) if lat.size else None}
+        out["batches"] = sum(d["batches"] for d in devices.values())
+        out["devices"] = devices
+        return out
+
