@@ -142,7 +142,7 @@ for _op, _r in BINARY_RECORDS.items():
         _da, _db = _r.grad or _r.domain
         case(_op, lambda a, b, _f=getattr(nx, _op): wsum(_f(a, b)),
              lambda a, b, _f=twin(BINARY_RECORDS, _op): jwsum(_f(a, b)), u(*_da[:2]), u(*_db[:2]),
-             argnums=(0, 1), ops=(_op,), rtol=_r.grad_rtol)
+             argnums=_r.grad_args, ops=(_op,), rtol=_r.grad_rtol)
 
 case("divide_negative_divisor", lambda a, b: wsum(a / b), lambda a, b: jwsum(a / b),
      u(-2, 2), u(-2, -0.5), argnums=(0, 1), ops=("divide",))

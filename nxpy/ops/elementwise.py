@@ -36,7 +36,7 @@ UNARY = {
     "tanh": ("float", "any"), "asinh": ("float", "real"), "acosh": ("float", "real"),
     "atanh": ("float", "real"), "sigmoid": ("float", "real"), "erf": ("float", "real"),
     "erfc": ("float", "real"), "erf_inv": ("float", "real"), "lgamma": ("float", "real"),
-    "digamma": ("float", "real"),
+    "digamma": ("float", "real"), "bessel_i1e": ("float", "real"),
     "is_nan": ("pred", "any"), "is_infinity": ("pred", "any"),
     "bitwise_not": ("same", "int"), "logical_not": ("pred", "any"),
 }
@@ -49,6 +49,7 @@ BINARY = {
     "max": ("merge", "real"), "bitwise_and": ("merge", "int"), "bitwise_or": ("merge", "int"),
     "bitwise_xor": ("merge", "int"), "left_shift": ("merge", "intonly"),
     "right_shift": ("merge", "intonly"), "next_after": ("float", "real"),
+    "zeta": ("float", "real"), "polygamma": ("float", "real"),
     "equal": ("compare", "any"), "not_equal": ("compare", "any"), "less": ("compare", "real"),
     "less_equal": ("compare", "real"), "greater": ("compare", "real"),
     "greater_equal": ("compare", "real"),
@@ -188,6 +189,15 @@ DOCS = {
                 "the Euler-Mascheroni constant. Its derivative is the trigamma function.",
                 "nx.digamma(nx.tensor([1.0, 0.0, -1.0], type='f64')).tolist()",
                 "[-0.5772156649015341, nan, nan]"),
+    "bessel_i1e": ("The exponentially scaled modified Bessel function of the first kind of "
+                   "order one.",
+                   "``bessel_i1e(x) = exp(-|x|) I1(x)`` (``jax.lax.bessel_i1e``, "
+                   "``jax.scipy.special.i1e``): odd, 0 at 0 and at ±inf, about "
+                   "``sign(x) / sqrt(2π|x|)`` for large ``|x|``. On XLA it is the "
+                   "``chlo.bessel_i1e`` JAX emits (Cephes' Chebyshev series, in f32 for the "
+                   "16-bit types).",
+                   "nx.bessel_i1e(nx.tensor([0.0, 1.0, -1.0], type='f64')).tolist()",
+                   "[0.0, 0.2079104153497085, -0.2079104153497085]"),
     "is_nan": ("Whether ``x`` is NaN.",
                "A complex number is NaN where either part is; integers and pred are never NaN.",
                'nx.is_nan(nx.tensor([float("nan"), float("inf"), 1.0])).tolist()',
@@ -260,6 +270,24 @@ DOCS = {
                    "none).",
                    "nx.next_after(nx.tensor([1.0, 0.0]), nx.tensor([2.0, -1.0])).tolist()",
                    "[1.0000001192092896, -1.401298464324817e-45]"),
+    "zeta": ("The Hurwitz zeta function of ``a`` (the exponent) at ``b`` (the shift).",
+             "``zeta(x, q) = sum((n + q) ** -x for n >= 0)`` (``jax.lax.zeta``, "
+             "``jax.scipy.special.zeta``): +inf at ``x == 1``, NaN for ``x < 1`` and for "
+             "``q <= 0`` with a fractional ``x``; at the poles (integer ``q <= 0``) +inf "
+             "for an even ``x``, NaN for an odd one. On XLA it is the ``chlo.zeta`` JAX emits "
+             "(nine terms and the Euler-Maclaurin formula). Not differentiable: its gradient "
+             "is 0 (JAX defines none).",
+             "nx.zeta(nx.tensor([2.0, 4.0], type='f64'), 1.0).tolist()",
+             "[1.6449340668482264, 1.0823232337111384]"),
+    "polygamma": ("The polygamma function of order ``a`` at ``b``.",
+                  "``polygamma(n, x)`` (``jax.lax.polygamma``, "
+                  "``jax.scipy.special.polygamma``) is the ``n``-th derivative of "
+                  "``digamma``: ``digamma(x)`` for ``n == 0``, else ``(-1)^(n+1) n! "
+                  "zeta(n + 1, x)``; NaN unless ``n`` is a natural number. On XLA it is the "
+                  "``chlo.polygamma`` JAX emits. Its gradient with respect to ``x`` is "
+                  "``polygamma(n + 1, x)``; none flows to ``n`` (JAX raises there).",
+                  "nx.polygamma(nx.tensor([0.0, 1.0, 1.5], type='f64'), 1.0).tolist()",
+                  "[-0.5772156649015341, 1.6449340668482264, nan]"),
     "bitwise_and": ("The bitwise AND of ``a`` and ``b`` (Python's ``&`` on tensors).",
                     "A bit is set where it is set in both; on pred it is ``logical_and``.",
                     "nx.bitwise_and(12, 10).tolist()", "8"),

@@ -15,6 +15,8 @@ A record holds:
   (tests draw from :data:`ANY`; the fuzzer does not clip), else a :class:`Domain` (for a
   binary op, one per operand); the conformance cases draw from it and the fuzzer clips a
   unary op's operand into it;
+* ``grad_args``: the operands of a binary op the gradient tests differentiate (default
+  both; ``polygamma``'s order has no gradient in JAX);
 * ``grad``: where the gradient tests draw (``None``: the domain; a binary op: one per
   operand), for an op with a gradient rule, and ``grad_rtol``, their relative tolerance;
 * ``edges``: values at and beyond the edges of the domain (overflow, poles, NaN results;
@@ -70,6 +72,7 @@ class Record:
     domain: Any = None
     grad: Any = None
     grad_rtol: float = 1e-5
+    grad_args: tuple = (0, 1)
     edges: tuple = ()
     specials: Any = False
 
@@ -101,6 +104,32 @@ def _lgamma(x):
 def _digamma(x):
     """SciPy's ``psi``, NaN at the poles as XLA's (SciPy gives -inf at 0)."""
     return np.where((x <= 0) & (np.floor(x) == x), np.nan, _scipy("psi")(x))
+
+
+def _zeta(x, q):
+    """SciPy's Hurwitz ``zeta`` with XLA's rules: NaN where an argument is infinite, for
+    ``x < 1`` and for ``q <= 0`` with a fractional ``x``; at the poles (integer ``q <=
+    0``) +inf for an even ``x``, NaN for an odd one; +inf at ``x == 1`` whatever ``q``."""
+    import scipy.special
+    with np.errstate(all="ignore"):
+        y = np.where(np.isinf(x) | np.isinf(q), np.nan, scipy.special.zeta(x, q))
+        x_int = np.floor(x) == x
+        y = np.where((x < 1) | ((q <= 0) & ~x_int), np.nan, y)
+        even = x_int & (np.fmod(x, 2) == 0)
+        y = np.where((q <= 0) & (np.floor(q) == q), np.where(even, np.inf, np.nan), y)
+        return np.where(x == 1, np.inf, y)
+
+
+def _polygamma(n, x):
+    """SciPy's ``polygamma`` of a float order: NaN unless ``n`` is a natural number; at the
+    poles NaN for ``n == 0`` (``digamma``), else XLA's ``zeta`` pole rule."""
+    import scipy.special
+    natural = (np.floor(n) == n) & (n >= 0)
+    k = np.where(natural, n, 0).astype(np.int64)
+    y = scipy.special.polygamma(k, x)
+    pole = (x <= 0) & (np.floor(x) == x)
+    y = np.where(pole, np.where(k == 0, np.nan, np.where(k % 2 == 1, np.inf, np.nan)), y)
+    return np.where(natural, y, np.nan)
 
 
 def _round_afz(x):
@@ -189,6 +218,8 @@ UNARY_RECORDS = {
                 grad=(0.5, 4), edges=(0, -1, -2.5, 0.5, 1e-30, 1e30, np.inf, -np.inf)),
     "digamma": R(_digamma, lambda J, x: J.lax.digamma(x), Domain(0.2, 8),
                  grad=(0.5, 4), edges=(0, -1, -2.5, 0.5, 1e-8, 1e30, np.inf, -np.inf)),
+    "bessel_i1e": R(_scipy("i1e"), lambda J, x: J.lax.bessel_i1e(x), Domain(-10, 10),
+                    grad=(-10, 10), edges=(0, 1e-30, 8, -8, 7.9, 8.1, 1e30, np.inf, -np.inf)),
     "is_nan": R(np.isnan, _jnp("isnan"), specials="complex"),
     "is_infinity": R(np.isinf, _jnp("isinf"), specials="complex"),
     "bitwise_not": R(np.invert, _jnp("invert")),
@@ -217,6 +248,13 @@ BINARY_RECORDS = {
     # no edges: the edge test computes f32 oracles in f64 (one f64 step is no f32 step);
     # tests/test_ops.py::test_next_after_bits checks every float type bit for bit
     "next_after": R(np.nextafter, lambda J, a, b: J.lax.nextafter(a, b), (ANY, ANY)),
+    # XLA's f32 zeta (nine terms and Euler-Maclaurin, in f32) is a few ulps off
+    "zeta": R(_zeta, lambda J, x, q: J.lax.zeta(x, q), (Domain(1.5, 6), Domain(0.2, 4)),
+              edges=(1.0, 2.0, 3.0, 0.5, 0.0, -1.0, -2.5, 30.0, np.inf, np.nan)),
+    # a float order is NaN unless it is a natural number: tests/test_ops.py::
+    # test_polygamma_orders draws integer orders; the gradient flows to x alone
+    "polygamma": R(_polygamma, lambda J, n, x: J.lax.polygamma(n, x),
+                   (Domain(0, 4), Domain(0.2, 4)), grad=((1, 1), (0.5, 3)), grad_args=(1,)),
     "bitwise_and": R(np.bitwise_and, _jnp("bitwise_and"), (ANY, ANY)),
     "bitwise_or": R(np.bitwise_or, _jnp("bitwise_or"), (ANY, ANY)),
     "bitwise_xor": R(np.bitwise_xor, _jnp("bitwise_xor"), (ANY, ANY)),

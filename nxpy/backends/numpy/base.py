@@ -14,7 +14,7 @@ from ...backend import Backend
 from ...ops import binary_compute_type
 from ...tensor import Tensor
 from ...types import HALF_DTYPES, compute_dtype, convert
-from . import xla_f32
+from . import special, xla_f32
 
 __all__ = ["BaseKernels"]
 
@@ -154,7 +154,7 @@ UNARY_NP = {
     "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
     "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
     "atanh": np.arctanh, "sigmoid": _sigmoid, "erf": _erf, "erfc": _erfc, "erf_inv": _erf_inv,
-    "lgamma": _lgamma, "digamma": _digamma,
+    "lgamma": _lgamma, "digamma": _digamma, "bessel_i1e": special.bessel_i1e,
     "is_nan": _is_nan, "is_infinity": _is_inf, "bitwise_not": _bitwise_not,
     "logical_not": lambda x: x == 0,
 }
@@ -233,6 +233,7 @@ BINARY_NP = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
     "divide": np.divide, "quotient": _int_div, "remainder": _remainder, "pow": _pow,
     "atan2": np.arctan2, "min": np.minimum, "max": np.maximum, "next_after": np.nextafter,
+    "zeta": special.zeta, "polygamma": lambda n, x: special.polygamma(n, x, _digamma),
     "bitwise_and": _bitwise(np.logical_and, np.bitwise_and),
     "bitwise_or": _bitwise(np.logical_or, np.bitwise_or),
     "bitwise_xor": _bitwise(np.logical_xor, np.bitwise_xor),

@@ -303,6 +303,7 @@ UNARY_HLO = {
     "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh",
     "sigmoid": "stablehlo.logistic", "erf": "chlo.erf", "erfc": "chlo.erfc",
     "erf_inv": "chlo.erf_inv", "lgamma": "chlo.lgamma", "digamma": "chlo.digamma",
+    "bessel_i1e": "chlo.bessel_i1e",
     "bitwise_not": "stablehlo.not",
 }
 _INT_IDENTITY = {"floor", "ceil", "round"}
@@ -356,7 +357,7 @@ BINARY_HLO = {
     "divide": "stablehlo.divide", "quotient": "stablehlo.divide",
     "remainder": "stablehlo.remainder",
     "pow": "stablehlo.power", "atan2": "stablehlo.atan2", "min": "stablehlo.minimum",
-    "next_after": "chlo.next_after",
+    "next_after": "chlo.next_after", "zeta": "chlo.zeta", "polygamma": "chlo.polygamma",
     "max": "stablehlo.maximum", "bitwise_and": "stablehlo.and", "bitwise_or": "stablehlo.or",
     "bitwise_xor": "stablehlo.xor", "left_shift": "stablehlo.shift_left",
     "logical_and": "stablehlo.and", "logical_or": "stablehlo.or", "logical_xor": "stablehlo.xor",
