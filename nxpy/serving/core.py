@@ -250,6 +250,11 @@ class Serving:
         return [(jit(base, compiler, device_id=d, **opts), d) for d in devices]
 
     @property
+    def running(self) -> bool:
+        """Whether the batching threads are running (started and not stopped)."""
+        return self._running and not self._stopping
+
+    @property
     def devices(self) -> list:
         """The device of each partition (None: the function's own choice)."""
         return [p.device for p in self._partitions]
