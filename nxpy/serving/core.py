@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 
-from .. import ops as O, pjrt
+from .. import ops as O, pjrt, types as T
+from ..backend import get_backend
 from ..defn import tree as tree_mod
 from ..defn.core import Jit, jit
 from ..defn.kernel import hook as _hook
@@ -38,6 +39,7 @@ class ServingStopped(ServingError):
     """The serving stopped (or was never started) before the request ran."""
 
 
+_NUMPY = get_backend("numpy")
 _local = threading.local()  # the batch a batching thread is running (for stream hooks)
 
 
@@ -58,7 +60,7 @@ class _StreamHook:
         rows = value.shape[0] if value.ndim else None
         for piece in pieces:
             req = piece.request
-            if req.events is None or req.done.is_set():
+            if req.events is None or req.done:
                 continue
             if rows is not None and rows >= piece.pos + piece.n:
                 part = value[piece.pos:piece.pos + piece.n]
@@ -101,37 +103,44 @@ class _Request:
         self.parts: dict = {}
         self.remaining = batch.size
         self.events = events  # a queue.Queue when the caller streams
-        self.done = threading.Event()
+        self.done = False
         self.lock = threading.Lock()
         self.cancelled = False
         self._out_tree = None
 
     def fail(self, exc):
         with self.lock:
-            if self.done.is_set():
+            if self.done:
                 return
-            self.done.set()
+            self.done = True
         self.future.set_exception(exc)
         if self.events is not None:
             self.events.put(("error", exc))
 
     def deliver(self, offset, leaves, n):
         with self.lock:
-            if self.done.is_set():
+            if self.done:
                 return
             self.parts[offset] = leaves
             self.remaining -= n
             if self.remaining > 0:
                 return
-            self.done.set()
-        order = [self.parts[k] for k in sorted(self.parts)]
-        out = [O.from_numpy(order[0][i] if len(order) == 1
+            self.done = True
+        parts = self.parts
+        order = [parts[k] for k in sorted(parts)] if len(parts) > 1 else list(parts.values())
+        out = [_host_tensor(order[0][i] if len(order) == 1
                             else np.concatenate([p[i] for p in order]))
                for i in range(len(order[0]))]
-        result = tree_mod.unflatten(self._out_tree, out)
+        tree = self._out_tree
+        result = out[0] if tree == tree_mod.LEAF else tree_mod.unflatten(tree, out)
         self.future.set_result(result)
         if self.events is not None:
             self.events.put(("batch", result))
+
+
+def _host_tensor(a: np.ndarray) -> Tensor:
+    """A tensor of the NumPy backend holding ``a`` (results of a batch: no copy)."""
+    return _NUMPY.from_numpy(a, T.from_dtype(a.dtype))
 
 
 class _Piece:
@@ -155,6 +164,23 @@ class _Partition:
         self.batches = 0
         self.latencies: collections.deque = collections.deque(maxlen=4096)
         self.thread: threading.Thread | None = None
+
+
+def _gather(pieces, template, pad) -> list:
+    """One array per leaf: the pieces' rows in order, then ``pad`` rows of zeros."""
+    columns = [[] for _ in template.leaves]
+    for p in pieces:
+        b = p.request.batch
+        if len(b._parts) == 1 and p.offset == 0 and p.n == b.size:
+            for col, a in zip(columns, b._parts[0]):
+                col.append(a)
+        else:
+            for col, a in zip(columns, b._slice(p.offset, p.offset + p.n).arrays()):
+                col.append(a)
+    if pad:
+        for col, (shape, dtype) in zip(columns, template.leaves):
+            col.append(np.zeros((pad, *shape), dtype))
+    return [col[0] if len(col) == 1 else np.concatenate(col) for col in columns]
 
 
 def _check_positive(v, what, kind=int):
@@ -295,18 +321,15 @@ class Serving:
 
     def _run_batch(self, part, key, template, pieces) -> None:
         """Runs the pieces as one batch padded to ``batch_size`` and hands out the rows."""
-        rows, pos = [], 0
+        pos = 0
         for p in pieces:
             p.pos = pos
             pos += p.n
-            rows.append(Batch._slice(p.request.batch, p.offset, p.offset + p.n))
-        merged = Batch.merge(rows)
-        pad = self.batch_size - merged.size
-        merged.padding = pad
+        pad = self.batch_size - pos
         t0 = time.perf_counter()
         _local.pieces = pieces
         try:
-            arrays = merged.arrays()
+            arrays = _gather(pieces, template, pad)
             if not part.jitted:  # a jitted function takes the arrays (its fastest path)
                 arrays = [O.from_numpy(a) for a in arrays]
             data = tree_mod.unflatten(template.tree, arrays)
@@ -332,7 +355,7 @@ class Serving:
                 part.batches += 1
                 part.latencies.append(time.perf_counter() - t0)
                 self._padded += pad
-                self._largest = max(self._largest, merged.size)
+                self._largest = max(self._largest, pos)
         for p in pieces:
             p.request._out_tree = out_tree
             p.request.deliver(p.offset, [a[p.pos:p.pos + p.n] for a in arrays], p.n)
@@ -403,7 +426,7 @@ class Serving:
             q, room, pieces = self._queues[k], self.batch_size, []
             while q and room:
                 p = q[0]
-                if p.request.cancelled or p.request.done.is_set():
+                if p.request.cancelled or p.request.done:
                     q.popleft()
                     self._queued_rows[k] -= p.n
                     continue
