@@ -13,10 +13,9 @@ code: each module of the package may define ``NOTES = {name: note}`` (what diffe
 collect them. This module imports no JAX: the check is the test's."""
 from __future__ import annotations
 
-import re
 import sys
-from pathlib import Path
 
+from ..doctable import with_section, write_section
 from .. import numpy as xnp
 from . import (_common, creation, indexing, joining, manipulation, mathematics, padding,
                products, reductions, statistics)
@@ -198,14 +197,9 @@ def render() -> str:
 def with_table(doc: str) -> str:
     """``doc`` (docs/numpy.md's text) with its coverage section replaced by
     :func:`render`'s (appended at the end when it has none)."""
-    section = f"{BEGIN}\n{render()}{END}\n"
-    old = re.compile(f"{re.escape(BEGIN)}.*?{re.escape(END)}\n*", re.S)
-    if old.search(doc):
-        return old.sub(lambda _: section, doc, count=1)
-    return doc.rstrip("\n") + "\n\n" + section
+    return with_section(doc, BEGIN, END, render())
 
 
 if __name__ == "__main__":  # from the repository's root, or name the page
-    doc = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/numpy.md")
-    doc.write_text(with_table(doc.read_text() if doc.exists() else ""))
-    print(f"wrote the jax.numpy coverage table into {doc}")
+    write_section(sys.argv[1:], "docs/numpy.md", BEGIN, END, render(),
+                  "jax.numpy coverage table")

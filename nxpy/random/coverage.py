@@ -7,10 +7,9 @@ in the table as soon as it exists (the test checks each is callable). This modul
 no JAX: the check is the test's."""
 from __future__ import annotations
 
-import re
 import sys
-from pathlib import Path
 
+from ..doctable import with_section, write_section
 from .basic import __all__ as _BASIC
 from .core import __all__ as _CORE
 from .distributions import __all__ as _DISTRIBUTIONS
@@ -155,14 +154,9 @@ def render() -> str:
 def with_table(doc: str) -> str:
     """``doc`` (docs/random.md's text) with its coverage section replaced by
     :func:`render`'s (appended at the end when it has none)."""
-    section = f"{BEGIN}\n{render()}{END}\n"
-    old = re.compile(f"{re.escape(BEGIN)}.*?{re.escape(END)}\n*", re.S)
-    if old.search(doc):
-        return old.sub(lambda _: section, doc, count=1)
-    return doc.rstrip("\n") + "\n\n" + section
+    return with_section(doc, BEGIN, END, render())
 
 
 if __name__ == "__main__":  # from the repository's root, or name the page
-    doc = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/random.md")
-    doc.write_text(with_table(doc.read_text() if doc.exists() else ""))
-    print(f"wrote the jax.random coverage table into {doc}")
+    write_section(sys.argv[1:], "docs/random.md", BEGIN, END, render(),
+                  "jax.random coverage table")
