@@ -532,6 +532,11 @@ def test_vmap():
     for f, g in zip(fs, js):
         got = jit(vmap(f), compiler="exla")(nx.tensor(x)).to_numpy()
         close(got, jax.vmap(g)(x), rtol=1e-5, atol=1e-6)
+    # the search over a batch of sorted vectors (a captured tensor of the loop, batched)
+    ss = np.sort(x, axis=1)
+    got = jit(vmap(lambda a, q: xnp.searchsorted(a, q, side="right")),
+              compiler="exla")(nx.tensor(ss), nx.tensor(x[::-1])).to_numpy()
+    close(got, jax.vmap(lambda a, q: jnp.searchsorted(a, q, side="right"))(ss, x[::-1]))
 
 
 def test_notes_name_public_functions():
@@ -546,17 +551,79 @@ def test_searchsorted_special_values():
     """Sort order as JAX's: NaN last, -0.0 equal to 0.0, infinities; every method."""
     a = np.array([-np.inf, -1.0, -0.0, 0.0, 0.0, 2.0, np.inf, np.nan, np.nan], np.float32)
     v = np.array([np.nan, -np.inf, 0.0, -0.0, np.inf, 5.0, -3.0, 2.0], np.float32)
+    methods = ("scan", "scan_unrolled", "sort", "compare_all")
     fs = [lambda p, q, side=side, m=m: xnp.searchsorted(p, q, side=side, method=m)
-          for side in ("left", "right") for m in ("scan", "sort", "compare_all")]
+          for side in ("left", "right") for m in methods]
     got = run(lambda p, q: tuple(f(p, q) for f in fs), [a, v], "exla")
     want = ref("search-special", lambda p, q: tuple(
         jnp.searchsorted(p, q, side=side, method=m) for side in ("left", "right")
-        for m in ("scan", "sort", "compare_all")), a, v)
+        for m in methods), a, v)
     for i, (g, w) in enumerate(zip(got, want)):
         close(g, w, what=f"searchsorted #{i}")
-    for t in ("int32", "uint8", "float16"):
-        s = np.sort(data(t, (17,), 16, special=False))
-        q = data(t, (9,), 17, special=False)
-        close(xnp.searchsorted(s, q).to_numpy(), jnp.searchsorted(s, q), what=t)
-        close(xnp.searchsorted(s, q, side="right").to_numpy(),
-              jnp.searchsorted(s, q, side="right"), what=t)
+    # u32 beyond s32's range (an unsigned compare), small integers, half floats
+    big = np.array([0, 5, 2 ** 31 - 1, 2 ** 31, 2 ** 31, 2 ** 32 - 2], np.uint32)
+    cases = [(big, np.array([2 ** 31, 2 ** 32 - 1, 1, 2 ** 31 - 1], np.uint32))]
+    cases += [(np.sort(data(t, (17,), 16, special=False)), data(t, (9,), 17, special=False))
+              for t in ("int8", "uint8", "float16", "bfloat16")]
+    for s, q in cases:
+        for side in ("left", "right"):
+            close(xnp.searchsorted(s, q, side=side).to_numpy(),
+                  jnp.searchsorted(s, q, side=side), what=f"{s.dtype} {side}")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_searchsorted_scan_sizes(path):
+    """The bisection's edges: every length from 0 to 9 (1 to 4 levels, odd and even
+    halves), a power of two and one below it, a scalar query, ties at both ends."""
+    r = np.random.default_rng(18)
+    sorted_ = [np.sort(r.integers(-3, 4, n)).astype(np.float32) for n in (*range(10), 15, 16)]
+    v = np.arange(-4.0, 4.5, 0.5, dtype=np.float32)
+
+    def prog(m, *a):
+        *ss, q = a
+        pairs = [(s, q) for s in ss] + [(q, 0.5)]  # the last: a scalar query
+        return tuple(m.searchsorted(s, x, side=side, method=meth) for s, x in pairs
+                     for side in ("left", "right") for meth in ("scan", "scan_unrolled"))
+    got = run(lambda *a: prog(xnp, *a), [*sorted_, v], path)
+    want = ref("search-sizes", lambda *a: prog(jnp, *a), *sorted_, v)
+    assert len(got) == len(want) == 4 * (len(sorted_) + 1)
+    for i, (g, w) in enumerate(zip(got, want)):
+        close(g, w, what=f"searchsorted sizes #{i} on {path}")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_nextafter_bits(path):
+    """``nextafter`` bit for bit (the float tests' tolerance cannot tell one ulp): zeros of
+    both signs, subnormals, the largest float, infinities, NaN; f32, f16, bf16, and ints
+    promoted to f32. EXLA emits ``chlo.next_after`` as JAX does: bit for bit, everywhere.
+    XLA on CPU reads a subnormal f32/bf16 operand as a zero of its sign (denormals are
+    zero); the NumPy kernel (eager, the Evaluator) is C's ``nextafter``, which does not:
+    on those paths the pairs with a subnormal operand are left out (not f16's: XLA
+    computes f16 in f32, where its subnormals are normal)."""
+    ops = []
+    for t in ("float32", "float16", "bfloat16"):
+        fi = jnp.finfo(t)
+        sp = np.array([0.0, -0.0, 1.0, -1.0, float(fi.smallest_subnormal),
+                       -float(fi.smallest_subnormal), float(fi.tiny), float(fi.max),
+                       math.inf, -math.inf, math.nan], np.float64).astype(jnp.dtype(t))
+        ops += list(np.meshgrid(sp, sp))
+    ints = np.array([0, 1, -1, 7], np.int32)
+    ops += [ints, ints[::-1].copy()]
+    got = run(lambda *a: tuple(xnp.nextafter(a[i], a[i + 1]) for i in range(0, 8, 2)), ops,
+              path)
+    want = ref("nextafter-bits", lambda *a: tuple(
+        jnp.nextafter(a[i], a[i + 1]) for i in range(0, 8, 2)), *ops)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, (path, g.dtype, w.dtype)
+        nan = np.isnan(w.astype(np.float32))
+        assert np.array_equal(np.isnan(g.astype(np.float32)), nan), (path, w.dtype)
+        keep = ~nan
+        if path != "exla" and w.dtype != np.float16:
+            tiny = float(jnp.finfo(w.dtype).tiny)
+            for o in ops[2 * k:2 * k + 2]:
+                o = np.abs(o.astype(np.float32))
+                keep &= ~((o > 0) & (o < tiny))
+        bits = {2: np.uint16, 4: np.uint32}[w.dtype.itemsize]
+        assert keep.sum() >= 4, (path, w.dtype)
+        np.testing.assert_array_equal(g.view(bits)[keep], w.view(bits)[keep],
+                                      err_msg=f"{path} {w.dtype}")

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import types as T
+from ..ops.methods import axes_of  # noqa: F401 - the modules' axis= arguments
 from ..tensor import Tensor
 
 __all__ = ["asarray", "array", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -63,28 +64,3 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin=0) -> Tensor:
         raise TypeError(f"array: expected at most 2 positional arguments, got {2 + len(args)}")
     x = asarray(object, dtype)
     return x if x.rank >= ndmin else O.reshape(x, (1,) * (ndmin - x.rank) + x.shape)
-
-
-def axes_of(axis, rank: int, fn: str) -> tuple[int, ...]:
-    """``axis`` (None: every axis; an int; a tuple of ints; negative from the end) as a
-    sorted tuple of distinct axes, or an error naming ``fn``.
-
-    >>> axes_of(-1, 3, "sum"), axes_of((0, -1), 3, "sum"), axes_of(None, 2, "sum")
-    ((2,), (0, 2), (0, 1))
-    """
-    if axis is None:
-        return tuple(range(rank))
-    one = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
-    many = isinstance(axis, (tuple, list)) and all(
-        isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axis)
-    if not (one or many):
-        raise TypeError(f"{fn}: expected axis to be None, an int or a tuple of ints, got "
-                        f"{axis!r}")
-    out = []
-    for a in ((axis,) if one else axis):
-        if not -rank <= a < rank:
-            raise ValueError(f"{fn}: axis {a} is out of bounds for a tensor of rank {rank}")
-        out.append(int(a) % rank if rank else 0)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{fn}: repeated axis in {axis!r}")
-    return tuple(sorted(out))

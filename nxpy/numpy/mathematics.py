@@ -311,15 +311,7 @@ def _nextafter(x1, x2):
     a, b = _pair_inexact(x1, x2, "nextafter")
     if a.type.is_complex:
         raise TypeError("nextafter: expected real tensors, got complex ones")
-    it = _INT_OF[a.type.bits]
-    bits = O.bitcast(a, it)
-    one = O.tensor(1, type=it)
-    away = O.equal(O.greater(b, a), O.greater(a, _const(0, a)))
-    step = O.select(away, O.add(bits, one), O.subtract(bits, one))
-    tiny = O.select(_signbit(b), O.tensor(-(2 ** (a.type.bits - 1)) + 1, type=it), one)
-    moved = O.bitcast(O.select(O.equal(a, _const(0, a)), tiny, step), a.type)
-    nan = O.logical_or(O.is_nan(a), O.is_nan(b))
-    return O.select(nan, _const(math.nan, a), O.select(O.equal(a, b), b, moved))
+    return O.next_after(a, b)
 
 
 def _sinc(x):

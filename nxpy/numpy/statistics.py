@@ -4,9 +4,9 @@
 ``argsort``, ``lexsort``, ``partition``, ``cov``, ``corrcoef`` (issue 28).
 
 They follow JAX's algorithms so that the XLA programs compare: ``quantile`` sorts and
-gathers the two neighbours of each quantile; ``searchsorted`` is a binary search of
-``ceil(log2(n + 1))`` steps (JAX's ``"scan"``, unrolled here: ``nxpy.numpy`` sits below
-``defn``'s loops, and the steps are a fixed, small number), or JAX's ``"sort"`` and
+gathers the two neighbours of each quantile; ``searchsorted`` is JAX's bisection of
+``ceil(log2(n + 1))`` steps on unsigned ``[low, high)`` bounds, a ``fori_loop`` of
+``defn`` (``"scan"``) or written out (``"scan_unrolled"``), or JAX's ``"sort"`` and
 ``"compare_all"`` methods. Functions whose result's size depends on the values
 (``unique`` without ``size``, ``bincount`` without ``length``) need concrete values: they
 work eagerly and raise inside ``jit``, as in JAX.
@@ -21,6 +21,7 @@ import numpy as np
 from .. import _context
 from .. import ops as O
 from .. import types as T
+from ..defn.kernel import fori_loop
 from ..tensor import Tensor
 from ._common import axes_of, dtype_of
 from .mathematics import _t
@@ -34,9 +35,9 @@ __all__ = ["quantile", "percentile", "nanquantile", "nanpercentile", "median", "
 #: Where a function departs from ``jax.numpy`` and why (collected by the coverage table).
 NOTES = {
     "quantile": "weights= and method='inverted_cdf' are not supported.",
-    "searchsorted": "method='scan' is unrolled (nxpy.numpy sits below defn's loops), as a "
-                    "branchless search on integer sort keys; complex values are not "
-                    "supported.",
+    "searchsorted": "the scan compares integer sort keys (JAX's order, NaN last, -0.0 "
+                    "equal to 0.0, made once rather than at every step); complex values "
+                    "are not supported.",
     "partition": "a full sort (a valid partition; jnp's order of the other entries is "
                  "unspecified too).",
     "argpartition": "a full stable argsort (a valid partition).",
@@ -258,32 +259,40 @@ def _sort_keys(x: Tensor) -> Tensor:
     return O.bitwise_xor(k, O.bitwise_and(sign, O.tensor(2 ** (x.type.bits - 1) - 1, type=kt)))
 
 
-def _search_scan(a: Tensor, v: Tensor, side: str) -> Tensor:
-    """JAX's ``"scan"`` method: a binary search of ``ceil(log2(n + 1))`` gathers, unrolled
-    (``nxpy.numpy`` sits below ``defn``'s loops), on integer sort keys. The branchless form
-    (one running base per query, which only moves up) keeps each level's state a single
-    tensor: with two (``low``, ``high``), XLA's fusion recomputes earlier levels in every
-    later gather, which makes JAX's own ``"scan_unrolled"`` ~10x slower than its rolled
-    loop on CPU."""
+def _search_scan(a: Tensor, v: Tensor, side: str, unrolled: bool = False) -> Tensor:
+    """JAX's ``"scan"`` method: a bisection of ``ceil(log2(n + 1))`` steps on an unsigned
+    ``[low, high)`` pair per query (``mid = low + (high - low) // 2``; the query goes left
+    when it sorts at or before ``a[mid]`` for ``side="left"``, before it for ``"right"``),
+    as ``defn``'s ``fori_loop`` (``"scan_unrolled"``: the same steps written out), on
+    integer sort keys (one compare per step, in JAX's sort order); the result is
+    ``high``."""
     n = a.shape[0]
     if n == 0:
         return O.fill(v, 0, type="s32") if v.rank else _s32(0)
     a, v = _sort_keys(a), _sort_keys(v)
-    before = O.less if side == "left" else O.less_equal  # a[i] counts before v
-    base = O.fill(v, 0, type="s32") if v.rank else _s32(0)
-    m = n
-    while m > 1:
-        half = m // 2
-        probe = O.add(base, _s32(half - 1))
-        base = O.select(before(O.take(a, probe, axis=0), v), O.add(base, _s32(half)), base)
-        m -= half
-        if m > 1 and v.rank:
-            # + min(min(base), 0), which is 0: a second consumer that makes XLA write each
-            # level out rather than fuse several levels into one loop, whose dependent
-            # gathers per query then run ~1.6x slower at 1M on CPU (as measured; an
-            # optimization_barrier is dropped before fusion on CPU)
-            base = O.add(base, O.min(O.reduce_min(base), _s32(0)))
-    return O.add(base, O.as_type(before(O.take(a, base, axis=0), v), "s32"))
+    go_left = O.less_equal if side == "left" else O.less  # v against a[mid]
+    ut = "u32" if n < 2 ** 32 else "u64"
+    one = O.tensor(1, type=ut)
+
+    def step(_, state):
+        low, high = state
+        mid = O.add(low, O.right_shift(O.subtract(high, low), one))
+        left = go_left(v, O.take(a, mid, axis=0))
+        return O.select(left, low, mid), O.select(left, mid, high)
+
+    state = (O.fill(v, 0, type=ut) if v.rank else O.tensor(0, type=ut),
+             O.fill(v, n, type=ut) if v.rank else O.tensor(n, type=ut))
+    levels = n.bit_length()  # ceil(log2(n + 1))
+    if unrolled:
+        for i in range(levels):
+            state = step(i, state)
+    else:
+        state = fori_loop(0, levels, step, state)
+    return O.as_type(state[1], "s32")
+
+
+def _search_scan_unrolled(a: Tensor, v: Tensor, side: str) -> Tensor:
+    return _search_scan(a, v, side, unrolled=True)
 
 
 def _rank(x: Tensor) -> Tensor:
@@ -314,8 +323,9 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
     """``jnp.searchsorted``: where to insert each entry of ``v`` in the sorted vector ``a``
     to keep it sorted (``side="left"``: before equal entries; ``"right"``: after), as s32;
     ``sorter`` is a permutation that sorts ``a``. ``method`` is JAX's: ``"scan"`` (a binary
-    search, the default; ``"scan_unrolled"`` is the same here), ``"sort"`` (a co-sort) or
-    ``"compare_all"`` (every pair compared).
+    search as a ``fori_loop``, the default), ``"scan_unrolled"`` (its steps written out),
+    ``"sort"`` (a co-sort) or ``"compare_all"`` (every pair compared); all give the same
+    result.
 
     >>> import nxpy.numpy as xnp
     >>> xnp.searchsorted([1, 2, 2, 3], [2, 0, 5]).tolist()
@@ -325,8 +335,8 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
     """
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: expected side to be 'left' or 'right', got {side!r}")
-    impls = {"scan": _search_scan, "scan_unrolled": _search_scan, "sort": _search_sort,
-             "compare_all": _search_compare_all}
+    impls = {"scan": _search_scan, "scan_unrolled": _search_scan_unrolled,
+             "sort": _search_sort, "compare_all": _search_compare_all}
     if method not in impls:
         raise ValueError(f"searchsorted: expected method to be one of {', '.join(impls)}, "
                          f"got {method!r}")

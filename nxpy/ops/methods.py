@@ -55,7 +55,7 @@ from .sorting import cumulative_product, cumulative_sum
 from .complex import complex as _complex, conjugate, imag, real
 from .compositions import standard_deviation, variance
 
-__all__ = ["install", "dtype_of"]
+__all__ = ["install", "dtype_of", "axes_of"]
 
 _PY_TYPES = {bool: T.PRED, int: T.S32, float: T.F32, complex: T.C64}
 
@@ -78,8 +78,14 @@ def dtype_of(dtype, fn: str, arg: str = "dtype"):
                         f"{dtype!r} ({e})") from None
 
 
-def _axes(axis, rank, fn):
-    """``axis`` (None, an int or a tuple of ints, negative from the end) as a sorted tuple."""
+def axes_of(axis, rank: int, fn: str) -> tuple[int, ...]:
+    """``axis`` (None: every axis; an int; a tuple or list of ints; negative from the end)
+    as a sorted tuple of distinct axes, or a TypeError/ValueError naming ``fn``
+    (``nxpy.numpy``'s ``axis=`` arguments too).
+
+    >>> axes_of(-1, 3, "sum"), axes_of((0, -1), 3, "sum"), axes_of(None, 2, "sum")
+    ((2,), (0, 2), (0, 1))
+    """
     if axis is None:
         return tuple(range(rank))
     one = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
@@ -108,7 +114,7 @@ def _reduction(op, fn, with_dtype=True):
         _no_out(out, fn)
         t = dtype_of(dtype, fn)
         x = self if t is None or self.type == t else as_type(self, t)
-        r = op(x, axes=list(_axes(axis, x.rank, fn)), keep_axes=bool(keepdims))
+        r = op(x, axes=list(axes_of(axis, x.rank, fn)), keep_axes=bool(keepdims))
         return r if t is None or r.type == t else as_type(r, t)
 
     def no_dtype(self, axis=None, out=None, keepdims=False):
@@ -128,7 +134,7 @@ def _arg(op, fn):
         if axis is None:
             r = op(reshape(self, (-1,)))
             return reshape(r, (1,) * self.rank) if keepdims else r
-        a = _axes(axis, self.rank, fn)
+        a = axes_of(axis, self.rank, fn)
         if not isinstance(axis, (int, np.integer)):
             raise TypeError(f"{fn}: expected axis to be None or an int, got {axis!r}")
         return op(self, axis=a[0], keep_axis=bool(keepdims))
@@ -143,7 +149,7 @@ def _spread(op, fn):
         _no_out(out, fn)
         t = dtype_of(dtype, fn)
         x = self if t is None or self.type == t else as_type(self, t)
-        r = op(x, axes=list(_axes(axis, x.rank, fn)), ddof=ddof, keep_axes=bool(keepdims))
+        r = op(x, axes=list(axes_of(axis, x.rank, fn)), ddof=ddof, keep_axes=bool(keepdims))
         return r if t is None or r.type == t else as_type(r, t)
     method.__name__ = method.__qualname__ = fn
     method.__doc__ = (f"``jax.Array.{fn}``: over ``axis``, with ``ddof`` degrees of freedom "
@@ -160,7 +166,7 @@ def _cumulative(op, fn):
         else:
             if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
                 raise TypeError(f"{fn}: expected axis to be None or an int, got {axis!r}")
-            x, a = self, _axes(axis, self.rank, fn)[0]
+            x, a = self, axes_of(axis, self.rank, fn)[0]
         if t is None and x.type.is_pred:
             t = T.S32  # jnp: booleans accumulate as ints
         if t is not None and x.type != t:
@@ -220,7 +226,7 @@ def squeeze_method(self, axis=None):
     must have size 1)."""
     if axis is None:
         return squeeze(self)
-    axes = _axes(axis, self.rank, "squeeze")
+    axes = axes_of(axis, self.rank, "squeeze")
     for a in axes:
         if self.shape[a] != 1:
             raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size "
@@ -317,7 +323,7 @@ def transpose_method(self, *axes):
 
 def swapaxes(self, axis1, axis2):
     """``jax.Array.swapaxes``: ``axis1`` and ``axis2`` exchanged."""
-    a, b = (_axes(int(v), self.rank, "swapaxes")[0] for v in (axis1, axis2))
+    a, b = (axes_of(int(v), self.rank, "swapaxes")[0] for v in (axis1, axis2))
     perm = list(range(self.rank))
     perm[a], perm[b] = perm[b], perm[a]
     return transpose(self, perm)
