@@ -346,3 +346,12 @@ def test_stream_hands_each_caller_its_rows():
         np.testing.assert_allclose(events[-1][1].to_numpy(), ref(rows), rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="stream: expected name"):
         stream(nx.tensor(1.0), "batch")
+
+
+# ---- the benchmark sets up and runs (untimed, small: as tests/test_bench.py does) --------------
+def test_the_serving_benchmark_runs():
+    from bench import serving as bench_serving
+    rows = bench_serving.run(clients=4, requests=2, batch_sizes=(1, 4))
+    assert [r["what"] for r in rows][1:] == ["Serving, batch_size=1", "Serving, batch_size=4"]
+    assert all(r["rps"] > 0 for r in rows)
+    assert "requests/s" in bench_serving.table(rows, 4, 2)
