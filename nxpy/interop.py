@@ -44,6 +44,7 @@ from .mesh import Mesh
 from ._context import grad_depth, tracing
 from .compilers.exla import to_mlir
 from .defn import custom_grad, grad, jit
+from .defn import jvp as nx_jvp, vmap as nx_vmap
 from .defn.grad_rules import zeros
 from .ops import multiply, sum as _sum, template, to_tensor
 from .stablehlo import UnsupportedOpError, load, parse
@@ -167,31 +168,89 @@ def from_jax(fn, *, compiler=None) -> FromJax:
 # ----------------------------------------------------------------------------------------
 # nxpy functions inside JAX programs
 # ----------------------------------------------------------------------------------------
+class _Flat:
+    """An nxpy function of flat tensors returning a flat tuple, as :func:`to_jax` lowers
+    it (the object :func:`nxpy.pjrt.jax_function` asks for), and its derived functions:
+    ``vmap`` (nxpy's ``vmap``), ``jvp`` (nxpy's ``jvp``), ``vjp`` (nxpy's ``grad``)."""
+
+    def __init__(self, fn, out_trees=None):
+        self.fn, self.out_trees = fn, out_trees
+
+    def lower(self, specs):
+        templates = [template(shape, T.parse(dt)) for shape, dt in specs]
+        text = to_mlir(self.fn, *templates)
+        results = parse(text).main.results
+        out_specs = [(tuple(r.type.shape), np.dtype(r.type.nx_type.dtype)) for r in results]
+        return text, out_specs, self.out_trees[0] if self.out_trees else None
+
+    def derive(self, kind, arg):
+        return _Flat(getattr(self, "_" + kind)(arg))
+
+    def _vmap(self, batched):
+        axes = tuple(0 if b else None for b in batched)
+        return lambda *ts: tuple(nx_vmap(self.fn, in_axes=axes)(*ts))
+
+    def _on_floats(self, primals):
+        """``(g, float positions)``: ``fn`` as a function of the float ``primals``."""
+        float_ins = [i for i, p in enumerate(primals) if p.type.is_inexact]
+
+        def g(*diff):
+            full = list(primals)
+            for i, v in zip(float_ins, diff):
+                full[i] = v
+            return tuple(self.fn(*full))
+        return g, float_ins
+
+    def _jvp(self, n):
+        def tangents(*values):
+            g, float_ins = self._on_floats(values[:n])
+            outs, t_out = nx_jvp(g, tuple(values[i] for i in float_ins), tuple(values[n:]))
+            return tuple(t for o, t in zip(outs, t_out) if o.type.is_inexact)
+        return tangents
+
+    def _vjp(self, n):
+        def cotangents(*values):
+            g, float_ins = self._on_floats(values[:n])
+            cts = values[n:]
+
+            def pairing(*diff):  # <outputs, cotangents>: its gradient is the VJP
+                outs = [o for o in g(*diff) if o.type.is_inexact]
+                terms = [_sum(multiply(o, ct)) for o, ct in zip(outs, cts)]
+                return functools.reduce(lambda a, b: a + b, terms)
+            got = grad(pairing, argnums=tuple(range(len(float_ins))))(
+                *[values[i] for i in float_ins])
+            return tuple(got) if isinstance(got, (tuple, list)) else (got,)
+        return cotangents
+
+
 def to_jax(fn, compiler="exla"):
     """``fn``, a function of nxpy tensors in JAX's containers, as a function of
-    ``jax.Array`` pytrees that JAX can call eagerly, under ``jax.jit`` and under
-    ``jax.grad``/``jax.value_and_grad``: nxpy traces ``fn`` for the arguments' shapes and
-    types and lowers it to StableHLO (EXLA's lowering; ``compiler`` must be ``"exla"``),
-    and JAX embeds that module in its own program (``jax.export``'s ``call``), so it is
-    compiled with the rest, no callback. Differentiated, it is a ``jax.custom_vjp``
-    whose backward pass is nxpy's ``grad`` of ``fn``, lowered the same way (once). One
-    trace per argument templates.
+    ``jax.Array`` pytrees that JAX can call eagerly and under ``jax.jit``, ``jax.grad``,
+    ``jax.jvp`` and ``jax.vmap``: nxpy traces ``fn`` for the arguments' shapes and types
+    and lowers it to StableHLO (EXLA's lowering; ``compiler`` must be ``"exla"``), and
+    JAX embeds that module in its own program (``jax.export``'s ``call``), so it is
+    compiled with the rest, no callback. Transformed, it runs the module of nxpy's own
+    transform of ``fn``, lowered the same way (once per argument templates): ``jax.vmap``
+    nxpy's ``vmap`` (a ``jax.custom_batching.custom_vmap``), ``jax.jvp`` nxpy's ``jvp``
+    (a ``jax.custom_jvp``), and ``jax.grad``, which transposes that tangent, nxpy's
+    ``grad`` (a ``linear_call`` whose transpose is nxpy's reverse mode). Sharded
+    arguments are partitioned by XLA with the rest of the program.
 
     >>> import jax, jax.numpy as jnp
     >>> import nxpy as nx
     >>> f = to_jax(lambda x: nx.sum(nx.tanh(x) ** 2))
     >>> round(float(jax.jit(f)(jnp.ones(3))), 4), round(float(jax.grad(f)(jnp.ones(3))[0]), 4)
     (1.7401, 0.6397)
+    >>> [round(float(v), 4) for v in jax.vmap(f)(jnp.ones((2, 3)))]
+    [1.7401, 1.7401]
     """
     if not callable(fn):
         raise TypeError(f"to_jax: expected fn to be a callable (an nxpy function), got {fn!r}")
     if compiler != "exla":
         raise ValueError(f"to_jax: expected compiler to be 'exla' (JAX compiles the "
                          f"StableHLO EXLA lowers), got {compiler!r}")
-    name = getattr(fn, "__name__", "fn")
 
-    def lower(specs, treedef):
-        templates = [template(shape, T.parse(dt)) for shape, dt in specs]
+    def make(treedef):
         out_trees = []
 
         def flat(*ts):
@@ -199,32 +258,8 @@ def to_jax(fn, compiler="exla"):
             outs, tree = pjrt.tree_flatten(fn(*args, **kwargs))
             out_trees.append(tree)
             return tuple(outs)
-        text = to_mlir(flat, *templates)
-        results = parse(text).main.results
-        out_specs = [(tuple(r.type.shape), np.dtype(r.type.nx_type.dtype)) for r in results]
-        out_templates = [template(r.type.shape, r.type.nx_type) for r in results]
-        n = len(templates)
-
-        def lower_vjp(float_ins, float_outs):
-            def vjp(*values):
-                primals, cts = values[:n], values[n:]
-
-                def loss(*diff):
-                    full = list(primals)
-                    for i, v in zip(float_ins, diff):
-                        full[i] = v
-                    outs = flat(*full)
-                    total = None
-                    for i, ct in zip(float_outs, cts):
-                        term = _sum(multiply(outs[i], ct))
-                        total = term if total is None else total + term
-                    return total if total is not None else _sum(multiply(full[0], 0))
-                g = grad(loss, argnums=tuple(range(len(float_ins))))(
-                    *[primals[i] for i in float_ins])
-                return tuple(g) if isinstance(g, (tuple, list)) else (g,)
-            return to_mlir(vjp, *templates, *[out_templates[i] for i in float_outs])
-        return text, out_specs, out_trees[0], lower_vjp
-    return pjrt.jax_function(lower, f"nxpy_{name}")
+        return _Flat(flat, out_trees)
+    return pjrt.jax_function(make, f"nxpy_{getattr(fn, '__name__', 'fn')}")
 
 
 # ----------------------------------------------------------------------------------------

@@ -164,51 +164,103 @@ def _exported(text, in_specs, out_specs, name):
         module_kept_var_idx=tuple(range(len(in_specs))), **extra)
 
 
-def jax_function(lower, name):
-    """A function of JAX arrays and pytrees that runs StableHLO made by ``lower``:
-    ``lower(in_specs, in_treedef) -> (text, out_specs, out_treedef, lower_vjp)`` for the
-    flat arguments' ``(shape, dtype)``, where ``lower_vjp(float_ins, float_outs)`` gives
-    the text of the reverse-mode derivative ``(*arguments, *cotangents of the float
-    results) -> cotangents of the float arguments``. The module is embedded in the
-    caller's program (``jax.export``'s ``call``), under ``jax.jit`` too; ``jax.grad``
-    runs the derivative's module (a ``jax.custom_vjp``). One import per treedef and
+class _Node:
+    """A flat function of JAX arrays running the StableHLO of ``nxfn`` (see
+    :func:`jax_function`): one embedded module per argument specs; ``jax.vmap`` runs the
+    module of ``nxfn``'s batched function (a ``jax.custom_batching.custom_vmap``);
+    ``jax.jvp`` runs its ``jvp``'s module, through a ``linear_call`` whose transpose runs
+    its ``vjp``'s (so ``jax.grad``, which linearizes and transposes, gets nxpy's reverse
+    mode). The derived functions are nodes too: every order composes the same way."""
+
+    def __init__(self, nxfn, name):
+        self.nxfn, self.name, self.entries, self.derived = nxfn, name, {}, {}
+
+    def derive(self, kind, arg):
+        key = (kind, arg)
+        if key not in self.derived:
+            self.derived[key] = _Node(self.nxfn.derive(kind, arg), f"{self.name}_{kind}")
+        return self.derived[key]
+
+    def entry(self, specs):
+        if specs not in self.entries:
+            text, out_specs, out_tree = self.nxfn.lower(list(specs))
+            self.entries[specs] = (_exported(text, list(specs), out_specs, self.name),
+                                   out_specs, out_tree)
+        return self.entries[specs]
+
+    def __call__(self, *xs):
+        """``(flat results, results' treedef)`` of the arguments ``xs``."""
+        jax = oracle()
+        specs = tuple((tuple(x.shape), np.dtype(x.dtype)) for x in xs)
+        exported, out_specs, out_tree = self.entry(specs)
+        n = len(specs)
+        float_ins = [i for i, (_, dt) in enumerate(specs) if _is_float(dt)]
+        float_outs = [i for i, (_, dt) in enumerate(out_specs) if _is_float(dt)]
+        symbolic_zero = jax.custom_derivatives.SymbolicZero
+
+        @jax.custom_batching.custom_vmap
+        def primal(*xs):
+            return list(exported.call(*xs))
+
+        @primal.def_vmap
+        def batched(axis_size, in_batched, *xs):
+            outs = self.derive("vmap", tuple(in_batched))(*xs)[0]
+            return outs, [True] * len(outs)
+
+        @jax.custom_jvp
+        def f(*xs):
+            return primal(*xs)
+
+        def f_jvp(primals, tangents):
+            out = f(*primals)
+            zero = [np.zeros(s, jax.dtypes.float0) if i not in float_outs else
+                    jax.numpy.zeros(s, dt) for i, (s, dt) in enumerate(out_specs)]
+            # only the tangents that are not symbolic zeros are linear inputs: JAX
+            # transposes a linear_call with respect to all of them
+            live = [i for i in float_ins if not isinstance(tangents[i], symbolic_zero)]
+            if not live or not float_outs:
+                return out, zero
+
+            def tangent(res, lin):
+                full = [jax.numpy.zeros(*specs[i]) for i in float_ins]
+                for i, t in zip(live, lin):
+                    full[float_ins.index(i)] = t
+                return self.derive("jvp", n)(*res, *full)[0]
+
+            def transpose(res, cts):
+                got = self.derive("vjp", n)(*res, *cts)[0]
+                return [got[float_ins.index(i)] for i in live]
+            tans = jax.custom_derivatives.linear_call(tangent, transpose, list(primals),
+                                                      [tangents[i] for i in live])
+            for i, t in zip(float_outs, tans):
+                zero[i] = t
+            return out, zero
+        f.defjvp(f_jvp, symbolic_zeros=True)
+        return f(*xs), out_tree
+
+
+def jax_function(make, name):
+    """A function of JAX arrays and pytrees that runs StableHLO that nxpy makes:
+    ``make(treedef)`` gives, for the arguments' treedef, an object with
+    ``lower(specs) -> (text, out_specs, out_treedef)`` (the module for the flat
+    arguments' ``(shape, dtype)``) and ``derive(kind, arg)``, the same kind of object for
+    a derived flat function: ``("vmap", batched)`` takes the arguments flagged in
+    ``batched`` with a leading batch axis and returns every result batched;
+    ``("jvp", n)``: ``(*n arguments, *tangents of the float ones) -> tangents of the float
+    results``; ``("vjp", n)``: ``(*n arguments, *cotangents of the float results) ->
+    cotangents of the float arguments``. The module is embedded in the caller's program
+    (``jax.export``'s ``call``), under ``jax.jit`` too; ``jax.vmap``, ``jax.jvp`` and
+    ``jax.grad`` run the derived modules (:class:`_Node`). One lowering per treedef and
     specs."""
     jax = oracle()
-    cache = {}
-
-    def entry(leaves, treedef):
-        specs = [(tuple(x.shape), np.dtype(x.dtype)) for x in leaves]
-        key = (treedef, tuple(specs))
-        if key not in cache:
-            text, out_specs, out_tree, lower_vjp = lower(specs, treedef)
-            cache[key] = [specs, _exported(text, specs, out_specs, name), out_specs, out_tree,
-                          lower_vjp, None]
-        return cache[key]
+    nodes = {}
 
     def call(*args, **kwargs):
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
         leaves = [jax.numpy.asarray(x) for x in leaves]
-        e = entry(leaves, treedef)
-        specs, fwd, out_specs, out_tree = e[:4]
-        float_ins = [i for i, (_, dt) in enumerate(specs) if _is_float(dt)]
-        float_outs = [i for i, (_, dt) in enumerate(out_specs) if _is_float(dt)]
-
-        @jax.custom_vjp
-        def f(*xs):
-            return tuple(fwd.call(*xs))
-
-        def f_fwd(*xs):
-            return f(*xs), xs
-
-        def f_bwd(xs, cts):
-            if e[5] is None:
-                text = e[4](float_ins, float_outs)
-                e[5] = _exported(text, specs + [out_specs[i] for i in float_outs],
-                                 [specs[i] for i in float_ins], name + "_vjp")
-            got = list(e[5].call(*xs, *[cts[i] for i in float_outs])) if float_ins else []
-            return tuple(got[float_ins.index(i)] if i in float_ins
-                         else np.zeros(s, jax.dtypes.float0) for i, (s, _) in enumerate(specs))
-        f.defvjp(f_fwd, f_bwd)
-        return jax.tree_util.tree_unflatten(out_tree, list(f(*leaves)))
+        if treedef not in nodes:
+            nodes[treedef] = _Node(make(treedef), name)
+        outs, out_tree = nodes[treedef](*leaves)
+        return jax.tree_util.tree_unflatten(out_tree, list(outs))
     call.__name__ = name
     return call
