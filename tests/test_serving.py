@@ -223,6 +223,21 @@ def test_partitions_spread_batches_over_devices():
     assert all(v["p50_ms"] >= 40 for v in st["devices"].values() if v["batches"])
 
 
+def test_partitions_over_meshes_serve_a_sharded_model():
+    meshes = [nx.Mesh("m", (2,), ("x",), devices=d) for d in ([0, 1], [2, 3])]
+    xs = examples(16)
+    with Serving(mlp, batch_size=4, batch_timeout=0.01, compiler="exla", partitions=meshes,
+                 in_shardings=(nx.P("x"),)) as s:
+        assert s.devices == [(0, 1), (2, 3)]
+        got = callers(16, lambda i: s.batched_run(Batch.stack([xs[i]]), timeout=WAIT))
+        st = s.stats()
+    for i, g in enumerate(got):
+        np.testing.assert_allclose(g.to_numpy()[0], ref(xs[i]), rtol=1e-5, atol=1e-5)
+    assert set(st["devices"]) == {"0,1", "2,3"} and st["batches"] >= 4
+    with pytest.raises(ValueError, match="partitions to be True, False, a device count"):
+        Serving(MLP, batch_size=2, partitions=["a"])
+
+
 # ---- pre/postprocessing, faults ---------------------------------------------------------------
 def test_preprocess_and_postprocess_run_for_each_caller():
     threads = set()

@@ -25,6 +25,7 @@ from ..backend import get_backend
 from ..defn import tree as tree_mod
 from ..defn.core import Jit, jit
 from ..defn.kernel import hook as _hook
+from ..mesh import Mesh
 from ..tensor import Tensor
 from .batch import Batch
 
@@ -208,7 +209,9 @@ class Serving:
       queued rows into batches and runs them, and the caller gets its rows;
     * ``partitions=True`` runs one batching thread per device (a list of device
       positions, or a count, picks them), each with the function compiled for its
-      device, so batches run concurrently;
+      device, so batches run concurrently; a list of meshes runs a sharded model, one
+      batching thread per mesh (``jit(fn, mesh=m, **jit_opts)``, with the model's
+      ``in_shardings`` among ``jit_opts``);
     * ``preprocess(input) -> Batch`` and ``postprocess(output) -> result`` run in the
       caller's thread around ``batched_run`` and ``run`` (Nx's client pre- and
       postprocessing).
@@ -268,11 +271,18 @@ class Serving:
                 raise ValueError(f"Serving: expected partitions to be a count in [1, "
                                  f"{len(local)}] (the devices), got {partitions}")
             devices = local[:partitions]
-        elif isinstance(partitions, (list, tuple)) and partitions:
+        elif isinstance(partitions, (list, tuple)) and partitions \
+                and all(isinstance(m, Mesh) for m in partitions):
+            if "mesh" in opts:
+                raise ValueError("Serving: partitions name the meshes; drop mesh")
+            return [(jit(base, compiler, mesh=m, **opts), tuple(m.devices)) for m in partitions]
+        elif isinstance(partitions, (list, tuple)) and partitions \
+                and all(isinstance(d, int) and not isinstance(d, bool) for d in partitions):
             devices = list(partitions)
         else:
             raise ValueError(f"Serving: expected partitions to be True, False, a device "
-                             f"count or a list of device positions, got {partitions!r}")
+                             f"count, a list of device positions or a list of meshes (a "
+                             f"sharded model), got {partitions!r}")
         return [(jit(base, compiler, device_id=d, **opts), d) for d in devices]
 
     @property
@@ -282,7 +292,8 @@ class Serving:
 
     @property
     def devices(self) -> list:
-        """The device of each partition (None: the function's own choice)."""
+        """The device of each partition (None: the function's own choice; a tuple of
+        devices: a mesh's)."""
         return [p.device for p in self._partitions]
 
     # ---- inline --------------------------------------------------------------------------
@@ -548,7 +559,7 @@ class Serving:
         ``run`` included), ``padded`` (rows of padding run), ``largest`` (the most rows of
         data in one batch), ``queue`` (rows waiting) and
         per device ``devices``: ``{device: {"batches", "p50_ms", "p99_ms"}}`` (the
-        latencies of its last 4096 batches)."""
+        latencies of its last 4096 batches; a mesh's devices are named ``"0,1,..."``)."""
         with self._cond:
             out = {"requests": self._requests, "rows": self._rows,
                    "padded": self._padded, "largest": self._largest,
@@ -557,6 +568,8 @@ class Serving:
         for i, p in enumerate(self._partitions):
             lat = np.array(list(p.latencies)) * 1e3
             name = p.device if p.device is not None else i
+            if isinstance(name, tuple):  # a mesh's devices
+                name = ",".join(map(str, name))
             devices[name] = {
                 "batches": p.batches,
                 "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
