@@ -283,6 +283,18 @@ def test_an_error_stays_with_its_batch_and_the_serving_goes_on():
             s.batched_run(Batch.stack([np.float32(1)]), timeout=WAIT)
 
 
+def test_a_dying_batching_thread_fails_its_callers_not_hangs_them():
+    def f(x):
+        raise SystemExit("the model exits")  # not an Exception: the thread ends
+    s = Serving(f, batch_size=2, batch_timeout=0.0)
+    with s:
+        with pytest.raises(ServingError, match="SystemExit"):
+            s.batched_run(Batch.stack([np.float32(1)]), timeout=WAIT)
+        s._partitions[0].thread.join(WAIT)
+        with pytest.raises(ServingStopped, match="not running"):
+            s.batched_run(Batch.stack([np.float32(1)]), timeout=WAIT)
+
+
 def _slow_serving(delay, **kw):
     gate = threading.Event()
 

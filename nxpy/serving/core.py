@@ -358,7 +358,7 @@ class Serving:
             for p in pieces:
                 p.request.fail(err)
             if not isinstance(e, Exception):
-                raise
+                raise  # ends the batching thread (see _loop)
             return
         finally:
             _local.pieces = None
@@ -457,13 +457,27 @@ class Serving:
                 return k, pieces
 
     def _loop(self, part) -> None:
-        while True:
+        pieces = []
+        try:
+            while True:
+                pieces = []
+                with self._cond:
+                    job = self._take()
+                if job is None:
+                    return
+                (key, template), pieces = job
+                self._run_batch(part, key, template, pieces)
+        except BaseException as e:  # the thread dies: no caller may wait for it forever
+            err = ServingError(f"Serving: the batching thread {part.thread.name} failed: "
+                               f"{type(e).__name__}: {e}")
+            for p in pieces:
+                p.request.fail(err)
             with self._cond:
-                job = self._take()
-            if job is None:
-                return
-            (key, template), pieces = job
-            self._run_batch(part, key, template, pieces)
+                if all(q.thread is part.thread or not q.thread.is_alive()
+                       for q in self._partitions):  # the last one: nothing runs requests
+                    self._stopping = True
+                    self._fail_queued(err)
+            # the thread ends here (re-raising in a thread reaches no one)
 
     def batched_run(self, batch, *, timeout: float | None = None, stream: bool = False):
         """Queues ``batch`` (after ``preprocess``) to run merged with other callers' rows
