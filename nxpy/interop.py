@@ -12,23 +12,27 @@ The import is cached per templates (and per values of the non-tensor arguments, 
 baked in as JAX bakes in Python scalars it is not told to trace). Called on tensors
 outside a trace, it runs the imported program under ``jit``.
 
-Differentiated (``grad``), the function's reverse-mode rule is JAX's own: a
-``custom_vjp`` whose backward pass is the imported program of ``jax.vjp`` of ``fn``, so
+Differentiated (``grad``, ``jvp``, ``linearize``, ``jacfwd``), the function's rules are
+JAX's own: each float result is a ``custom_grad`` node whose gradient is the imported
+program of ``jax.vjp`` of ``fn`` and whose tangent that of ``jax.jvp`` of ``fn``, so
 ``jax.custom_jvp``/``custom_vjp`` rules and ``stop_gradient`` inside ``fn`` (which a
-StableHLO module no longer shows) hold as in ``jax.grad``. The backward program runs once
-per float result leaf (nxpy's ``custom_vjp`` takes one cotangent at a time), so
-differentiate functions with few results (a loss, a layer) rather than an optimizer's
-update of a large pytree.
+StableHLO module no longer shows) hold as in JAX. Those programs are ``from_jax``
+functions too, so higher orders are JAX's as well. Each runs once per float result leaf
+(``custom_grad`` is per leaf), so differentiate functions with few results (a loss, a
+layer) rather than an optimizer's update of a large pytree.
 
 >>> import nxpy as nx
 >>> from nxpy.interop import from_jax
->>> import jax.numpy as jnp
+>>> import jax, jax.numpy as jnp
 >>> softplus = from_jax(lambda x: jnp.logaddexp(x, 0.0))
 >>> [round(v, 4) for v in softplus(nx.tensor([0.0, 1.0])).tolist()]
 [0.6931, 1.3133]
 >>> from nxpy.defn import grad
 >>> [round(v, 4) for v in grad(lambda x: nx.sum(softplus(x)))(nx.tensor([0.0, 1.0])).tolist()]
 [0.5, 0.7311]
+>>> relu = from_jax(jax.nn.relu)
+>>> nx.defn.jvp(relu, (nx.tensor([0.0, 1.0]),), (nx.tensor([1.0, 1.0]),))[1].tolist()
+[0.0, 1.0]
 """
 from __future__ import annotations
 
