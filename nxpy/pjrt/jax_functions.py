@@ -1,7 +1,9 @@
 """JAX functions as StableHLO, for ``nxpy.interop.from_jax``: JAX's pytree registry
 (flattening the arguments a JAX function takes and the results it returns) and lowering
 the function for argument templates (``jax.jit(f).lower(...)``), 64-bit types under
-``jax.enable_x64`` only when an argument has one."""
+``jax.enable_x64`` only when an argument has one, and its ``jax.vjp``/``jax.jvp`` as JAX
+functions of flat arrays; for ``nxpy.interop.to_jax``, nxpy's StableHLO embedded in JAX
+programs with JAX's transform rules (:func:`jax_function`)."""
 from __future__ import annotations
 
 import contextlib
@@ -170,7 +172,9 @@ class _Node:
     module of ``nxfn``'s batched function (a ``jax.custom_batching.custom_vmap``);
     ``jax.jvp`` runs its ``jvp``'s module, through a ``linear_call`` whose transpose runs
     its ``vjp``'s (so ``jax.grad``, which linearizes and transposes, gets nxpy's reverse
-    mode). The derived functions are nodes too: every order composes the same way."""
+    mode). The derived functions are nodes too (a nested ``jax.vmap`` batches the batched
+    function again); JAX's ``linear_call`` has no batching rule and no derivative in its
+    residuals, so ``jax.vmap`` of a derivative and second orders stop there."""
 
     def __init__(self, nxfn, name):
         self.nxfn, self.name, self.entries, self.derived = nxfn, name, {}, {}
