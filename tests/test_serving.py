@@ -121,6 +121,7 @@ def test_serving_argument_errors():
     with pytest.raises(ValueError, match="partitions to be a count"):
         Serving(MLP, batch_size=2, partitions=99)
     s = Serving(MLP, batch_size=2)
+    assert s._partitions[0].fn is MLP  # a jitted function is used as it is
     with pytest.raises(ServingStopped, match="not running"):
         s.batched_run(Batch.stack([examples(1)[0]]))
     with pytest.raises(TypeError, match="Serving.run: expected a Batch"):
@@ -371,6 +372,9 @@ def test_stream_hands_each_caller_its_rows():
         hidden = np.concatenate([v.to_numpy() for n, v in events if n == "hidden"])
         np.testing.assert_allclose(hidden, np.tanh(rows @ W1), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(events[-1][1].to_numpy(), ref(rows), rtol=1e-5, atol=1e-5)
+    # outside a serving the stream is x, and nothing is sent anywhere
+    alone = jit(model, compiler="exla")(xs[:2])
+    np.testing.assert_allclose(alone.to_numpy(), ref(xs[:2]), rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="stream: expected name"):
         stream(nx.tensor(1.0), "batch")
 

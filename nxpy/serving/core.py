@@ -42,6 +42,10 @@ class ServingStopped(ServingError):
 
 _NUMPY = get_backend("numpy")
 _local = threading.local()  # the batch a batching thread is running (for stream hooks)
+_active: dict = {}  # thread id -> the pieces of the batch it runs (all servings)
+_active_lock = threading.Lock()
+#: threads started outside Python (XLA's) appear as these
+_FOREIGN = getattr(threading, "_DummyThread", ())
 
 
 class _StreamHook:
@@ -55,6 +59,10 @@ class _StreamHook:
 
     def __call__(self, t):
         pieces = getattr(_local, "pieces", None)
+        if pieces is None and isinstance(threading.current_thread(), _FOREIGN):
+            # called from a thread of XLA's (not Python's): the one batch running, if one
+            with _active_lock:
+                pieces = next(iter(_active.values())) if len(_active) == 1 else None
         if not pieces:
             return
         value = np.asarray(t.to_numpy())
@@ -254,8 +262,8 @@ class Serving:
             base, opts = fn, dict(jit_opts)
         jitted = isinstance(fn, Jit) or compiler is not None or bool(jit_opts)
         if partitions is False or partitions is None:
-            if not jitted:
-                return [(fn, None)]
+            if not jitted or (isinstance(fn, Jit) and compiler is None and not jit_opts):
+                return [(fn, fn.opts.get("device_id") if isinstance(fn, Jit) else None)]
             return [(jit(base, compiler, **opts), opts.get("device_id"))]
         if not jitted:
             raise ValueError("Serving: partitions need a function compiled per device: pass "
@@ -339,6 +347,9 @@ class Serving:
         pad = self.batch_size - pos
         t0 = time.perf_counter()
         _local.pieces = pieces
+        me = threading.get_ident()
+        with _active_lock:
+            _active[me] = pieces
         try:
             arrays = _gather(pieces, template, pad)
             if not part.jitted:  # a jitted function takes the arrays (its fastest path)
@@ -362,6 +373,8 @@ class Serving:
             return
         finally:
             _local.pieces = None
+            with _active_lock:
+                _active.pop(me, None)
             with self._cond:
                 part.batches += 1
                 part.latencies.append(time.perf_counter() - t0)
