@@ -256,14 +256,17 @@ class Serving:
     @staticmethod
     def _functions(fn, compiler, partitions, jit_opts):
         """``[(function, device position or None)]``: one per partition."""
+        if partitions in (False, None) and isinstance(fn, Jit) and compiler is None \
+                and not jit_opts:  # used as it is
+            return [(fn, fn.opts.get("device_id"))]
         if isinstance(fn, Jit):
             base, compiler, opts = fn.fun, (compiler or fn.compiler), {**fn.opts, **jit_opts}
         else:
             base, opts = fn, dict(jit_opts)
         jitted = isinstance(fn, Jit) or compiler is not None or bool(jit_opts)
         if partitions is False or partitions is None:
-            if not jitted or (isinstance(fn, Jit) and compiler is None and not jit_opts):
-                return [(fn, fn.opts.get("device_id") if isinstance(fn, Jit) else None)]
+            if not jitted:
+                return [(fn, None)]
             return [(jit(base, compiler, **opts), opts.get("device_id"))]
         if not jitted:
             raise ValueError("Serving: partitions need a function compiled per device: pass "
