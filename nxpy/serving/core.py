@@ -469,6 +469,8 @@ class Serving:
             if not q:
                 del self._queues[k]
                 del self._queued_rows[k]
+            elif len(self._partitions) > 1:  # rows left: another thread may take them
+                self._cond.notify_all()
             if pieces:
                 return k, pieces
 
@@ -541,14 +543,17 @@ class Serving:
                 raise ServingStopped("Serving.batched_run: the serving is not running "
                                      "(start it, or use it as a context manager)")
             q = self._queues.setdefault(k, collections.deque())
-            self._queued_rows.setdefault(k, 0)
+            before = self._queued_rows.setdefault(k, 0)
             for start in range(0, batch.size, self.batch_size):
                 n = min(self.batch_size, batch.size - start)
                 q.append(_Piece(req, start, n, now))
-            self._queued_rows[k] += batch.size
+            self._queued_rows[k] = after = before + batch.size
             self._requests += 1
             self._rows += batch.size
-            self._cond.notify_all()
+            # the batching threads wake for a new deadline (the first rows of a key) or a
+            # full batch; rows in between wait for the deadline they are already waiting for
+            if before == 0 or before < self.batch_size <= after:
+                self._cond.notify_all()
 
     def _cancel(self, req) -> None:
         """Drops the caller's rows that have not run (those running finish unseen)."""
