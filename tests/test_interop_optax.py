@@ -1,0 +1,70 @@
+"""optax inside nxpy and nxpy inside JAX (issue 29), through examples/optax_adamw.py:
+``optax.adamw(...).update`` and ``optax.apply_updates`` called through ``from_jax`` inside
+an nxpy ``value_and_grad`` training step give, over 5 steps, the losses, parameters and
+optimizer state of the same training in plain JAX + optax, on the Evaluator and EXLA; the
+nxpy loss called through ``to_jax`` inside a ``jax.jit`` step does too.
+
+Tolerance: 1e-5 relative (to each leaf's largest entry). The nxpy step computes the loss
+and its gradients with nxpy's own graph, so XLA fuses (and rounds) the gradient sums
+differently from JAX's, and the Evaluator's NumPy matmuls and ``tanh`` round their own way;
+AdamW's first steps divide by ``sqrt(nu)``, which keeps relative errors of the gradient
+at their size (measured: below 1e-6)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nxpy as nx  # noqa: F401 - nxpy first: it starts XLA (conftest)
+
+import jax
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "optax_adamw.py"
+STEPS = 5
+
+
+@pytest.fixture(scope="module")
+def example():
+    spec = importlib.util.spec_from_file_location("nxpy_example_optax_adamw", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def reference(example):
+    return example.train_jax(STEPS)
+
+
+def _close(got, want, rtol=1e-5):
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    assert got_tree == want_tree, f"{got_tree} != {want_tree}"
+    for i, (g, w) in enumerate(zip(got_leaves, want_leaves)):
+        g = g.to_numpy() if hasattr(g, "to_numpy") else np.asarray(g)
+        w = np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape, (i, g.dtype, g.shape, w.dtype, w.shape)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(np.abs(w).max(), 1e-30),
+                                   err_msg=f"leaf {i}")
+
+
+@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+def test_adamw_through_from_jax_equals_jax_and_optax(example, reference, compiler):
+    losses, params, opt_state = example.train(compiler, STEPS)
+    want_losses, want_params, want_state = reference
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    assert losses[-1] < losses[0]
+    _close(params, want_params)
+    _close(opt_state, want_state)           # count, mu, nu; the empty states
+    assert int(opt_state[0].count.to_numpy()) == STEPS
+
+
+def test_nxpy_loss_through_to_jax_in_a_jax_jit_step(example, reference):
+    losses, params, opt_state = example.train_to_jax(STEPS)
+    want_losses, want_params, want_state = reference
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    _close(params, want_params)
+    _close(opt_state, want_state)
+
