@@ -28,7 +28,13 @@ __all__ = ["Batch", "Template"]
 class Template:
     """The shape of one example of a batch: the entries' container (its tree) and, per
     leaf, the shape after the batch axis and the dtype. Batches whose templates differ
-    are never merged (a serving queues them apart)."""
+    are never merged (a serving queues them apart).
+
+    >>> import nxpy as nx
+    >>> b = Batch.stack([(nx.tensor([1.0, 2.0]), nx.tensor(3))])
+    >>> b.template.leaves[0][0], str(b.template.leaves[1][1])
+    ((2,), 'int32')
+    """
 
     __slots__ = ("tree", "leaves", "_hash")
 
@@ -282,7 +288,12 @@ class Batch:
         return out
 
     def arrays(self) -> list:
-        """One NumPy array per leaf of the template: the rows, then the padding."""
+        """One NumPy array per leaf of the template: the rows, then the padding.
+
+        >>> import nxpy as nx
+        >>> [a.tolist() for a in Batch.stack([(nx.tensor(1), nx.tensor(2.0))]).pad(1).arrays()]
+        [[1, 0], [2.0, 0.0]]
+        """
         if self.template is None:
             raise ValueError("Batch: an empty batch has no data")
         out = []
@@ -295,6 +306,11 @@ class Batch:
 
     def to_tree(self):
         """The batch's data as its entries' container of tensors (NumPy backend), each
-        with a leading axis of ``size + pad`` rows."""
+        with a leading axis of ``size + padding`` rows.
+
+        >>> import nxpy as nx
+        >>> Batch.stack([{"a": nx.tensor(1)}, {"a": nx.tensor(2)}]).to_tree()["a"].tolist()
+        [1, 2]
+        """
         return tree_mod.unflatten(self.template.tree,
                                   [O.from_numpy(a) for a in self.arrays()])

@@ -528,7 +528,14 @@ class Serving:
     def submit(self, batch) -> cf.Future:
         """Queues ``batch`` as :meth:`batched_run` does and returns a
         :class:`concurrent.futures.Future` of its result (``postprocess`` is not applied:
-        for callers that wait elsewhere, such as an event loop)."""
+        for callers that wait elsewhere, such as an event loop:
+        ``await asyncio.wrap_future(serving.submit(batch))``).
+
+        >>> import nxpy as nx
+        >>> with Serving(lambda x: x - 1, batch_size=4, compiler="exla") as s:
+        ...     s.submit(Batch.stack([nx.tensor(5)])).result(timeout=60).tolist()
+        [4]
+        """
         batch = self._prepare(batch, "submit")
         req = _Request(batch, None)
         self._submit(req)

@@ -43,7 +43,7 @@ from ..tensor import Tensor
 from .batch import Batch
 from .core import Serving, ServingStopped
 
-__all__ = ["app", "call", "main"]
+__all__ = ["app", "call", "load", "main"]
 
 NPY = "application/x-npy"
 
@@ -189,7 +189,12 @@ async def call(application, method: str, path: str, body: bytes = b"",
 
 
 def load(spec: str) -> Serving:
-    """The serving ``MODULE:NAME`` names (``NAME`` a Serving, or a function making one)."""
+    """The serving ``MODULE:NAME`` names (``NAME`` a Serving, or a function making one).
+
+    >>> load("a_module_without_a_name")
+    Traceback (most recent call last):
+    ValueError: expected MODULE:SERVING, got 'a_module_without_a_name'
+    """
     mod, sep, name = spec.partition(":")
     if not sep or not mod or not name:
         raise ValueError(f"expected MODULE:SERVING, got {spec!r}")
