@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
 LIMIT := timeout -k 30 1800
 
-.PHONY: lint test roundtrip distributed soak fuzz demo train bench gpu-check clean
+.PHONY: lint test roundtrip distributed soak fuzz demo train optax-example bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,10 @@ demo: $(STAMP)
 
 train: $(STAMP)
 	$(PY) examples/train.py
+
+# optax's AdamW in an nxpy step (from_jax) and an nxpy loss in a jax.jit step (to_jax)
+optax-example: $(STAMP)
+	$(PY) examples/optax_adamw.py
 
 bench: $(STAMP)
 	$(PY) -m bench
