@@ -19,7 +19,8 @@ __all__ = ["CASE_MODULES", "load_cases", "REGISTRY", "Case", "Config", "Pair", "
 CASE_MODULES = ["bench.single_device", "bench.call_path", "bench.grad", "bench.vmap",
                 "bench.transforms", "bench.sharded", "bench.ops_indexing",
                 "bench.ops_windows", "bench.ops_sorting", "bench.ops_complex",
-                "bench.ops_random", "bench.ops_linalg", "bench.nn", "bench.numpy"]
+                "bench.ops_random", "bench.ops_linalg", "bench.nn", "bench.numpy",
+                "bench.interop"]
 
 
 def load_cases() -> dict[str, Case]:
