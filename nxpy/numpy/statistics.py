@@ -35,9 +35,7 @@ __all__ = ["quantile", "percentile", "nanquantile", "nanpercentile", "median", "
 #: Where a function departs from ``jax.numpy`` and why (collected by the coverage table).
 NOTES = {
     "quantile": "weights= and method='inverted_cdf' are not supported.",
-    "searchsorted": "the scan compares integer sort keys (JAX's order, NaN last, -0.0 "
-                    "equal to 0.0, made once rather than at every step); complex values "
-                    "are not supported.",
+    "searchsorted": "complex values are not supported.",
     "partition": "a full sort (a valid partition; jnp's order of the other entries is "
                  "unspecified too).",
     "argpartition": "a full stable argsort (a valid partition).",
@@ -263,13 +261,14 @@ def _search_scan(a: Tensor, v: Tensor, side: str, unrolled: bool = False) -> Ten
     """JAX's ``"scan"`` method: a bisection of ``ceil(log2(n + 1))`` steps on an unsigned
     ``[low, high)`` pair per query (``mid = low + (high - low) // 2``; the query goes left
     when it sorts at or before ``a[mid]`` for ``side="left"``, before it for ``"right"``),
-    as ``defn``'s ``fori_loop`` (``"scan_unrolled"``: the same steps written out), on
-    integer sort keys (one compare per step, in JAX's sort order); the result is
-    ``high``."""
+    as ``defn``'s ``fori_loop`` (``"scan_unrolled"``: the same steps written out); the
+    result is ``high``. Entries compare as JAX's sort comparator orders them, by integer
+    sort keys: the queries' made once, the probed entry's at each step (as JAX
+    canonicalizes it there; a key array of ``a`` made first costs a pass more)."""
     n = a.shape[0]
     if n == 0:
         return O.fill(v, 0, type="s32") if v.rank else _s32(0)
-    a, v = _sort_keys(a), _sort_keys(v)
+    v = _sort_keys(v)
     go_left = O.less_equal if side == "left" else O.less  # v against a[mid]
     ut = "u32" if n < 2 ** 32 else "u64"
     one = O.tensor(1, type=ut)
@@ -277,7 +276,7 @@ def _search_scan(a: Tensor, v: Tensor, side: str, unrolled: bool = False) -> Ten
     def step(_, state):
         low, high = state
         mid = O.add(low, O.right_shift(O.subtract(high, low), one))
-        left = go_left(v, O.take(a, mid, axis=0))
+        left = go_left(v, _sort_keys(O.take(a, mid, axis=0)))
         return O.select(left, low, mid), O.select(left, mid, high)
 
     state = (O.fill(v, 0, type=ut) if v.rank else O.tensor(0, type=ut),
