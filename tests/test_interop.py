@@ -12,7 +12,7 @@ import pytest
 
 import nxpy as nx
 from nxpy.defn import grad, jit, value_and_grad, vmap
-from nxpy.interop import from_jax
+from nxpy.interop import from_jax, to_jax_array
 from nxpy.stablehlo import UnsupportedOpError
 
 import jax  # after nxpy started XLA (conftest), so both share the host devices
@@ -211,6 +211,18 @@ def test_sharded_arrays_cross_as_sharded_tensors():
     np.testing.assert_array_equal(r.to_numpy(), np.asarray(a) * 2)
     with pytest.raises(TypeError, match="expected a jax.Array"):
         nx.interop._one_from_jax(np.ones(2))
+
+
+def test_np_asarray_of_a_cpu_tensor_does_not_copy():
+    """``np.asarray`` hands out the tensor's own host memory, read-only where it is a
+    PJRT buffer's (as ``np.asarray`` of a CPU jax.Array is)."""
+    t = nx.tensor(np.arange(4, dtype=np.float32))
+    assert np.shares_memory(np.asarray(t), t.data)
+    e = nx.tensor(np.arange(1 << 20, dtype=np.float32), backend="exla")
+    a = np.asarray(e)
+    assert np.shares_memory(a, np.asarray(e)) and not a.flags.writeable
+    assert np.shares_memory(a, np.asarray(to_jax_array(e)))
+    assert not np.shares_memory(np.asarray(e, copy=True), a)
 
 
 def test_dlpack_both_ways():
