@@ -589,6 +589,10 @@ def default_form(form: Form) -> dict:
             attrs[str(segs[0][0])] = attr_of(segs[1])
         elif len(e) == 1 and isinstance(e[0], Brace):
             attrs.update(attr_of(e[0]))
+        elif len(e) == 2 and isinstance(e[0], Use) and isinstance(e[1], Brace):
+            # `%x {result_accuracy = ...} : t`: jax 0.12's unary ops with an accuracy
+            operands.append(e[0])
+            attrs.update(attr_of(e[1]))
         elif len(e) == 1 and isinstance(e[0], Word):
             attrs[str(e[0])] = UNIT
         elif _strict(form):

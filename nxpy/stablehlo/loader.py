@@ -70,13 +70,35 @@ def _tensor_types(ty):
             yield from _tensor_types(t)
 
 
-def _check_types(types, where):
+def _check_types(types, where, at=""):
     for ty in types:
         for t in _tensor_types(ty):
             try:
                 t.nx_type
             except ValueError as e:
-                raise LoadError(f"{where}: type {t}: {e}") from None
+                raise LoadError(f"{where}: type {t}: {e}{at}") from None
+
+
+class MissingFunctionError(LoadError, KeyError):
+    """The entry function asked for (or ``@main``) is not in the module."""
+
+    __str__ = Exception.__str__
+
+
+def _inherit_positions(ops, line=None, column=None):
+    """Ops the parser made up (the body of a compact ``applies stablehlo.add`` reduce) take
+    the position of the op they stand in, so every error names a line."""
+    for op in ops:
+        if op.line is None and line is not None:
+            op.line, op.column = line, column
+        for r in op.regions:
+            for b in r.blocks:
+                _inherit_positions(b.ops, op.line, op.column)
+
+
+def func_where(f) -> str:
+    """``@name`` and the line of its definition, for errors about a function."""
+    return f"@{f.name}" + (f" at line {f.line}, column {f.column}" if f.line is not None else "")
 
 
 def _check_module(module):
@@ -85,7 +107,11 @@ def _check_module(module):
     op or function and its position, not at the first call."""
     aliases = getattr(module, "aliases", None)
     for f in module.funcs:
-        _check_types([a.type for a in f.args] + [r.type for r in f.results], f"@{f.name}")
+        if f.body is not None:
+            for b in f.body.blocks:
+                _inherit_positions(b.ops, f.line, f.column)
+        at = f" (@{f.name} is at line {f.line}, column {f.column})" if f.line is not None else ""
+        _check_types([a.type for a in f.args] + [r.type for r in f.results], f"@{f.name}", at)
         for op in f.walk():
             where = f"{op.name} at {op.where(aliases)}"
             if op.name not in OPS and op.name not in TERMINATORS:
@@ -129,7 +155,10 @@ class Program:
                 f"the process that compiled the module and cannot be loaded: remove the "
                 f"callbacks first",
                 op.name)
-        self.func = module.func(entry) if entry else module.main
+        try:
+            self.func = module.func(entry) if entry else module.main
+        except KeyError as e:
+            raise MissingFunctionError(e.args[0]) from None
         _check_module(module)
         self.__name__ = f"stablehlo_{self.func.name}"
         self._meshes = dict(meshes or {})
@@ -165,26 +194,27 @@ class Program:
 
     def run_func(self, f, args, caller=None):
         if f.body is None:
-            raise LoadError(f"@{f.name} is only declared (it has no body)")
+            raise LoadError(f"{func_where(f)} is only declared (it has no body)")
         if self._depth > 64:
             raise LoadError(f"calls nested more than 64 deep at @{f.name} (recursion?)")
         self._depth += 1
         try:
             scope = Scope(self, eager=caller.eager if caller else False)
             if len(f.body.blocks) != 1:
-                raise LoadError(f"@{f.name} has {len(f.body.blocks)} blocks; nxpy reads "
+                raise LoadError(f"{func_where(f)} has {len(f.body.blocks)} blocks; nxpy reads "
                                 f"functions of one block")
             scope.bind([a.name for a in f.args], list(args))
             outs = scope.run_ops(f.body.blocks[0].ops)
         finally:
             self._depth -= 1
         if len(outs) != len(f.results):
-            raise LoadError(f"@{f.name} returns {len(outs)} value(s) but declares "
+            raise LoadError(f"{func_where(f)} returns {len(outs)} value(s) but declares "
                             f"{len(f.results)} result(s)")
         for i, (v, r) in enumerate(zip(outs, f.results)):
             if isinstance(r.type, TensorType) and isinstance(v, Tensor):
                 if (v.shape, v.type) != (tuple(r.type.shape), r.type.nx_type):
-                    raise LoadError(f"@{f.name} returns {v.type}{shape_str(v.shape)} as result "
+                    raise LoadError(f"{func_where(f)} returns {v.type}{shape_str(v.shape)} as "
+                                    f"result "
                                     f"{i}, declared {r.type}")
         return outs
 

@@ -79,6 +79,9 @@ class Scope:
         raise KeyError(key)
 
     def get(self, use: Use, op=None):
+        if not isinstance(use, Use):  # a malformed custom form: something else where a value is
+            raise LoadError(f"{op.name + ' at ' + op.where() + ': ' if op else ''}operand "
+                            f"`{use}` is not a value (%name)")
         keys = [str(use)] + ([use.name] if use.index == 0 else [])
         for k in keys:
             try:
@@ -134,7 +137,7 @@ class Scope:
             out = handler(self, op, *args)
         except LoadError:
             raise
-        except (ValueError, TypeError, NotImplementedError, IndexError, KeyError) as e:
+        except Exception as e:  # any failure of a rule names the op and its line
             _fail(op, self, f"{type(e).__name__}: {e}")
         outs = list(out) if isinstance(out, list) else [out]
         if len(outs) != len(op.results):
