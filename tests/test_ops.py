@@ -345,6 +345,8 @@ def test_special_functions_against_jax(t):
         j = [jnp.asarray(a) for a in args]
         want = [np.asarray(w) for w in (lax.bessel_i1e(j[0]), lax.polygamma(j[1], j[2]),
                                         lax.zeta(j[3], j[4]))]
+    # digamma's pole at 0 is NaN in nxpy on every jaxlib (0.12's XLA gives -inf)
+    want[1] = np.where((args[1] == 0) & (args[2] == 0), np.nan, want[1]).astype(want[1].dtype)
     for path, got in run(lambda a, b, c, d, e: (nx.bessel_i1e(a), nx.polygamma(b, c),
                                                 nx.zeta(d, e)), *args).items():
         for name, g, w in zip(("bessel_i1e", "polygamma", "zeta"), got, want):

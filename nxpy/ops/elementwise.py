@@ -283,7 +283,8 @@ DOCS = {
                   "``polygamma(n, x)`` (``jax.lax.polygamma``, "
                   "``jax.scipy.special.polygamma``) is the ``n``-th derivative of "
                   "``digamma``: ``digamma(x)`` for ``n == 0``, else ``(-1)^(n+1) n! "
-                  "zeta(n + 1, x)``; NaN unless ``n`` is a natural number. On XLA it is the "
+                  "zeta(n + 1, x)``; NaN unless ``n`` is a natural number, and at the poles of "
+                  "``digamma`` for ``n == 0`` (0 included, as ``digamma``). On XLA it is the "
                   "``chlo.polygamma`` JAX emits. Its gradient with respect to ``x`` is "
                   "``polygamma(n + 1, x)``; none flows to ``n`` (JAX raises there).",
                   "nx.polygamma(nx.tensor([0.0, 1.0, 1.5], type='f64'), 1.0).tolist()",

@@ -380,7 +380,12 @@ def _binary_rule(op):
             return c.binop(name, a, b)
         if op == "pow" and t.is_int:
             return _int_pow(c, a, b)
-        return c.binop(BINARY_HLO[op], a, b)
+        y = c.binop(BINARY_HLO[op], a, b)
+        if op == "polygamma":  # digamma's pole at 0 is NaN, as digamma's (jaxlib 0.12: -inf)
+            zero = c.const(0, t, e.shape)
+            pole = c.binop("stablehlo.and", c.compare(a, zero, "EQ"), c.compare(b, zero, "EQ"))
+            return c.select(pole, c.const(float("nan"), t, e.shape), y)
+        return y
     return rule
 
 
