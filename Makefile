@@ -46,9 +46,11 @@ roundtrip: $(STAMP)
 	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" -p nxpy.stablehlo.roundtrip $(ROUNDTRIP)
 
 # threads, memory, cache bounds and interrupts under load (tests/test_soak.py); every
-# benchmark of bench/ set up and run once, untimed (tests/test_bench.py)
+# benchmark of bench/ set up and run once, untimed (tests/test_bench.py); every function
+# of jax.scipy.special, jax.nn and jax.random imported alone, in f32 and f64
 soak: $(STAMP)
 	timeout -k 30 600 $(PY) -m pytest -q -p no:xdist -m soak tests/test_soak.py tests/test_bench.py tests/test_gpu_check.py
+	$(LIMIT) $(PY) -m pytest -q -n auto -m soak tests/test_import_jax_libraries.py
 
 # the differential fuzzer beyond make test's slice: make fuzz N=5000 SEED=3
 N ?= 1000
