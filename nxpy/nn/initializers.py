@@ -25,7 +25,7 @@ from .. import shape as S
 from .. import types as T
 from ..random import core as RC
 from ..random.basic import uniform_split
-from ..random.distributions import _normal, orthogonal_split, truncated_normal_split
+from ..random.distributions import standard_normal, orthogonal_split, truncated_normal_split
 from ..tensor import Tensor
 
 __all__ = ["constant", "zeros", "ones", "uniform", "normal", "truncated_normal",
@@ -35,14 +35,14 @@ __all__ = ["constant", "zeros", "ones", "uniform", "normal", "truncated_normal",
 
 
 def _init_type(op, type, *, complex_ok=True):
-    t = T.F32 if type is None else RC._type(type, op)
+    t = T.F32 if type is None else RC.check_type(type, op)
     if not (t.is_float or (complex_ok and t.is_complex)):
         raise TypeError(f"{op}: expected type to be a float or complex type, got {t}")
     return t
 
 
 def _init_shape(shape, op):
-    return RC._shape(shape, op)
+    return RC.check_shape(shape, op)
 
 
 def _scalar(v, t):
@@ -51,7 +51,18 @@ def _scalar(v, t):
 
 
 def _check_key(key, op):
-    return RC._key(key, op)
+    return RC.check_key(key, op)
+
+
+def _scaled_draw(op, draw, scale, default, *, complex_ok=True):
+    """The initializer ``draw(key, shape, t) * scale`` (``t`` the call's type, or
+    ``default``), its arguments checked for ``op``."""
+    def init(key, shape, type=default):
+        key = _check_key(key, op)
+        shape = _init_shape(shape, op)
+        t = _init_type(op, type, complex_ok=complex_ok)
+        return O.multiply(draw(key, shape, t), _scalar(scale, t))
+    return init
 
 
 def zeros(key, shape, type=None) -> Tensor:
@@ -63,7 +74,7 @@ def zeros(key, shape, type=None) -> Tensor:
     [[0.0], [0.0]]
     """
     shape = _init_shape(shape, "zeros")
-    t = RC._type("f32" if type is None else type, "zeros")
+    t = RC.check_type("f32" if type is None else type, "zeros")
     return O.broadcast(O.tensor(0, type=t), shape)
 
 
@@ -75,7 +86,7 @@ def ones(key, shape, type=None) -> Tensor:
     [1, 1]
     """
     shape = _init_shape(shape, "ones")
-    t = RC._type("f32" if type is None else type, "ones")
+    t = RC.check_type("f32" if type is None else type, "ones")
     return O.broadcast(O.tensor(1, type=t), shape)
 
 
@@ -92,7 +103,7 @@ def constant(value, type=None):
 
     def init(key, shape, type=default):
         shape = _init_shape(shape, "constant")
-        t = RC._type("f32" if type is None else type, "constant")
+        t = RC.check_type("f32" if type is None else type, "constant")
         v = _scalar(value, t)
         try:
             S.broadcast(v.shape, shape)
@@ -111,15 +122,8 @@ def uniform(scale=0.01, type=None):
     >>> [round(v, 6) for v in uniform(1.0)(nx.random.key(0), (2,)).tolist()]
     [0.947667, 0.97858]
     """
-    default = type
-
-    def init(key, shape, type=default):
-        op = "uniform"
-        key = _check_key(key, op)
-        shape = _init_shape(shape, op)
-        t = _init_type(op, type, complex_ok=False)
-        return O.multiply(uniform_split(key, shape=shape, type=t), _scalar(scale, t))
-    return init
+    return _scaled_draw("uniform", lambda key, shape, t: uniform_split(key, shape=shape, type=t),
+                        scale, type, complex_ok=False)
 
 
 def normal(stddev=0.01, type=None):
@@ -131,15 +135,7 @@ def normal(stddev=0.01, type=None):
     >>> [round(v, 5) for v in normal(1.0)(nx.random.key(0), (2,)).tolist()]
     [1.62264, 2.02526]
     """
-    default = type
-
-    def init(key, shape, type=default):
-        op = "normal"
-        key = _check_key(key, op)
-        shape = _init_shape(shape, op)
-        t = _init_type(op, type)
-        return O.multiply(_normal(key, shape, t), _scalar(stddev, t))
-    return init
+    return _scaled_draw("normal", standard_normal, stddev, type)
 
 
 def truncated_normal(stddev=0.01, type=None, lower=-2.0, upper=2.0):
@@ -268,7 +264,7 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
             stddev = O.divide(O.sqrt(variance), O.tensor(0.9531116438049121, type=t))
             return O.multiply(_complex_truncated_normal(key, 2, shape, t), stddev)
         if distribution == "normal":
-            return O.multiply(_normal(key, shape, t), O.sqrt(variance))
+            return O.multiply(standard_normal(key, shape, t), O.sqrt(variance))
         if t.is_float:
             u = uniform_split(key, -1, 1, shape=shape, type=t)
             return O.multiply(u, O.sqrt(O.multiply(O.tensor(3, type=t), variance)))

@@ -13,7 +13,8 @@ from .. import shape as S
 from .. import types as T
 from ..tensor import Tensor
 from .core import (S32, S64, U32, U64, _MANTISSA, _UINT, _bits, _check_param_shapes, _finish,
-                   _key, _merged_type, _names, _shape, _split2, _tensorish, _type, split)
+                   _merged_type, _names, _split2, _tensorish, check_key, check_shape, check_type,
+                   split)
 
 __all__ = ["bits", "bits_split", "uniform", "uniform_split", "normal", "normal_split",
            "randint", "randint_split", "gumbel", "gumbel_split", "shuffle", "choice",
@@ -30,9 +31,9 @@ def bits_split(key, *, shape=(), type="u32", names=None) -> Tensor:
     >>> bits_split(nx.random.key(0), shape=(3,)).tolist()
     [4070199207, 4202968722, 1427181096]
     """
-    key = _key(key, "bits_split")
-    shape = _shape(shape, "bits_split")
-    t = _type(type, "bits_split")
+    key = check_key(key, "bits_split")
+    shape = check_shape(shape, "bits_split")
+    t = check_type(type, "bits_split")
     if t.kind != "u":
         raise TypeError(f"bits_split: expected type to be an unsigned integer type (u8, u16, "
                         f"u32, u64), got {t}")
@@ -47,7 +48,7 @@ def bits(key, *, shape=(), type="u32", names=None):
 
 def _float_type(op, a, b, type):
     if type is not None:
-        t = _type(type, op)
+        t = check_type(type, op)
     else:
         t = T.to_floating(_merged_type(a, b))
     if not t.is_inexact:
@@ -55,14 +56,15 @@ def _float_type(op, a, b, type):
     return t
 
 
-def _uniform(key, minval, maxval, shape, t):
+def _uniform(key, minval, maxval, shape, t, rolled=False):
     """``jax.random.uniform``: the mantissa of ``1.0`` filled with random bits, minus 1,
-    scaled to ``[minval, maxval)``."""
+    scaled to ``[minval, maxval)`` (``rolled``: the bits through JAX's CPU threefry loop,
+    ``core._threefry2x32_rolled``)."""
     nbits, nmant = t.bits, _MANTISSA[(t.kind, t.bits)]
     u = _UINT[nbits]
     # as JAX: a type with fewer than 8 mantissa bits (bf16) draws 8 random bits
     rng_bits = 8 if nmant < 8 else nbits
-    b = _bits(key, rng_bits, shape)
+    b = _bits(key, rng_bits, shape, rolled)
     if rng_bits != nbits:
         b = O.as_type(b, u)
     one_bits = int(np.array(1.0, t.dtype).view(u.dtype))
@@ -103,8 +105,8 @@ def uniform_split(key, min_val=0.0, max_val=1.0, *, shape=(), type=None,
     >>> uniform_split(nx.random.key(0), 5, 5, shape=(2,)).tolist()
     [5.0, 5.0]
     """
-    key = _key(key, "uniform_split")
-    shape = _shape(shape, "uniform_split")
+    key = check_key(key, "uniform_split")
+    shape = check_shape(shape, "uniform_split")
     min_val = _tensorish(min_val, "min_val", "uniform_split")
     max_val = _tensorish(max_val, "max_val", "uniform_split")
     t = _float_type("uniform_split", min_val, max_val, type)
@@ -130,6 +132,15 @@ def _next_after_minus_one(t):
     return np.array(int(np.array(-1.0, t.dtype).view(u)) - 1, u).view(t.dtype)
 
 
+def _normal_real(key, shape, t, rolled=False):
+    """``jax.random.normal(key, shape, t)`` for a real ``t``: ``sqrt(2) erf_inv(u)``, ``u``
+    uniform in ``(-1, 1)`` (``rolled`` as :func:`_uniform`'s)."""
+    lo = _next_after_minus_one(t)
+    u = _uniform(key, O.tensor(lo.item() if t.bits > 16 else float(lo), type=t),
+                 O.tensor(1.0, type=t), shape, t, rolled)
+    return O.multiply(O.tensor(math.sqrt(2), type=t), O.erf_inv(u))
+
+
 def normal_split(key, mean=0.0, standard_deviation=1.0, *, shape=(), type=None,
                  names=None) -> Tensor:
     """Normal samples ``mean + standard_deviation * z`` from ``key`` as given, where ``z``
@@ -141,8 +152,8 @@ def normal_split(key, mean=0.0, standard_deviation=1.0, *, shape=(), type=None,
     >>> [round(v, 5) for v in normal_split(nx.random.key(0), shape=(3,)).tolist()]
     [1.62264, 2.02526, -0.43359]
     """
-    key = _key(key, "normal_split")
-    shape = _shape(shape, "normal_split")
+    key = check_key(key, "normal_split")
+    shape = check_shape(shape, "normal_split")
     mean = _tensorish(mean, "mean", "normal_split")
     std = _tensorish(standard_deviation, "standard_deviation", "normal_split")
     t = _float_type("normal_split", mean, std, type)
@@ -151,10 +162,7 @@ def normal_split(key, mean=0.0, standard_deviation=1.0, *, shape=(), type=None,
              and std == 1)
 
     def draw(rt, sh):
-        lo = _next_after_minus_one(rt)
-        u = _uniform(key, O.tensor(lo.item() if rt.bits > 16 else float(lo), type=rt),
-                     O.tensor(1.0, type=rt), sh, rt)
-        z = O.multiply(O.tensor(math.sqrt(2), type=rt), O.erf_inv(u))
+        z = _normal_real(key, sh, rt)
         if plain:
             return z
         return O.add(O.multiply(O.as_type(std, rt), z), O.as_type(mean, rt))
@@ -235,11 +243,11 @@ def randint_split(key, min_val, max_val, *, shape=(), type=None, names=None) -> 
     [3, 3]
     """
     op = "randint_split"
-    key = _key(key, op)
-    shape = _shape(shape, op)
+    key = check_key(key, op)
+    shape = check_shape(shape, op)
     min_val = _tensorish(min_val, "min_val", op)
     max_val = _tensorish(max_val, "max_val", op)
-    t = _type(type, op) if type is not None else _merged_type(min_val, max_val)
+    t = check_type(type, op) if type is not None else _merged_type(min_val, max_val)
     if not t.is_int:
         raise TypeError(f"{op}: expected type to be an integer type, got {t}")
     _check_param_shapes(op, shape, min_val=min_val, max_val=max_val)
@@ -270,9 +278,9 @@ def gumbel_split(key, *, shape=(), type="f32", names=None) -> Tensor:
     [2.92337, 3.83262]
     """
     op = "gumbel_split"
-    key = _key(key, op)
-    shape = _shape(shape, op)
-    t = _type(type, op)
+    key = check_key(key, op)
+    shape = check_shape(shape, op)
+    t = check_type(type, op)
     if not t.is_float:
         raise TypeError(f"{op}: expected type to be a floating-point type, got {t}")
     tiny = float(ml_dtypes.finfo(t.dtype).tiny)
@@ -311,7 +319,7 @@ def shuffle(key, tensor, *, axis=0, independent=False):
     [4, 2, 3, 0, 1]
     """
     op = "shuffle"
-    key = _key(key, op)
+    key = check_key(key, op)
     x = O.to_tensor(tensor, "tensor")
     if x.rank == 0:
         raise ValueError(f"{op}: expected tensor to have rank 1 or more, got a scalar")
@@ -337,7 +345,7 @@ def choice(key, tensor, p=None, *, samples=1, axis=None, replace=True):
     (2, 3)
     """
     op = "choice"
-    key = _key(key, op)
+    key = check_key(key, op)
     x = O.to_tensor(tensor, "tensor")
     if x.rank < 1:
         raise ValueError(f"{op}: expected tensor to have rank 1 or more, got a scalar")
@@ -418,7 +426,7 @@ def multivariate_normal_split(key, mean, covariance, *, shape=None, type=None,
     (2,)
     """
     op = "multivariate_normal_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     if method not in ("cholesky", "svd", "eigh"):
         raise ValueError(f"{op}: expected method to be one of 'cholesky', 'svd', 'eigh', got "
                          f"{method!r}")
@@ -440,7 +448,7 @@ def multivariate_normal_split(key, mean, covariance, *, shape=None, type=None,
     if cov.shape[0] != n:
         raise ValueError(f"{op}: expected mean and covariance of the same size, got {n} and "
                          f"{cov.shape[0]}")
-    batch = () if shape is None else _shape(shape, op)
+    batch = () if shape is None else check_shape(shape, op)
     out_shape = batch + (n,)
     mean, cov = O.as_type(mean, t), O.as_type(cov, t)
     factor = _factor(cov, method)

@@ -9,6 +9,7 @@ import numpy as np
 from .. import ops as O
 from .. import shape as S
 from .. import types as T
+from ..defn.kernel import fori_loop
 from ..tensor import Tensor
 
 __all__ = ["key", "split", "fold_in", "threefry2x32"]
@@ -21,10 +22,18 @@ _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 
 
 # ----------------------------------------------------------------------------------------
-# Argument checks
+# Argument checks: public names (not exported by the package) for the modules that draw
+# with these keys, here and in nxpy.nn.initializers
 # ----------------------------------------------------------------------------------------
-def _key(key, op: str) -> Tensor:
-    """``key`` as a u32[2] tensor, or an error naming the argument."""
+def check_key(key, op: str) -> Tensor:
+    """``key`` as a u32[2] tensor, or an error for ``op`` naming the argument.
+
+    >>> check_key(key(7), "uniform").tolist()
+    [0, 7]
+    >>> check_key(3, "uniform")
+    Traceback (most recent call last):
+    TypeError: uniform: expected key to be a u32[2] tensor (from nxpy.random.key), got 3
+    """
     if not isinstance(key, Tensor):
         if isinstance(key, (int, float, bool)) or key is None:
             raise TypeError(f"{op}: expected key to be a u32[2] tensor (from nxpy.random.key), "
@@ -38,13 +47,25 @@ def _key(key, op: str) -> Tensor:
     return key
 
 
-def _shape(shape, op: str, arg: str = "shape") -> tuple:
+def check_shape(shape, op: str, arg: str = "shape") -> tuple:
+    """``shape`` (a tuple of non-negative ints, an int, or a tensor whose shape is meant)
+    as a tuple, or an error for ``op`` naming ``arg``.
+
+    >>> check_shape([2, 3], "normal")
+    (2, 3)
+    """
     if isinstance(shape, Tensor):
         return shape.shape
     return S.dims(shape, f"{op}: {arg}")
 
 
-def _type(type, op: str) -> T.Type:
+def check_type(type, op: str) -> T.Type:
+    """``type`` (a name such as ``"f32"``, a NumPy dtype or an nxpy type) parsed, or a
+    TypeError for ``op``.
+
+    >>> str(check_type("bf16", "normal"))
+    'bf16'
+    """
     try:
         return T.parse(type)
     except TypeError as e:
@@ -101,24 +122,32 @@ def _finish(x, shape, names, op):
 # threefry2x32 (20 rounds), as nxpy ops
 # ----------------------------------------------------------------------------------------
 def _rotl(x, r):
-    return O.bitwise_or(O.left_shift(x, r), O.right_shift(x, 32 - r))
+    """``x`` rotated left by ``r`` bits (an int or a u32 scalar tensor)."""
+    back = 32 - r if isinstance(r, int) else O.subtract(32, r)
+    return O.bitwise_or(O.left_shift(x, r), O.right_shift(x, back))
+
+
+def _check_words(k1, k2, x1, x2):
+    k1, k2, x1, x2 = (O.to_tensor(v, n) for v, n in ((k1, "k1"), (k2, "k2"), (x1, "x1"),
+                                                      (x2, "x2")))
+    for name, v in (("k1", k1), ("k2", k2), ("x1", x1), ("x2", x2)):
+        if v.type != U32:
+            raise TypeError(f"threefry2x32: expected {name} of type u32, got {v.type}")
+    return k1, k2, x1, x2
 
 
 def threefry2x32(k1, k2, x1, x2):
     """The Threefry-2x32 block cipher (20 rounds) on u32 tensors: the key words ``k1``,
     ``k2`` and the counter words ``x1``, ``x2`` broadcast together; returns the two
-    output words. This is ``threefry2x32_p`` of ``jax._src.prng``, written with nxpy's ops.
+    output words. This is ``threefry2x32_p`` of ``jax._src.prng``, written with nxpy's ops
+    (unrolled, as JAX lowers it off CPU; see :func:`_threefry2x32_rolled`).
 
     >>> import nxpy as nx
     >>> u = lambda v: nx.tensor(v, type="u32")
     >>> [t.tolist() for t in threefry2x32(u(0), u(0), u(0), u(0))]
     [1797259609, 2579123966]
     """
-    k1, k2, x1, x2 = (O.to_tensor(v, n) for v, n in ((k1, "k1"), (k2, "k2"), (x1, "x1"),
-                                                      (x2, "x2")))
-    for name, v in (("k1", k1), ("k2", k2), ("x1", x1), ("x2", x2)):
-        if v.type != U32:
-            raise TypeError(f"threefry2x32: expected {name} of type u32, got {v.type}")
+    k1, k2, x1, x2 = _check_words(k1, k2, x1, x2)
     ks = [k1, k2, O.bitwise_xor(O.bitwise_xor(k1, k2), 0x1BD11BDA)]
     x1 = O.add(x1, ks[0])
     x2 = O.add(x2, ks[1])
@@ -129,6 +158,42 @@ def threefry2x32(k1, k2, x1, x2):
         x1 = O.add(x1, ks[(i + 1) % 3])
         x2 = O.add(O.add(x2, ks[(i + 2) % 3]), i + 1)
     return x1, x2
+
+
+def _threefry2x32_rolled(k1, k2, x1, x2):
+    """:func:`threefry2x32` as JAX lowers it on CPU (``_threefry2x32_lowering(
+    use_rolled_loops=True)``): the key schedule added up front, then a ``fori_loop`` of
+    five steps of four rounds, whose state carries the two words, the rotated key words
+    and the two rotation tables. Its program is JAX's, so XLA fuses the float arithmetic
+    that follows the bits as it does JAX's, and contracts the same multiply-adds: the
+    samplers whose results depend on that (``maxwell``'s norm, ``wald``) draw through it.
+    The unrolled form is the default: XLA fuses its rounds into one pass over the output,
+    about four times faster on CPU (docs/random.md).
+
+    >>> import nxpy as nx
+    >>> u = lambda v: nx.tensor(v, type="u32")
+    >>> [t.tolist() for t in _threefry2x32_rolled(u(0), u(0), u(0), u(0))]
+    [1797259609, 2579123966]
+    """
+    k1, k2, x1, x2 = _check_words(k1, k2, x1, x2)
+    ks = [k1, k2, O.bitwise_xor(O.bitwise_xor(k1, k2), 0x1BD11BDA)]
+    x1 = O.add(x1, ks[0])
+    x2 = O.add(x2, ks[1])
+    shape = S.broadcast(S.broadcast(x1.shape, x2.shape), S.broadcast(k1.shape, k2.shape))
+    x1, x2 = (x if x.shape == shape else O.broadcast(x, shape) for x in (x1, x2))
+    rotations = tuple(O.tensor(list(r), type=U32) for r in _ROTATIONS)
+
+    def step(i, state):
+        x1, x2, ka, kb, kc, r0, r1 = state
+        for j in range(4):
+            x1 = O.add(x1, x2)
+            x2 = O.bitwise_xor(x1, _rotl(x2, r0[j]))
+        x1 = O.add(x1, ka)
+        x2 = O.add(O.add(x2, kb), O.as_type(O.add(i, 1), U32))
+        return x1, x2, kb, kc, ka, r1, r0
+
+    out = fori_loop(0, 5, step, (x1, x2, ks[1], ks[2], ks[0]) + rotations)
+    return out[0], out[1]
 
 
 def _counts(shape):
@@ -152,18 +217,19 @@ def _counts(shape):
     return total
 
 
-def _hash_shape(key, shape):
+def _hash_shape(key, shape, rolled=False):
     """threefry2x32 of the key on the (hi, lo) words of iota(shape): JAX's partitionable
     counters. Returns the two u32 words, each of ``shape``."""
     k1, k2 = key[0], key[1]
     lo = _counts(shape)
     hi = O.broadcast(O.tensor(0, type=U32), shape) if shape else O.tensor(0, type=U32)
-    return threefry2x32(k1, k2, hi, lo)
+    return (_threefry2x32_rolled if rolled else threefry2x32)(k1, k2, hi, lo)
 
 
-def _bits(key, nbits, shape):
-    """``jax.random.bits`` with threefry_partitionable: u<nbits> of ``shape``."""
-    b1, b2 = _hash_shape(key, shape)
+def _bits(key, nbits, shape, rolled=False):
+    """``jax.random.bits`` with threefry_partitionable: u<nbits> of ``shape`` (``rolled``:
+    through :func:`_threefry2x32_rolled`)."""
+    b1, b2 = _hash_shape(key, shape, rolled)
     if nbits == 64:
         return O.bitwise_or(O.left_shift(O.as_type(b1, U64), 32), O.as_type(b2, U64))
     x = O.bitwise_xor(b1, b2)
@@ -218,8 +284,8 @@ def split(key, parts=2) -> Tensor:
     >>> split(key(1701), parts=(2, 1)).shape
     (2, 1, 2)
     """
-    key = _key(key, "split")
-    shape = _shape(parts, "split", "parts")
+    key = check_key(key, "split")
+    shape = check_shape(parts, "split", "parts")
     b1, b2 = _hash_shape(key, shape)
     return O.stack([b1, b2], axis=len(shape))
 
@@ -234,7 +300,7 @@ def fold_in(key, data) -> Tensor:
     >>> fold_in(key(42), [1, 99]).tolist()
     [[64467757, 2916123636], [2015327502, 1351855566]]
     """
-    key = _key(key, "fold_in")
+    key = check_key(key, "fold_in")
     if isinstance(data, (bool, float, complex)):
         raise TypeError(f"fold_in: expected data to be an integer or an integer tensor, got "
                         f"{data!r}")
@@ -254,7 +320,7 @@ def fold_in(key, data) -> Tensor:
 
 
 def _split2(key, op):
-    key = _key(key, op)
+    key = check_key(key, op)
     keys = split(key)
     return keys[1], keys[0]
 

@@ -16,14 +16,16 @@ import math
 import ml_dtypes
 import numpy as np
 
+from .. import _context
 from .. import ops as O
 from .. import shape as S
 from .. import types as T
+from ..defn.expr import EXPR
 from ..tensor import Tensor
-from .basic import _uniform, gumbel_split, normal_split, shuffle
+from .basic import _normal_real, _uniform, gumbel_split, normal_split, shuffle
 from .gamma import generalized_normal_split
-from .core import (S32, U32, _check_param_shapes, _finish, _key, _shape, _split2,
-                   _tensorish, _type, split)
+from .core import (S32, U32, _check_param_shapes, _finish, _split2, _tensorish, check_key,
+                   check_shape, check_type, split)
 
 __all__ = ["bernoulli", "bernoulli_split", "categorical", "categorical_split",
            "truncated_normal", "truncated_normal_split", "exponential", "exponential_split",
@@ -43,7 +45,7 @@ def _out_type(op, type, *params, complex_ok=False):
     """``type`` parsed, or the floating type of the parameters merged (f32 for Python
     numbers and for no parameters); it must be a float (or complex, where JAX takes one)."""
     if type is not None:
-        t = _type(type, op)
+        t = check_type(type, op)
     else:
         t = None
         for p in params:
@@ -70,7 +72,7 @@ def _param_shape(op, shape, **params):
                     raise ValueError(f"{op}: the parameters' shapes do not broadcast "
                                      f"together: {name} has shape {v.shape}") from None
         return out
-    shape = _shape(shape, op)
+    shape = check_shape(shape, op)
     _check_param_shapes(op, shape, **params)
     return shape
 
@@ -87,18 +89,40 @@ def _const(v, t):
     return O.tensor(v, type=t)
 
 
+def _jit_argument(v):
+    """``v`` as JAX's samplers see a parameter: an argument of the jitted function that
+    draws (``_wald``, ...), which XLA inlines into its caller only after it has simplified
+    the function's body, so a constant parameter is not yet folded into the arithmetic
+    when XLA reassociates it (``mean**2 * y / 2`` stays a product by 1/2, not by
+    ``mean**2 / 2``) and the same multiply-adds are contracted. While tracing, ``v``
+    enters the program as a node behind an optimization barrier, which XLA removes at the
+    same stage; eagerly (and for values already traced, bar the barrier) it is ``v``."""
+    if not _context.tracing():
+        return v
+    return O.optimization_barrier(EXPR.lift(v))
+
+
 def _finfo(t):
     return ml_dtypes.finfo(t.dtype)
 
 
-def _unif(key, shape, t, lo=0.0, hi=1.0):
-    """``jax.random.uniform(key, shape, t, lo, hi)`` for Python bounds, real ``t``."""
-    return _uniform(key, _const(lo, t), _const(hi, t), shape, t)
+def _unif(key, shape, t, lo=0.0, hi=1.0, rolled=False):
+    """``jax.random.uniform(key, shape, t, lo, hi)`` for Python bounds, real ``t``
+    (``rolled``: the bits through JAX's CPU threefry loop, ``core._threefry2x32_rolled``)."""
+    return _uniform(key, _const(lo, t), _const(hi, t), shape, t, rolled)
 
 
-def _normal(key, shape, t):
-    """``jax.random.normal(key, shape, t)``, complex types as JAX draws them (two keys,
-    scaled by ``1/sqrt(2)``), not as ``normal_split`` (Nx's ``shape + (2,)``)."""
+def standard_normal(key, shape, t):
+    """``jax.random.normal(key, shape, t)`` for a parsed type ``t``, complex types as JAX
+    draws them (two keys, scaled by ``1/sqrt(2)``), not as ``normal_split`` (Nx's
+    ``shape + (2,)``). Not exported by the package: the samplers here and
+    ``nxpy.nn.initializers`` draw with it.
+
+    >>> import nxpy as nx
+    >>> z = standard_normal(nx.random.key(0), (2,), nx.types.parse("c64"))
+    >>> z.shape, str(z.type)
+    ((2,), 'c64')
+    """
     if not t.is_complex:
         return normal_split(key, shape=shape, type=t)
     rt = T.to_real(t)
@@ -107,23 +131,6 @@ def _normal(key, shape, t):
     im = O.as_type(normal_split(keys[1], shape=shape, type=rt), t)
     z = O.add(re, O.multiply(O.tensor(1j, type=t), im))
     return O.divide(z, O.tensor(math.sqrt(2), type=t))
-
-
-def _nextafter(x, up: bool):
-    """``lax.nextafter(x, +inf)`` (``up``) or ``(x, -inf)`` on a float tensor, by its bits."""
-    t = x.type
-    ut = T.Type("u", t.bits)
-    b = O.bitcast(x, ut)
-    sign = 1 << (t.bits - 1)
-    neg = O.not_equal(O.bitwise_and(b, sign), 0)
-    zero = O.equal(x, 0)
-    away = O.not_equal(neg, up)   # moving away from zero: the magnitude grows
-    stepped = O.select(away, O.add(b, 1), O.subtract(b, 1))
-    tiny = O.tensor(1 if up else sign | 1, type=ut)
-    out = O.select(zero, O.broadcast(tiny, x.shape) if x.shape else tiny, stepped)
-    inf = O.tensor(math.inf if up else -math.inf, type=t)
-    keep = O.logical_or(O.is_nan(x), O.equal(x, inf))
-    return O.select(keep, x, O.bitcast(out, t))
 
 
 def _two_forms(split_fn, name):
@@ -149,7 +156,7 @@ def bernoulli_split(key, p=0.5, *, shape=None, mode="low", names=None) -> Tensor
     [False, False, False, False, False, True]
     """
     op = "bernoulli_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     if mode not in ("high", "low"):
         raise ValueError(f"{op}: expected mode to be 'high' or 'low', got {mode!r}")
     p = _tensorish(p, "p", op)
@@ -188,7 +195,7 @@ def categorical_split(key, logits, axis=-1, *, shape=None, replace=True, names=N
     [1, 2, 2, 1, 2]
     """
     op = "categorical_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     x = O.to_tensor(logits, "logits")
     if not x.type.is_float:
         raise TypeError(f"{op}: expected logits to have a floating type, got {x.type}")
@@ -202,7 +209,7 @@ def categorical_split(key, logits, axis=-1, *, shape=None, replace=True, names=N
     if shape is None:
         shape = batch
     else:
-        shape = _shape(shape, op)
+        shape = check_shape(shape, op)
         try:
             ok = len(shape) >= len(batch) and S.broadcast(shape, batch) == shape
         except ValueError:
@@ -242,7 +249,7 @@ def truncated_normal_split(key, lower, upper, *, shape=None, type=None, names=No
     [0.86186, 0.94129, -0.29105]
     """
     op = "truncated_normal_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     lower = _tensorish(lower, "lower", op)
     upper = _tensorish(upper, "upper", op)
     t = _out_type(op, type, lower, upper)
@@ -253,15 +260,16 @@ def truncated_normal_split(key, lower, upper, *, shape=None, type=None, names=No
     b = O.erf(O.divide(hi, sqrt2))
     u = _uniform(key, a, b, shape, t)
     out = O.multiply(sqrt2, O.erf_inv(u))
-    out = O.min(O.max(out, _nextafter(lo, True)), _nextafter(hi, False))
+    up, down = _const(math.inf, t), _const(-math.inf, t)
+    out = O.min(O.max(out, O.next_after(lo, up)), O.next_after(hi, down))
     return _finish(out, shape, names, op)
 
 
 def _no_param_sampler(name, draw, doc, *, complex_ok=False):
     def sampler(key, *, shape=(), type="f32", names=None) -> Tensor:
         op = f"{name}_split"
-        key = _key(key, op)
-        shape = _shape(shape, op)
+        key = check_key(key, op)
+        shape = check_shape(shape, op)
         t = _out_type(op, type, complex_ok=complex_ok)
         return _finish(draw(key, shape, t), shape, names, op)
     sampler.__name__ = sampler.__qualname__ = f"{name}_split"
@@ -288,9 +296,18 @@ def _cauchy(key, shape, t):
     return O.tan(O.multiply(_const(math.pi, t), O.subtract(u, _const(0.5, t))))
 
 
+def _jnp_sum(x, axis):
+    """``jnp.sum(x, axis)``: 16-bit floats are summed in f32 and rounded back, as JAX."""
+    if x.type.is_float and x.type.bits == 16:
+        return O.as_type(O.sum(O.as_type(x, T.F32), axes=[axis]), x.type)
+    return O.sum(x, axes=[axis])
+
+
 def _maxwell(key, shape, t):
-    z = normal_split(key, shape=shape + (3,), type=t)
-    return O.sqrt(O.sum(O.multiply(z, z), axes=[len(shape)]))
+    # the bits as JAX's CPU program draws them: XLA then orders and contracts the norm's
+    # multiply-adds as it does JAX's (docs/random.md)
+    z = _normal_real(key, shape + (3,), t, rolled=True)
+    return O.sqrt(_jnp_sum(O.multiply(z, z), len(shape)))  # jnp.linalg.norm(z, axis=-1)
 
 
 exponential_split = _no_param_sampler("exponential", _exponential, """Standard exponential
@@ -340,14 +357,19 @@ def rademacher_split(key, *, shape=(), type="s32", names=None) -> Tensor:
     [-1, -1, 1, 1, -1]
     """
     op = "rademacher_split"
-    key = _key(key, op)
-    shape = _shape(shape, op)
-    t = _type(type, op)
+    key = check_key(key, op)
+    shape = check_shape(shape, op)
+    t = check_type(type, op)
     if t.kind == "pred":
         raise TypeError(f"{op}: expected type to be a numeric type, got {t}")
-    b = O.as_type(O.less(_unif(key, shape, T.F32), _const(0.5, T.F32)), t)
-    out = O.as_type(O.subtract(O.multiply(O.tensor(2, type=t), b), O.tensor(1, type=t)), t)
-    return _finish(out, shape, names, op)
+    return _finish(_rademacher(key, shape, t, T.F32), shape, names, op)
+
+
+def _rademacher(key, shape, t, ut, rolled=False):
+    """``2 * bernoulli(key, 0.5) - 1`` in ``t``, the uniform drawn in ``ut`` (JAX's
+    ``0.5``: f32, or f64 under x64)."""
+    b = O.as_type(O.less(_unif(key, shape, ut, rolled=rolled), _const(0.5, ut)), t)
+    return O.as_type(O.subtract(O.multiply(O.tensor(2, type=t), b), O.tensor(1, type=t)), t)
 
 
 def permutation_split(key, x, axis=0, independent=False) -> Tensor:
@@ -360,7 +382,7 @@ def permutation_split(key, x, axis=0, independent=False) -> Tensor:
     [4, 2, 3, 0, 1]
     """
     op = "permutation_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     if isinstance(x, bool):
         raise TypeError(f"{op}: expected x to be an int or a tensor of rank 1 or more, got "
                         f"{x!r}")
@@ -396,7 +418,7 @@ def orthogonal_split(key, n, *, shape=(), type="f32", m=None, names=None) -> Ten
     [1.0, 1.0, 1.0]
     """
     op = "orthogonal_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     for arg, v in (("n", n), ("m", m)):
         if v is None and arg == "m":
             continue
@@ -404,10 +426,10 @@ def orthogonal_split(key, n, *, shape=(), type="f32", m=None, names=None) -> Ten
             raise TypeError(f"{op}: expected {arg} to be a non-negative int, got {v!r}")
     n = int(n)
     m = n if m is None else int(m)
-    shape = _shape(shape, op)
+    shape = check_shape(shape, op)
     t = _out_type(op, type, complex_ok=True)
     big, small = max(n, m), min(n, m)
-    z = _normal(key, shape + (big, small), t)
+    z = standard_normal(key, shape + (big, small), t)
     if big == 0 or small == 0 or math.prod(shape) == 0:
         out = O.broadcast(_const(0, t), shape + (n, m))
         return _finish(out, shape + (n, m), names, op)
@@ -445,7 +467,7 @@ def pareto_split(key, b, *, shape=None, type=None, names=None) -> Tensor:
     [2.6735, 3.6007, 1.1441]
     """
     op = "pareto_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     b = _tensorish(b, "b", op)
     t = _out_type(op, type, b)
     shape = _param_shape(op, shape, b=b)
@@ -464,10 +486,10 @@ def weibull_min_split(key, scale, concentration, *, shape=(), type="f32",
     [17.4065, 29.5438]
     """
     op = "weibull_min_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     scale = _tensorish(scale, "scale", op)
     conc = _tensorish(concentration, "concentration", op)
-    shape = _shape(shape, op)
+    shape = check_shape(shape, op)
     t = _out_type(op, type)
     u = _unif(key, shape, t)
     inv = O.divide(_const(1.0, t), _param(conc, t))
@@ -485,11 +507,11 @@ def lognormal_split(key, sigma=1.0, *, shape=None, type=None, names=None) -> Ten
     [5.0665, 7.5781, 0.6482]
     """
     op = "lognormal_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     sigma = _tensorish(sigma, "sigma", op)
     t = _out_type(op, type, sigma, complex_ok=True)
     shape = _param_shape(op, shape, sigma=sigma)
-    z = _normal(key, shape, t)
+    z = standard_normal(key, shape, t)
     return _finish(O.exp(O.multiply(z, _param(sigma, t))), shape, names, op)
 
 
@@ -502,7 +524,7 @@ def rayleigh_split(key, scale, *, shape=None, type=None, names=None) -> Tensor:
     [0.3279, 0.2081, 1.4844]
     """
     op = "rayleigh_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     scale = _tensorish(scale, "scale", op)
     t = _out_type(op, type, scale)
     shape = _param_shape(op, shape, scale=scale)
@@ -525,16 +547,17 @@ def double_sided_maxwell_split(key, loc, scale, *, shape=(), type="f32",
     [1.5457, 1.5741]
     """
     op = "double_sided_maxwell_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     loc = _tensorish(loc, "loc", op)
     scale = _tensorish(scale, "scale", op)
-    shape = _shape(shape, op)
+    shape = check_shape(shape, op)
     t = _out_type(op, type)
     params = _param_shape(op, None, loc=loc, scale=scale)
     shape = (shape or params) + params
     keys = split(key)
     mx = _maxwell(keys[0], shape, t)
-    sign = rademacher_split(keys[1], shape=shape, type=t)
+    # JAX's f64 needs x64, under which rademacher's 0.5 (so its uniform) is f64 too
+    sign = _rademacher(keys[1], shape, t, T.F64 if t == T.F64 else T.F32, rolled=True)
     out = O.add(O.multiply(O.multiply(sign, mx), _param(scale, t)), _param(loc, t))
     return _finish(out, shape, names, op)
 
@@ -549,7 +572,7 @@ def triangular_split(key, left, mode, right, *, shape=None, type=None, names=Non
     [0.8382, 0.8965, 0.4076]
     """
     op = "triangular_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     left = _tensorish(left, "left", op)
     mode = _tensorish(mode, "mode", op)
     right = _tensorish(right, "right", op)
@@ -575,9 +598,9 @@ def geometric_split(key, p, *, shape=None, type="s32", names=None) -> Tensor:
     [1, 1, 4, 3, 2]
     """
     op = "geometric_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     p = _tensorish(p, "p", op)
-    t = _type(type, op)
+    t = check_type(type, op)
     if not t.is_int:
         raise TypeError(f"{op}: expected type to be an integer type, got {t}")
     pt = T.to_floating(p.type) if isinstance(p, Tensor) else T.F32
@@ -603,14 +626,16 @@ def wald_split(key, mean, *, shape=None, type=None, names=None) -> Tensor:
     [0.3806, 0.4157, 0.4811]
     """
     op = "wald_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     mean = _tensorish(mean, "mean", op)
     t = _out_type(op, type, mean)
     shape = _param_shape(op, shape, mean=mean)
     keys = split(key)
-    mu = _param(mean, t, shape)
-    v = normal_split(keys[0], shape=shape, type=t)
-    z = _unif(keys[1], shape, t)
+    mu = _jit_argument(_param(mean, t))
+    if mu.shape != shape:
+        mu = O.broadcast(mu, shape)
+    v = _normal_real(keys[0], shape, t, rolled=True)  # JAX's CPU program: see _maxwell
+    z = _unif(keys[1], shape, t, rolled=True)
     y = O.multiply(v, v)
     y_sq = O.multiply(y, y)
     mu_sq = O.multiply(mu, mu)
@@ -634,18 +659,18 @@ def ball_split(key, d, p=2, *, shape=(), type="f32", names=None) -> Tensor:
     ((100, 3), True)
     """
     op = "ball_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
         raise TypeError(f"{op}: expected d to be a non-negative int, got {d!r}")
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
         raise TypeError(f"{op}: expected p to be a number, got {p!r}")
-    shape = _shape(shape, op)
+    shape = check_shape(shape, op)
     t = _out_type(op, type)
     keys = split(key)
     g = generalized_normal_split(keys[0], float(p), shape=shape + (int(d),), type=t)
     e = _exponential(keys[1], shape, t)
     pt = _const(float(p), t)
-    norm = O.add(O.sum(O.pow(O.abs(g), pt), axes=[len(shape)]), e)
+    norm = O.add(_jnp_sum(O.pow(O.abs(g), pt), len(shape)), e)
     scale = O.pow(norm, O.divide(_const(1.0, t), pt))
     return _finish(O.divide(g, O.new_axis(scale, len(shape))), shape + (int(d),), names, op)
 

@@ -37,8 +37,8 @@ from ..defn.custom_vjp import custom_vjp
 from ..defn.kernel import while_loop
 from ..defn.scan import scan
 from ..tensor import Tensor
-from .core import (_MANTISSA, _UINT, S32, U32, U64, _finish, _key, _shape, _split2, _tensorish,
-                   _type, split, threefry2x32)
+from .core import (_MANTISSA, _UINT, S32, U32, U64, _finish, _split2, _tensorish, check_key,
+                   check_shape, check_type, split, threefry2x32)
 from .basic import _uniform, normal_split
 
 __all__ = ["gamma", "gamma_split", "loggamma", "loggamma_split", "beta", "beta_split",
@@ -328,7 +328,7 @@ def _gamma(key, a, shape, t, log_space):
 def _float_param_type(op, type, *params):
     """``type``, or the floating type of the parameters merged (f32 for Python numbers)."""
     if type is not None:
-        t = _type(type, op)
+        t = check_type(type, op)
     else:
         t = None
         for p in params:
@@ -373,7 +373,7 @@ def _out_shape(op, shape, *params):
                 raise ValueError(f"{op}: the parameters' shapes {tuple(shapes)} do not "
                                  f"broadcast together") from None
         return tuple(out)
-    shape = _shape(shape, op)
+    shape = check_shape(shape, op)
     for (name, p) in zip(_param_names(op), params):
         ps = p.shape
         if len(ps) > len(shape) or not all(x in (1, y) for x, y in zip(ps[::-1], shape[::-1])):
@@ -395,7 +395,7 @@ def _param_names(op):
 # gamma and loggamma
 # ----------------------------------------------------------------------------------------
 def _gamma_like(op, key, a, shape, type, names, log_space):
-    key = _key(key, op)
+    key = check_key(key, op)
     t = _float_param_type(op, type, a)
     a = _param(a, "a", op, t)
     shape = _out_shape(op, shape, a)
@@ -460,7 +460,7 @@ def beta_split(key, a, b, *, shape=None, type=None, names=None) -> Tensor:
     [0.2363, 0.4905, 0.6838]
     """
     op = "beta_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     t = _float_param_type(op, type, a, b)
     a, b = _param(a, "a", op, t), _param(b, "b", op, t)
     shape = _out_shape(op, shape, a, b)
@@ -492,7 +492,7 @@ def dirichlet_split(key, alpha, *, shape=None, type=None, names=None) -> Tensor:
     ((2, 3), [1.0, 1.0])
     """
     op = "dirichlet_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     t = _float_param_type(op, type, alpha)
     alpha = _param(alpha, "alpha", op, t)
     if alpha.rank < 1:
@@ -501,7 +501,7 @@ def dirichlet_split(key, alpha, *, shape=None, type=None, names=None) -> Tensor:
     if shape is None:
         shape = batch
     else:
-        shape = _shape(shape, op)
+        shape = check_shape(shape, op)
         if len(batch) > len(shape) or not all(
                 x in (1, y) for x, y in zip(batch[::-1], shape[::-1])):
             raise ValueError(f"{op}: expected alpha.shape[:-1] {batch} to broadcast to shape "
@@ -538,7 +538,7 @@ def chisquare_split(key, df, *, shape=None, type=None, names=None) -> Tensor:
     [2.2051, 2.49]
     """
     op = "chisquare_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     t = _float_param_type(op, type, df)
     df = _param(df, "df", op, t)
     shape = _out_shape(op, shape, df)
@@ -561,7 +561,7 @@ def t_split(key, df, *, shape=None, type=None, names=None) -> Tensor:
     [0.716, -2.4174]
     """
     op = "t_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     t = _float_param_type(op, type, df)
     df = _param(df, "df", op, t)
     shape = _out_shape(op, shape, df)
@@ -588,7 +588,7 @@ def f_split(key, dfnum, dfden, *, shape=None, type=None, names=None) -> Tensor:
     [2.5797, 0.1922]
     """
     op = "f_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     t = _float_param_type(op, type, dfnum, dfden)
     dfnum, dfden = _param(dfnum, "dfnum", op, t), _param(dfden, "dfden", op, t)
     shape = _out_shape(op, shape, dfnum, dfden)
@@ -625,7 +625,7 @@ def generalized_normal_split(key, p, *, shape=(), type=None, names=None) -> Tens
     [0.9543, 0.0902, -1.1525]
     """
     op = "generalized_normal_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     t = _float_param_type(op, type, p)
     p = _tensorish(p, "p", op)
     if isinstance(p, Tensor):
@@ -633,7 +633,7 @@ def generalized_normal_split(key, p, *, shape=(), type=None, names=None) -> Tens
         shape = _out_shape(op, shape, p)
     else:
         p = _number(p, "p", op)
-        shape = _shape(shape, op)
+        shape = check_shape(shape, op)
     ks = split(key)
     inv = O.divide(O.tensor(1, type=t), p) if isinstance(p, Tensor) else O.tensor(1 / p, type=t)
     g = _gamma(ks[0], inv, shape, t, False)
@@ -737,8 +737,8 @@ def poisson_split(key, lam, *, shape=None, type=None, names=None) -> Tensor:
     [0, 0, 41]
     """
     op = "poisson_split"
-    key = _key(key, op)
-    it = S32 if type is None else _type(type, op)
+    key = check_key(key, op)
+    it = S32 if type is None else check_type(type, op)
     if not it.is_int:
         raise TypeError(f"{op}: expected type to be an integer type, got {it}")
     lam = _param(lam, "lam", op, T.F32)
@@ -871,7 +871,7 @@ def _binomial(key, count, prob, shape, t, out):
 def _out_float_type(op, type, t):
     if type is None:
         return t
-    out = _type(type, op)
+    out = check_type(type, op)
     if not out.is_float:
         raise TypeError(f"{op}: expected type to be a floating-point type, got {out}")
     return out
@@ -891,7 +891,7 @@ def binomial_split(key, n, p, *, shape=None, type=None, names=None) -> Tensor:
     [3.0, 10.0, 57.0]
     """
     op = "binomial_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     t = _float_param_type(op, None, p)
     out = _out_float_type(op, type, t)
     n, p = _param(n, "n", op, t), _param(p, "p", op, t)
@@ -931,13 +931,13 @@ def multinomial_split(key, n, p, *, shape=None, type=None, names=None) -> Tensor
     [1.0, 1.0, 8.0]
     """
     op = "multinomial_split"
-    key = _key(key, op)
+    key = check_key(key, op)
     t = _float_param_type(op, None, n, p)
     out = _out_float_type(op, type, t)
     n, p = _param(n, "n", op, t), _param(p, "p", op, t)
     if p.rank < 1:
         raise ValueError(f"{op}: expected p to have rank 1 or more, got a scalar")
-    shape = p.shape if shape is None else _shape(shape, op)
+    shape = p.shape if shape is None else check_shape(shape, op)
     if not shape:
         raise ValueError(f"{op}: expected shape to have rank 1 or more, got ()")
     for name, v, s in (("p", p, shape), ("n", n, shape[:-1])):
