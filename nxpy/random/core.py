@@ -127,13 +127,16 @@ def _rotl(x, r):
     return O.bitwise_or(O.left_shift(x, r), O.right_shift(x, back))
 
 
-def _check_words(k1, k2, x1, x2):
+def _key_schedule(k1, k2, x1, x2):
+    """The words checked (u32), the three key words (``k1``, ``k2`` and their parity) and
+    the counter words after the first key injection."""
     k1, k2, x1, x2 = (O.to_tensor(v, n) for v, n in ((k1, "k1"), (k2, "k2"), (x1, "x1"),
                                                       (x2, "x2")))
     for name, v in (("k1", k1), ("k2", k2), ("x1", x1), ("x2", x2)):
         if v.type != U32:
             raise TypeError(f"threefry2x32: expected {name} of type u32, got {v.type}")
-    return k1, k2, x1, x2
+    ks = [k1, k2, O.bitwise_xor(O.bitwise_xor(k1, k2), 0x1BD11BDA)]
+    return ks, O.add(x1, ks[0]), O.add(x2, ks[1])
 
 
 def threefry2x32(k1, k2, x1, x2):
@@ -147,10 +150,7 @@ def threefry2x32(k1, k2, x1, x2):
     >>> [t.tolist() for t in threefry2x32(u(0), u(0), u(0), u(0))]
     [1797259609, 2579123966]
     """
-    k1, k2, x1, x2 = _check_words(k1, k2, x1, x2)
-    ks = [k1, k2, O.bitwise_xor(O.bitwise_xor(k1, k2), 0x1BD11BDA)]
-    x1 = O.add(x1, ks[0])
-    x2 = O.add(x2, ks[1])
+    ks, x1, x2 = _key_schedule(k1, k2, x1, x2)
     for i in range(5):
         for r in _ROTATIONS[i % 2]:
             x1 = O.add(x1, x2)
@@ -175,11 +175,8 @@ def _threefry2x32_rolled(k1, k2, x1, x2):
     >>> [t.tolist() for t in _threefry2x32_rolled(u(0), u(0), u(0), u(0))]
     [1797259609, 2579123966]
     """
-    k1, k2, x1, x2 = _check_words(k1, k2, x1, x2)
-    ks = [k1, k2, O.bitwise_xor(O.bitwise_xor(k1, k2), 0x1BD11BDA)]
-    x1 = O.add(x1, ks[0])
-    x2 = O.add(x2, ks[1])
-    shape = S.broadcast(S.broadcast(x1.shape, x2.shape), S.broadcast(k1.shape, k2.shape))
+    ks, x1, x2 = _key_schedule(k1, k2, x1, x2)
+    shape = S.broadcast(x1.shape, x2.shape)
     x1, x2 = (x if x.shape == shape else O.broadcast(x, shape) for x in (x1, x2))
     rotations = tuple(O.tensor(list(r), type=U32) for r in _ROTATIONS)
 

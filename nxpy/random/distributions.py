@@ -77,6 +77,17 @@ def _param_shape(op, shape, **params):
     return shape
 
 
+def _checked(op, key, shape, type, complex_ok=False, **params):
+    """The checks the parameterized samplers share: the key, the parameters (Python
+    numbers kept as they are), the result's type and its shape (from the parameters'
+    where ``shape`` is None). Returns ``key, t, shape`` and the parameters in order."""
+    key = check_key(key, op)
+    params = {name: _tensorish(v, name, op) for name, v in params.items()}
+    t = _out_type(op, type, *params.values(), complex_ok=complex_ok)
+    shape = _param_shape(op, shape, **params)
+    return (key, t, shape, *params.values())
+
+
 def _param(v, t, shape=None):
     """A parameter in type ``t`` (Python numbers directly), broadcast to ``shape``."""
     v = O.tensor(v, type=t) if not isinstance(v, Tensor) else O.as_type(v, t)
@@ -249,11 +260,7 @@ def truncated_normal_split(key, lower, upper, *, shape=None, type=None, names=No
     [0.86186, 0.94129, -0.29105]
     """
     op = "truncated_normal_split"
-    key = check_key(key, op)
-    lower = _tensorish(lower, "lower", op)
-    upper = _tensorish(upper, "upper", op)
-    t = _out_type(op, type, lower, upper)
-    shape = _param_shape(op, shape, lower=lower, upper=upper)
+    key, t, shape, lower, upper = _checked(op, key, shape, type, lower=lower, upper=upper)
     sqrt2 = _const(math.sqrt(2), t)
     lo, hi = _param(lower, t), _param(upper, t)
     a = O.erf(O.divide(lo, sqrt2))
@@ -467,10 +474,7 @@ def pareto_split(key, b, *, shape=None, type=None, names=None) -> Tensor:
     [2.6735, 3.6007, 1.1441]
     """
     op = "pareto_split"
-    key = check_key(key, op)
-    b = _tensorish(b, "b", op)
-    t = _out_type(op, type, b)
-    shape = _param_shape(op, shape, b=b)
+    key, t, shape, b = _checked(op, key, shape, type, b=b)
     e = _exponential(key, shape, t)
     return _finish(O.exp(O.divide(e, _param(b, t))), shape, names, op)
 
@@ -507,10 +511,7 @@ def lognormal_split(key, sigma=1.0, *, shape=None, type=None, names=None) -> Ten
     [5.0665, 7.5781, 0.6482]
     """
     op = "lognormal_split"
-    key = check_key(key, op)
-    sigma = _tensorish(sigma, "sigma", op)
-    t = _out_type(op, type, sigma, complex_ok=True)
-    shape = _param_shape(op, shape, sigma=sigma)
+    key, t, shape, sigma = _checked(op, key, shape, type, complex_ok=True, sigma=sigma)
     z = standard_normal(key, shape, t)
     return _finish(O.exp(O.multiply(z, _param(sigma, t))), shape, names, op)
 
@@ -524,10 +525,7 @@ def rayleigh_split(key, scale, *, shape=None, type=None, names=None) -> Tensor:
     [0.3279, 0.2081, 1.4844]
     """
     op = "rayleigh_split"
-    key = check_key(key, op)
-    scale = _tensorish(scale, "scale", op)
-    t = _out_type(op, type, scale)
-    shape = _param_shape(op, shape, scale=scale)
+    key, t, shape, scale = _checked(op, key, shape, type, scale=scale)
     u = _unif(key, shape, t)
     s = _param(scale, t, shape)
     r = O.sqrt(O.multiply(O.log(u), _const(-2, t)))
@@ -572,12 +570,8 @@ def triangular_split(key, left, mode, right, *, shape=None, type=None, names=Non
     [0.8382, 0.8965, 0.4076]
     """
     op = "triangular_split"
-    key = check_key(key, op)
-    left = _tensorish(left, "left", op)
-    mode = _tensorish(mode, "mode", op)
-    right = _tensorish(right, "right", op)
-    t = _out_type(op, type, left, mode, right)
-    shape = _param_shape(op, shape, left=left, mode=mode, right=right)
+    key, t, shape, left, mode, right = _checked(op, key, shape, type, left=left, mode=mode,
+                                                right=right)
     lo, md, hi = (_param(v, t, shape) for v in (left, mode, right))
     fc = O.divide(O.subtract(md, lo), O.subtract(hi, lo))
     u = _unif(key, shape, t)
@@ -626,10 +620,7 @@ def wald_split(key, mean, *, shape=None, type=None, names=None) -> Tensor:
     [0.3806, 0.4157, 0.4811]
     """
     op = "wald_split"
-    key = check_key(key, op)
-    mean = _tensorish(mean, "mean", op)
-    t = _out_type(op, type, mean)
-    shape = _param_shape(op, shape, mean=mean)
+    key, t, shape, mean = _checked(op, key, shape, type, mean=mean)
     keys = split(key)
     mu = _jit_argument(_param(mean, t))
     if mu.shape != shape:
