@@ -263,6 +263,57 @@ def test_at_with_tensor_indices_and_types(path):
         _close(g, w, f"at tensor case {n} {path}")
 
 
+#: repeated, negative and out-of-bounds indices: every update applies, as XLA's scatter
+_REP = (np.array([1, 3, 1, 1, 0, 3, 7, -2, 1]), np.array([2, 0, 2, 2, 1, 0, 0, 3, -2]))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_at_repeated_indices_apply_every_update(path):
+    """``multiply``/``divide``/``power``/``min``/``max``/``subtract`` with an index
+    repeated up to four times (a NaN among the updates for min/max), on floats and ints."""
+    x = _data("float32", (5, 4), seed=2)
+    u = np.round(np.random.default_rng(3).uniform(0.5, 2.0, 9), 2).astype(np.float32)
+    un = u.copy()
+    un[3] = np.nan
+    xi = np.arange(20, dtype=np.int32).reshape(5, 4) - 7
+    ui = np.array([3, -2, 5, 7, 2, -1, 4, 6, -3], np.int32)
+    i, j = _REP
+
+    def f(a, b, bn, ai, bi):
+        return (a.at[i, j].multiply(b), a.at[i, j].divide(b), abs(a).at[i, j].power(b),
+                a.at[i, j].min(bn), a.at[i, j].max(bn), a.at[i, j].subtract(b),
+                a.at[i].multiply(2.0), ai.at[i, j].multiply(bi), ai.at[i, j].min(bi),
+                ai.at[i, j].max(bi), ai.at[i, j].subtract(bi),
+                a.at[i, j].multiply(b, unique_indices=False))
+
+    got = _run(f, [x, u, un, xi, ui], path)
+    want = _ref(f, [x, u, un, xi, ui], key="at repeated")
+    for n, (g, w) in enumerate(zip(got, want)):
+        _close(g, w, f"at repeated case {n} {path}", rtol=1e-6)
+
+
+@pytest.mark.parametrize("path", ("evaluator", "exla"))
+def test_grad_of_multiply_at_repeated_indices(path):
+    """JAX differentiates scatter_mul only with unique indices; its oracle here applies
+    the updates one at a time, each at a unique index (the same product)."""
+    x = _data("float32", (4, 5), seed=4)
+    u = np.array([0.7, -1.3, 1.9, 0.4], np.float32)
+    i, j = [1, 3, 1, 1], [2, 0, 2, -1]
+
+    def nx_f(a, b):
+        return nx.sum(nx.sin(a.at[nx.tensor(i), nx.tensor(j)].multiply(b)) * W)
+
+    def jax_f(a, b):
+        for k in range(4):
+            a = a.at[i[k], j[k]].multiply(b[k], unique_indices=True)
+        return jnp.sum(jnp.sin(a) * W)
+
+    got = _run(lambda a, b: grad(nx_f, argnums=(0, 1))(a, b), [x, u], path)
+    want = _ref(jax.grad(jax_f, argnums=(0, 1)), [x, u])
+    for g, w, what in zip(got, want, ("dx", "du")):
+        _close(g, w, f"repeated multiply {what} {path}", rtol=1e-5)
+
+
 # ----------------------------------------------------------------------------------------
 # Gradients and vmap
 # ----------------------------------------------------------------------------------------

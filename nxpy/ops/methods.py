@@ -20,9 +20,10 @@ Updates through ``x.at[idx]``: static slices of step 1 and ints write with
 integer arrays) scatters with :func:`~nxpy.ops.indexed_put`/:func:`~nxpy.ops.indexed_add`
 at the coordinates of every element ``x[idx]`` reads. As in JAX, negative indices count
 from the end and an update out of bounds is **dropped** (``mode="clip"`` clamps it);
-values are converted to ``x``'s type. ``multiply``, ``divide``, ``power``, ``min`` and
-``max`` read, combine and write back: with a repeated index only the last update counts
-(JAX applies them all) — the same result whenever the indices are unique.
+values are converted to ``x``'s type. A repeated index applies every update to it, as
+XLA's scatter does in JAX: ``add`` and ``subtract`` accumulate, and ``multiply``,
+``divide``, ``power``, ``min`` and ``max`` first combine each index's updates (a sort by
+index and a segmented scan; ``unique_indices=True`` skips it, as JAX trusts the hint).
 
 >>> import nxpy as nx
 >>> x = nx.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
@@ -32,6 +33,8 @@ values are converted to ``x``'s type. ``multiply``, ``divide``, ``power``, ``min
 [[1.0, 0.0, 3.0], [4.0, 0.0, 6.0]]
 >>> x.at[[0, 1, 1], [2, 0, 0]].add(10.0).tolist()
 [[1.0, 2.0, 13.0], [24.0, 5.0, 6.0]]
+>>> x.at[[1, 1, 0]].multiply(2.0).tolist()
+[[2.0, 4.0, 6.0], [16.0, 20.0, 24.0]]
 """
 from __future__ import annotations
 
@@ -45,13 +48,13 @@ from .core import as_type, to_tensor
 from .contraction import dot
 from .creation import full, iota
 from .elementwise import (add, ceil, divide, equal, floor, greater_equal, less, logical_and,
-                          max as _max, min as _min, multiply, not_equal, pow, remainder,
-                          round as _round, select, subtract)
-from .indexing import _plan, _read, gather, indexed_add, indexed_put, put_slice, slice
+                          max as _max, min as _min, multiply, negate, not_equal, pow,
+                          remainder, round as _round, select, subtract)
+from .indexing import _plan, _read, gather, indexed_add, indexed_put, put_slice, slice, take
 from .reductions import all as _all, any as _any, argmax, argmin, mean, product, reduce_max, \
     reduce_min, sum as _sum
 from .shaping import broadcast, concatenate, reshape, squeeze, transpose
-from .sorting import cumulative_product, cumulative_sum
+from .sorting import argsort, cumulative_product, cumulative_sum
 from .complex import complex as _complex, conjugate, imag, real
 from .compositions import standard_deviation, variance
 
@@ -500,7 +503,7 @@ class _AtIndex:
         return select(ok, r, broadcast(as_type(to_tensor(np.asarray(fill_value)), x.type),
                                        p.shape))
 
-    def _update(self, values, combine, fn, mode, wrap_negative_indices=True):
+    def _update(self, values, combine, fn, mode, wrap_negative_indices=True, unique=False):
         m = _mode(mode, _SET_MODES, fn)
         _wrap_negative(wrap_negative_indices, fn)
         x = self.x
@@ -526,8 +529,10 @@ class _AtIndex:
             return put_slice(x, starts, reshape(new, region))
         coords = _coordinates(x, p, clip=(m == "clip"))
         flat = reshape(v, (-1,))
-        if combine is add:
-            return indexed_add(x, coords, flat)
+        if combine is add or combine is subtract:
+            return indexed_add(x, coords, flat if combine is add else negate(flat))
+        if combine in _MERGE and x.rank:
+            return _combined_put(x, coords, flat, combine, unique)
         if combine is not None:
             old = gather(x, coords) if x.rank else reshape(x, (1,))
             flat = combine(old, flat)
@@ -553,34 +558,88 @@ class _AtIndex:
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] *= values``."""
-        return self._update(values, multiply, "multiply", mode, wrap_negative_indices)
+        return self._update(values, multiply, "multiply", mode, wrap_negative_indices,
+                            unique_indices)
 
     mul = multiply
 
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] /= values`` (converted back to ``x``'s type)."""
-        return self._update(values, divide, "divide", mode, wrap_negative_indices)
+        return self._update(values, divide, "divide", mode, wrap_negative_indices,
+                            unique_indices)
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] **= values``."""
-        return self._update(values, pow, "power", mode, wrap_negative_indices)
+        return self._update(values, pow, "power", mode, wrap_negative_indices,
+                            unique_indices)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] = minimum(x[idx], values)``."""
-        return self._update(values, _min, "min", mode, wrap_negative_indices)
+        return self._update(values, _min, "min", mode, wrap_negative_indices,
+                            unique_indices)
 
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] = maximum(x[idx], values)``."""
-        return self._update(values, _max, "max", mode, wrap_negative_indices)
+        return self._update(values, _max, "max", mode, wrap_negative_indices,
+                            unique_indices)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
         """``x`` with ``x[idx] = func(x[idx])`` (``func`` elementwise)."""
         return self._update(0, lambda old, _: func(old), "apply", mode, wrap_negative_indices)
+
+
+#: how each combining update merges the updates of one index before meeting ``x[i]``
+#: (JAX's scatter_mul/min/max; divide and power divide/raise by the product, as JAX's)
+_MERGE = {multiply: multiply, divide: multiply, pow: multiply, _min: _min, _max: _max}
+
+
+def _combined_put(x, coords, flat, combine, unique):
+    """``x`` with ``combine(x[c], u)`` written at each coordinate ``c``, where ``u`` merges
+    every update at ``c``: the updates are sorted by flat index (stably), a segmented
+    Hillis-Steele scan merges each run of equal indices into its last entry in
+    ``ceil(log2 n)`` static steps, and all other entries are moved out of bounds, which
+    ``indexed_put`` skips. ``unique`` (the caller's ``unique_indices``) skips the merge."""
+    n, merge = coords.shape[0], _MERGE[combine]
+    if not unique and n > 1:
+        it, b = coords.type, _backend(x)
+        strides = np.cumprod((1,) + x.shape[:0:-1])[::-1]
+        size = _size(x.shape)
+        if size >= 2 ** 31 - 1 and it != T.S64:
+            coords, it = as_type(coords, T.S64), T.S64
+        lin = valid = None
+        for a, (d, st) in enumerate(zip(x.shape, strides)):
+            c = reshape(slice(coords, [0, a], [n, 1]), (n,))
+            ok = logical_and(greater_equal(c, _scalar_of(0, c)), less(c, _scalar_of(d, c)))
+            term = multiply(c, _scalar_of(int(st), c))
+            lin = term if lin is None else add(lin, term)
+            valid = ok if valid is None else logical_and(valid, ok)
+        lin = select(valid, lin, full((n,), size, type=it, backend=b))
+        order = argsort(lin, stable=True, type=it)
+        lin, flat = take(lin, order), take(flat, order)
+        coords = take(coords, order, axis=0)
+        k = 1
+        while k < n:  # flat[i] merges flat[i - k] when both are one index's
+            prev_lin = concatenate([full((k,), -1, type=it, backend=b),
+                                    slice(lin, [0], [n - k])])
+            prev = concatenate([slice(flat, [0], [k]), slice(flat, [0], [n - k])])
+            flat = select(equal(lin, prev_lin), merge(prev, flat), flat)
+            k *= 2
+        next_lin = concatenate([slice(lin, [1], [n - 1]), full((1,), -1, type=it, backend=b)])
+        last = not_equal(lin, next_lin)
+        first = reshape(slice(coords, [0, 0], [n, 1]), (n,))
+        gone = full((n,), x.shape[0], type=it, backend=b)
+        put_at = concatenate([reshape(select(last, first, gone), (n, 1)),
+                              slice(coords, [0, 1], [n, x.rank - 1])], axis=1)
+    else:
+        put_at = coords
+    new = combine(gather(x, coords), flat)
+    new = as_type(new, x.type) if new.type != x.type else new
+    return indexed_put(x, put_at, new)
 
 
 def _wrap_negative(flag, fn):
