@@ -69,6 +69,36 @@ def test_containers_both_ways():
         _close(got, f(params, state, None, 2.0))
 
 
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_dataclasses_and_unused_arguments_under_grad(compiler):
+    """A registered dataclass (flax.struct's, with a static field) crosses both ways, and
+    the gradient holds where JAX's vjp no longer needs an argument (``w`` enters
+    linearly: jit would drop it from the vjp's module)."""
+    from flax import struct
+
+    @struct.dataclass
+    class Params:
+        w: jax.Array
+        b: jax.Array
+        name: str = struct.field(pytree_node=False, default="p")
+
+    def f(p, x):
+        return Params(w=p.w * 2.0, b=jnp.tanh(p.b + x), name=p.name + "'")
+
+    def loss(p, x, m):
+        out = (from_jax(f) if m is nx else f)(p, x)
+        return m.sum(out.w * out.b[0]) + m.sum(out.b ** 2)
+
+    w, b, x = _x((3,)), _x((2,), 1), np.float32(0.5)
+    p = Params(w=nx.tensor(w), b=nx.tensor(b))
+    out = jit(lambda p, x: from_jax(f)(p, x), compiler=compiler)(p, nx.tensor(x))
+    assert isinstance(out, Params) and out.name == "p'"
+    got = jit(grad(lambda p, x: loss(p, x, nx)), compiler=compiler)(p, nx.tensor(x))
+    want = jax.grad(lambda p, x: loss(p, x, jnp))(Params(w=w, b=b), x)
+    assert isinstance(got, Params)
+    _close((got.w, got.b), (want.w, want.b), rtol=1e-5)
+
+
 def test_python_scalars_are_baked_in_per_value():
     f = from_jax(lambda x, k: x * k)
     x = nx.tensor(_x((2,)))

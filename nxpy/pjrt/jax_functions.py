@@ -48,7 +48,9 @@ def lower_function(fn, treedef, leaves, dynamic, specs):
     wide = any(dt.itemsize >= 8 for _, dt in specs)
     structs = [jax.ShapeDtypeStruct(shape, dt) for shape, dt in specs]
     with jax.enable_x64(True) if wide else contextlib.nullcontext():
-        text = jax.jit(flat).lower(*structs).as_text()
+        # keep_unused: the program takes every argument it is given (jit drops unused
+        # ones, as the vjp of a linear function drops its primal)
+        text = jax.jit(flat, keep_unused=True).lower(*structs).as_text()
     return text, out_tree[0]
 
 
