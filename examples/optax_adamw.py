@@ -84,18 +84,21 @@ def train(compiler="exla", steps=5, seed=0):
     return losses, params, opt_state
 
 
-def train_jax(steps=5, seed=0):
-    """The same training in plain JAX + optax (the loss written in ``jax.numpy``)."""
+def jax_loss(p, x, y):
+    """The loss written in ``jax.numpy``."""
+    h = jnp.tanh(x @ p["w1"] + p["b1"])
+    return jnp.mean((h @ p["w2"] + p["b2"] - y) ** 2)
+
+
+def train_in_jax(loss_fn, steps=5, seed=0):
+    """``steps`` AdamW steps of a ``jax.jit`` step over ``loss_fn`` (gradients by
+    ``jax.value_and_grad``, AdamW by optax in JAX)."""
     tx = optimizer()
     params, x, y = data(seed)
 
-    def jax_loss(p, x, y):
-        h = jnp.tanh(x @ p["w1"] + p["b1"])
-        return jnp.mean((h @ p["w2"] + p["b2"] - y) ** 2)
-
     @jax.jit
     def step(params, opt_state, x, y):
-        value, grads = jax.value_and_grad(jax_loss)(params, x, y)
+        value, grads = jax.value_and_grad(loss_fn)(params, x, y)
         updates, opt_state = tx.update(grads, opt_state, params)
         return value, optax.apply_updates(params, updates), opt_state
     opt_state, losses = tx.init(params), []
@@ -103,6 +106,11 @@ def train_jax(steps=5, seed=0):
         value, params, opt_state = step(params, opt_state, x, y)
         losses.append(float(value))
     return losses, params, opt_state
+
+
+def train_jax(steps=5, seed=0):
+    """The same training in plain JAX + optax (the loss written in ``jax.numpy``)."""
+    return train_in_jax(jax_loss, steps, seed)
 
 
 # ----------------------------------------------------------------------------------------
@@ -111,20 +119,7 @@ def train_jax(steps=5, seed=0):
 def train_to_jax(steps=5, seed=0):
     """The nxpy loss called from a ``jax.jit`` step through ``to_jax``; gradients by
     ``jax.value_and_grad`` (nxpy's backward pass), AdamW by optax in JAX."""
-    tx = optimizer()
-    params, x, y = data(seed)
-    nx_loss = to_jax(loss)
-
-    @jax.jit
-    def step(params, opt_state, x, y):
-        value, grads = jax.value_and_grad(nx_loss)(params, x, y)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return value, optax.apply_updates(params, updates), opt_state
-    opt_state, losses = tx.init(params), []
-    for _ in range(steps):
-        value, params, opt_state = step(params, opt_state, x, y)
-        losses.append(float(value))
-    return losses, params, opt_state
+    return train_in_jax(to_jax(loss), steps, seed)
 
 
 def main(argv):
