@@ -3,10 +3,12 @@ path, its results compared with an oracle's), switching the default backend, str
 checks of emitted MLIR through nxpy's own StableHLO parser (not substrings), and
 comparisons of results with JAX's."""
 import contextlib
+import importlib.util
 import json
 import math
 import re
 import zlib
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -310,3 +312,13 @@ def gen(t: str, shape, rng, domain="any"):
     if t in COMPLEX:
         v = v + 1j * rng.uniform(lo, hi, size=shape)
     return np.asarray(v).astype(d)
+
+
+def load_example(name: str):
+    """``examples/<name>.py`` as a module (the examples are scripts, not a package)."""
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"nxpy_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+

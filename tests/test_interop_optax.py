@@ -11,26 +11,20 @@ AdamW's first steps divide by ``sqrt(nu)``, which keeps relative errors of the g
 at their size (measured: below 1e-6)."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import nxpy as nx  # noqa: F401 - nxpy first: it starts XLA (conftest)
 
 import jax
+from helpers import load_example
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "optax_adamw.py"
 STEPS = 5
 
 
 @pytest.fixture(scope="module")
 def example():
-    spec = importlib.util.spec_from_file_location("nxpy_example_optax_adamw", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("optax_adamw")
 
 
 @pytest.fixture(scope="module")

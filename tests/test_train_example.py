@@ -1,21 +1,16 @@
 """examples/train.py, a few steps: the MLP trained with shard_map on a 2x2 mesh gives the
 same loss curve on nxpy's Evaluator, nxpy's EXLA and JAX, and the loss falls."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-TRAIN = Path(__file__).resolve().parents[1] / "examples" / "train.py"
+from helpers import load_example
+
 STEPS = 5
 
 
 @pytest.fixture(scope="module")
 def train():
-    spec = importlib.util.spec_from_file_location("nxpy_example_train", TRAIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("train")
 
 
 @pytest.fixture(scope="module")
