@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
 LIMIT := timeout -k 30 1800
 
-.PHONY: lint test roundtrip distributed soak fuzz demo train optax-example bench gpu-check clean
+.PHONY: lint test exhaustive roundtrip distributed soak fuzz demo train optax-example bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ lint: $(STAMP)
 
 test: $(STAMP)
 	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
+
+# the fast slice's covered products in full (tests/helpers.py `covering`): every case on
+# every path and dtype where `make test` takes each case on one, rotating; run before a stop
+exhaustive: $(STAMP)
+	NXPY_TEST_PRODUCT=full $(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
 
 # meshes across 2 and 4 processes on loopback (tests/test_distributed.py)
 distributed: $(STAMP)

@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import json
 import math
+import os
 import re
 import zlib
 from pathlib import Path
@@ -163,6 +164,32 @@ def run(f, *arrays, paths=PATHS, names=None):
         for leaf in (r if isinstance(r, (tuple, list)) else [r]):
             assert leaf.backend.name == "exla", "an eager op on EXLA tensors left the backend"
     return res
+
+
+# ----------------------------------------------------------------------------------------
+# Covering products: the fast slice and `make exhaustive`
+# ----------------------------------------------------------------------------------------
+#: ``make exhaustive`` (NXPY_TEST_PRODUCT=full) runs every combination of a covered product
+FULL_PRODUCT = os.environ.get("NXPY_TEST_PRODUCT", "") == "full"
+
+
+def covering(items, choices, full=None):
+    """``(item, choice)`` pairs: every pair under ``make exhaustive``; otherwise each item
+    with one choice, rotating through ``choices`` in order, so that every choice is taken
+    by about ``len(items) / len(choices)`` items and, where several items exercise the same
+    op (its dtypes, its cases), that op meets every choice. A path or a dtype is a
+    property of the backend, tested op by op on every path elsewhere; what a cross product
+    adds is mostly compile time. ``full=True`` forces the whole product.
+
+    >>> covering(["a", "b", "c", "d"], ("x", "y"), full=False)
+    [('a', 'x'), ('b', 'y'), ('c', 'x'), ('d', 'y')]
+    >>> len(covering(["a", "b"], ("x", "y", "z"), full=True))
+    6
+    """
+    items, choices = list(items), list(choices)
+    if FULL_PRODUCT if full is None else full:
+        return [(i, c) for i in items for c in choices]
+    return [(i, choices[k % len(choices)]) for k, i in enumerate(items)]
 
 
 # ----------------------------------------------------------------------------------------
