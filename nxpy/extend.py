@@ -20,6 +20,10 @@ An op is described once (its shape/type rule) and implemented per backend or com
   rule).
 * :func:`register_batch_rule` batches an op directly under ``nxpy.defn.vmap`` (without
   one, ``vmap`` runs the op once per example in a loop).
+* :func:`lower_stablehlo` gives a compiler plugin that consumes StableHLO (IREE, ...) the
+  module of a graph it was handed, lowered by nxpy's own rules; with
+  ``custom_calls=False`` the module calls no XLA custom-call target (the linear-algebra
+  solvers lower their portable form; an op with none is an error naming it).
 
 This module is a facade over the layers that own each registry (the op table in
 :mod:`nxpy.ops.core`, the rule tables of the compilers and of sharding propagation), so
@@ -44,7 +48,7 @@ from __future__ import annotations
 from . import shape as S, types as T
 from .backend import get_backend
 from .compilers.evaluator import register_eval_rule
-from .compilers.exla.lowering import register_lowering
+from .compilers.exla.lowering import LoweringError, lower_module, register_lowering
 from .compilers.spmd import register_spmd_rule
 from .defn.batch_rules import register_batch_rule
 from .defn.grad_rules import non_differentiable, register_grad_rule
@@ -56,7 +60,7 @@ from .tensor import Tensor
 __all__ = ["OpSpec", "OPS", "register_op", "implement", "fallback", "register_lowering",
            "register_eval_rule", "register_spmd_rule", "register_sharding_rule",
            "register_grad_rule", "non_differentiable", "register_batch_rule", "template_of",
-           "register_jvp_rule", "zero_tangent"]
+           "register_jvp_rule", "zero_tangent", "lower_stablehlo", "LoweringError"]
 
 
 def template_of(result) -> Tensor:
@@ -104,3 +108,29 @@ def implement(backend, op, fn):
     ``fn(backend, out, *args, **options) -> Tensor``."""
     target = backend if isinstance(backend, type) else type(get_backend(backend))
     setattr(target, op, fn)
+
+
+def lower_stablehlo(graph, *, custom_calls: bool = True, compiler: str | None = None,
+                    platform: str | None = None) -> str:
+    """The StableHLO module (text, module ``@nxpy``, function ``main``) of ``graph``, the
+    :class:`~nxpy.defn.Fn` a compiler's ``compile(graph, opts)`` receives, lowered by
+    nxpy's rules (``register_lowering``) as EXLA lowers it for ``platform`` (default: the
+    platform of nxpy's XLA client; it only picks the form of platform-specific custom
+    calls). Parameters and results are in ``graph.params``/``graph.outputs`` order.
+
+    ``custom_calls=False`` is for a compiler that runs StableHLO without XLA's custom-call
+    targets: the module calls none. Ops whose rule has a portable form (the
+    linear-algebra solvers, ``nxpy.ops.core.PORTABLE``) lower it; any other custom call
+    (a host callback: ``hook``, ``print_value``, ``runtime_call``) raises
+    :class:`LoweringError` (a ``NotImplementedError``) naming the op and ``compiler``.
+    A compiler without ``supports(op)`` never receives those ops anyway: ``defn`` traces
+    them as their portable compositions (``nxpy.defn.Compiler``).
+
+    >>> import nxpy as nx
+    >>> from nxpy.extend import lower_stablehlo
+    >>> g = nx.defn.trace(lambda x: nx.sum(x * 2), [nx.template((3,), "f32")])
+    >>> print(lower_stablehlo(g, custom_calls=False).splitlines()[1].strip())
+    func.func public @main(%arg0: tensor<3xf32>) -> (tensor<f32>) {
+    """
+    return lower_module(graph, platform=platform, custom_calls=custom_calls,
+                        compiler=compiler)

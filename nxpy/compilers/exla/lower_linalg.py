@@ -153,6 +153,7 @@ def solver_call(c: Ctx, op: str, routine: str, operands, results, *, matrix_in, 
     ``matrix_out`` say which operands and results are (batches of) matrices, passed
     column-major; on GPUs the first result aliases the first operand unless ``alias`` is
     False."""
+    c.refuse_custom_call(target_name(c, op, routine, operands[0].type))
     cfg = ", ".join(f"{k} = {_option(v)}" for k, v in (config or {}).items())
     gpu = c.platform in GPU_PREFIX
     batch = {"mhlo.frontend_attributes": f'{{num_batch_dims = "{batch_dims}"}}'}
@@ -268,9 +269,11 @@ def _results(e: Expr):
 # ----------------------------------------------------------------------------------------
 # Lowering nxpy ops inline: the pivot loop, gathers, and the portable fallback
 # ----------------------------------------------------------------------------------------
-def _unsupported(platform: str) -> frozenset:
-    """The linear-algebra ops with no target on ``platform`` (traced as compositions)."""
-    return frozenset(op for op, by_platform in TARGETS.items() if platform not in by_platform)
+def _unsupported(platform: str, custom_calls: bool = True) -> frozenset:
+    """The linear-algebra ops with no target on ``platform`` (traced as compositions):
+    all of them in a module without custom calls."""
+    return frozenset(op for op, by_platform in TARGETS.items()
+                     if not custom_calls or platform not in by_platform)
 
 
 def lower_traced(c: Ctx, fun, args: list[Val]) -> list[Val]:
@@ -278,7 +281,7 @@ def lower_traced(c: Ctx, fun, args: list[Val]) -> list[Val]:
     linear-algebra ops it uses that have no target on this platform as their
     compositions)."""
     fn = trace_fn(lambda *xs: fun(*xs), [(v.shape, v.type, None) for v in args],
-                  expand=_unsupported(c.platform))
+                  expand=_unsupported(c.platform, c.custom_calls))
     sub = Ctx(c.b, {}, c)
     return sub.lower_body(fn, list(args))
 
@@ -304,7 +307,8 @@ def _solver_lowering(op: str):
     def register(rule):
         @functools.wraps(rule)
         def lower(c: Ctx, e: Expr, *args):
-            if c.platform not in platforms and not any(_empty(v.shape) for v in args):
+            if ((c.platform not in platforms or not c.custom_calls)
+                    and not any(_empty(v.shape) for v in args)):
                 return lower_portable(c, e, list(args))
             return rule(c, e, *args)
         register_lowering(op)(lower)

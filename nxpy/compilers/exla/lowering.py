@@ -107,6 +107,13 @@ class Ctx:
         p = self.info.get("platform")
         return p if p is not None else default_platform()
 
+    @property
+    def custom_calls(self) -> bool:
+        """Whether the module may call ``stablehlo.custom_call`` targets (``lower_module``'s
+        ``custom_calls``): False for a compiler that runs StableHLO without XLA's
+        custom-call registry (rules with a portable form lower it instead)."""
+        return self.info.get("custom_calls", True)
+
     # --- values ------------------------------------------------------------------------
     def lookup(self, e: Expr):
         c = self
@@ -183,7 +190,10 @@ class Ctx:
     def custom_call(self, target: str, operands, results, *, backend_config: str = "",
                     api_version: int = 4, has_side_effect: bool = False):
         """``stablehlo.custom_call @target(operands)``: the hook for kernels XLA does not
-        have (the target must be registered with XLA in this process to run)."""
+        have (the target must be registered with XLA in this process to run). In a module
+        lowered with ``custom_calls=False`` it raises a :class:`LoweringError` naming the
+        op being lowered, the target and the compiler."""
+        self.refuse_custom_call(target)
         attrs = {"call_target_name": f'"{target}"', "api_version": f"{api_version} : i32",
                  "backend_config": f'"{backend_config}"' if api_version < 4 else
                  f"{{{backend_config}}}" if backend_config else "{}"}
@@ -213,6 +223,16 @@ class Ctx:
                                 has_side_effect=True)
         self.token, *vals = outs
         return vals
+
+    def refuse_custom_call(self, target: str) -> None:
+        """Raises a :class:`LoweringError` if this module may not call custom calls (see
+        :attr:`custom_calls`), naming the op being lowered, ``target`` and the compiler."""
+        if not self.custom_calls:
+            who = self.info.get("compiler")
+            raise LoweringError(
+                f"op {self.info.get('op', '?')!r} lowers to the custom call {target!r}, which "
+                f"{f'compiler {who!r}' if who else 'this compiler'} cannot run (its modules "
+                f"are lowered with custom_calls=False); this op has no portable form")
 
     # --- regions -----------------------------------------------------------------------
     def scalar_region(self, t: T.Type, n_inputs: int, body) -> str:
@@ -248,7 +268,9 @@ class Ctx:
                 raise LoweringError(f"the EXLA compiler has no lowering for op {e.op!r}; "
                                     f"register one with nxpy.compilers.exla.register_lowering")
             args = [self._arg(a) for a in e.args]
+            outer, self.info["op"] = self.info.get("op"), e.op  # for errors: the op lowered
             self.env[e.id] = _checked(e, rule, rule(self, e, *args))
+            self.info["op"] = outer
         return [self.lookup(t.data) for t in fn.outputs]
 
     def _arg(self, a):
@@ -747,13 +769,17 @@ def donation_aliases(graph: Fn, in_shardings=None, out_shardings=None) -> dict:
 
 def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
                  arg_attrs=None, result_attrs=None, preamble: str = "", info=None,
-                 in_shardings=None, out_shardings=None, platform=None) -> str:
+                 in_shardings=None, out_shardings=None, platform=None,
+                 custom_calls: bool = True, compiler: str | None = None) -> str:
     """The whole module for ``graph`` as ``main``, lowered for ``platform`` (``cpu``,
     ``cuda``, ``rocm``, ``tpu``; default :func:`default_platform`); ``arg_attrs``/
     ``result_attrs`` are optional per-position attribute dicts (shardings). Donated
     parameters are aliased to results (``tf.aliasing_output``, as JAX emits it). A module
     calling host callbacks is a :class:`nxpy.pjrt.CallbackModule`: the text holds its
-    callbacks."""
+    callbacks. With ``custom_calls=False`` (for ``compiler``, a name for errors) the module
+    calls no ``stablehlo.custom_call``: ops with a portable form (the linear-algebra
+    solvers) lower it, and any other custom call (host callbacks) is a
+    :class:`LoweringError` naming the op (``nxpy.extend.lower_stablehlo``)."""
     platform = check_platform(platform)
     if graph.donated:
         arg_attrs = [dict(a) for a in arg_attrs] if arg_attrs else \
@@ -762,7 +788,8 @@ def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
             arg_attrs[i]["tf.aliasing_output"] = f"{j} : i32"
     b = Builder()
     # one list for the whole module (sub-contexts share it, copies of ``info`` too)
-    info = {**(info or {}), "host_callbacks": [], "platform": platform}
+    info = {**(info or {}), "host_callbacks": [], "platform": platform,
+            "custom_calls": bool(custom_calls), "compiler": compiler}
     ctx = Ctx(b, {}, info=info)
     params = [Val(f"%arg{i}", p.shape, p.type) for i, p in enumerate(graph.params)]
     outs = ctx.lower_body(graph, params)

@@ -1,0 +1,164 @@
+"""nxpy-iree: an nxpy compiler plugin that compiles and runs nxpy programs with IREE.
+
+Registered as the compiler ``iree`` through the ``nxpy.compilers`` entry point, so once
+installed ``jit(f, compiler="iree")`` and ``@defn(compiler="iree")`` work. It uses only
+nxpy's public plugin API:
+
+* the Compiler protocol (:class:`nxpy.defn.Compiler`): ``defn`` traces the function and
+  hands over the graph; this compiler declares no ``supports``, so the ops with a
+  portable implementation (the linear-algebra primitives) reach it as compositions;
+* :func:`nxpy.extend.lower_stablehlo` with ``custom_calls=False``: nxpy's own StableHLO,
+  with no XLA custom-call target in it (an op that would need one, such as a host
+  callback, is an error naming the op and this plugin);
+* :func:`iree.compiler.compile_str` (``input_type="stablehlo"``) for the target backend
+  (option ``target``, default ``llvm-cpu``), and :mod:`iree.runtime` on the driver
+  (option ``driver``, default ``local-task``) to run it.
+
+Compiled modules are cached per module text, so per argument templates (``defn`` already
+keeps one program per templates; a second ``jit`` of the same function reuses the
+compiled module). Results are NumPy-backed tensors on nxpy's default backend.
+
+>>> import nxpy as nx
+>>> from nxpy.defn import jit
+>>> jit(lambda x: nx.sum(x * 2), compiler="iree")(nx.tensor([1.0, 2.0])).tolist()
+6.0
+"""
+from __future__ import annotations
+
+import re
+import threading
+
+import iree.compiler as ic
+import iree.runtime as ir
+import numpy as np
+
+import nxpy as nx
+from nxpy.defn import Compiler
+from nxpy.extend import LoweringError, lower_stablehlo
+
+__all__ = ["IreeCompiler", "IreeCompileError", "UNSUPPORTED", "compile_module"]
+
+#: nxpy ops this plugin does not run, with the reason (the plugin's declared unsupported
+#: set; the README lists it). A graph using one is refused before IREE sees it, with a
+#: NotImplementedError naming the op and the plugin (what the conformance kit reports as
+#: unsupported).
+UNSUPPORTED = {
+    "shard_map": "an SPMD program over a device mesh (collectives): IREE's llvm-cpu target "
+                 "compiles single-device modules",
+}
+
+#: the IREE flags every compile gets: keep f64 and i64 (IREE demotes them by default)
+BASE_FLAGS = ("--iree-input-demote-f64-to-f32=false", "--iree-input-demote-i64-to-i32=false")
+
+
+class IreeCompileError(RuntimeError):
+    """IREE failed to compile a module nxpy lowered (names the StableHLO ops it reported)."""
+
+
+def _graph_ops(graph, seen=None):
+    seen = set() if seen is None else seen
+    for e in graph.nodes:
+        seen.add(e.op)
+        for fn in getattr(e, "fns", None) or ():
+            _graph_ops(fn, seen)
+    return seen
+
+
+_COMPILED: dict = {}  # (module text, target, flags) -> vmfb bytes, for the whole process
+_LOCK = threading.Lock()
+
+
+def compile_module(text: str, target: str = "llvm-cpu", flags=()) -> bytes:
+    """The IREE VM flatbuffer of StableHLO module ``text`` for ``target`` (cached)."""
+    key = (str(text), target, tuple(flags))
+    vmfb = _COMPILED.get(key)
+    if vmfb is None:
+        try:
+            vmfb = ic.compile_str(str(text), input_type="stablehlo", target_backends=[target],
+                                  extra_args=list(BASE_FLAGS) + list(flags))
+        except ic.CompilerToolError as err:
+            msg = str(err)
+            ops = sorted(set(re.findall(r"'(stablehlo\.[a-z_]+)'", msg)))
+            first = next((ln.strip() for ln in msg.splitlines() if "error:" in ln), msg[:300])
+            raise IreeCompileError(
+                f"IREE (nxpy-iree plugin, target {target}) could not compile the module"
+                f"{' (StableHLO ops named: ' + ', '.join(ops) + ')' if ops else ''}: "
+                f"{first}") from None
+        with _LOCK:
+            _COMPILED[key] = vmfb
+    return vmfb
+
+
+class IreeCompiler(Compiler):
+    """nxpy programs compiled by IREE. Options: ``target`` (IREE target backend, default
+    ``llvm-cpu``), ``driver`` (IREE runtime driver, default ``local-task``),
+    ``target_cpu`` (llvm-cpu's CPU, default ``host``), ``flags`` (more iree-compile
+    flags, a tuple of str)."""
+
+    name = "iree"
+    options = frozenset({"target", "driver", "target_cpu", "flags"})
+
+    def __init__(self):
+        self._devices = {}
+        self._lock = threading.Lock()
+
+    def device(self, driver: str):
+        """The IREE device of ``driver`` (one per driver, made on first use)."""
+        with self._lock:
+            dev = self._devices.get(driver)
+            if dev is None:
+                dev = self._devices[driver] = ir.get_driver(driver).create_default_device()
+            return dev
+
+    def lower(self, graph) -> str:
+        """The StableHLO of ``graph``, with no custom calls (refused ops named)."""
+        used = _graph_ops(graph)
+        for op in sorted(used & set(UNSUPPORTED)):
+            raise NotImplementedError(f"the nxpy-iree plugin (compiler 'iree') does not run op "
+                                      f"{op!r}: {UNSUPPORTED[op]}")
+        key = ("iree_module",)
+        text = graph.cache.get(key)
+        if text is None:
+            try:
+                text = graph.cache[key] = lower_stablehlo(graph, custom_calls=False,
+                                                          compiler="iree")
+            except LoweringError as err:
+                raise LoweringError(f"nxpy-iree plugin: {err}") from None
+        return text
+
+    def compile(self, graph, opts):
+        target = opts.get("target", "llvm-cpu")
+        driver = opts.get("driver", "local-task")
+        flags = tuple(opts.get("flags", ()))
+        if target == "llvm-cpu":
+            flags = (f"--iree-llvmcpu-target-cpu={opts.get('target_cpu', 'host')}",) + flags
+        vmfb = compile_module(self.lower(graph), target, flags)
+        config = ir.Config(device=self.device(driver))
+        ctx = ir.SystemContext(config=config)
+        ctx.add_vm_module(ir.VmModule.copy_buffer(ctx.instance, vmfb))
+        main = ctx.modules.nxpy["main"]
+        backend = self.result_backend(opts)
+        outs = [(t.shape, t.type, t.names) for t in graph.outputs]
+        dtypes = [p.type.dtype for p in graph.params]
+        lock = threading.Lock()  # one call at a time per program (IREE's invoker state)
+
+        def host(a, dtype):
+            arr = a if isinstance(a, np.ndarray) else a.to_numpy()
+            return np.asarray(arr, dtype=dtype, order="C")  # 0-d stays 0-d
+
+        def run(args):
+            arrays = [host(a, d) for a, d in zip(args, dtypes)]
+            with lock:
+                res = main(*arrays)
+            if not isinstance(res, (tuple, list)):
+                res = (res,) if res is not None else ()
+            return [backend.from_numpy(np.asarray(r.to_host() if hasattr(r, "to_host") else r)
+                                       .reshape(s), t, n) for r, (s, t, n) in zip(res, outs)]
+
+        run.module = vmfb
+        run.copies_inputs = True
+        run.takes_arrays = True
+        return run
+
+    def result_backend(self, opts):
+        return nx.get_backend("numpy")

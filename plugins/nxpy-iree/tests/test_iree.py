@@ -1,0 +1,131 @@
+"""The iree compiler against EXLA: op families, grad and vmap of an MLP loss, while_loop,
+cond, linalg.solve through the portable fallback, random bits, errors, caching and the
+entry point. Each test compiles one or two programs (an IREE compile takes seconds)."""
+import numpy as np
+import pytest
+
+import nxpy as nx
+from nxpy import plugins
+from nxpy.defn import grad, jit, vmap
+
+import nxpy_iree
+
+RNG = np.random.default_rng(0)
+
+
+def both(f, *args, rtol=1e-5, atol=1e-6, exact=False):
+    """``f`` jitted with iree and with exla on ``args``: results compared, iree's returned."""
+    got = jit(f, compiler="iree")(*args)
+    want = jit(f, compiler="exla")(*args)
+    gl, wl = (x if isinstance(x, (tuple, list)) else (x,) for x in (got, want))
+    assert len(gl) == len(wl)
+    for g, w in zip(gl, wl):
+        assert (g.shape, str(g.type)) == (w.shape, str(w.type))
+        if exact:
+            np.testing.assert_array_equal(g.to_numpy(), w.to_numpy())
+        else:
+            np.testing.assert_allclose(g.to_numpy(), w.to_numpy(), rtol=rtol, atol=atol)
+    return got
+
+
+def test_found_by_entry_point():
+    assert "iree" in plugins.COMPILERS.names()
+    assert "entry point 'nxpy_iree:IreeCompiler'" in plugins.COMPILERS.origin("iree")
+    assert isinstance(nx.defn.compiler.get_compiler("iree"), nxpy_iree.IreeCompiler)
+
+
+def test_elementwise_dtypes():
+    """f32, f64, i64, bool and bf16 in one program: IREE's demotion of f64/i64 is off."""
+    def f(a, b, i, m):
+        y = nx.tanh(a) * nx.exp(-nx.abs(b)) + nx.log1p(a * a) / (1 + b * b)
+        return (y, nx.sqrt(b.astype("f64") + 3.0) * 1e300 / 1e300, i * 3 - (i >> 1),
+                m & (a > 0), (a * 2).astype("bf16"))
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal((4,)).astype(np.float32)
+    i = RNG.integers(-2**40, 2**40, (4,))
+    m = np.array([[True, False, True, True]] * 3)
+    out = both(f, a, b, i, m)
+    assert [str(t.type) for t in out] == ["f32", "f64", "s64", "pred", "bf16"]
+
+
+def test_dot_and_reductions():
+    def f(x, w):
+        y = nx.dot(x, w)
+        return nx.sum(y, axes=[0]), nx.reduce_max(y, axes=[-1]), nx.argmin(y, axis=1), \
+            nx.mean(y), nx.cumulative_sum(x, axis=1)
+    both(f, RNG.standard_normal((5, 3)).astype(np.float32),
+         RNG.standard_normal((3, 2)).astype(np.float32))
+
+
+def _loss(w1, w2, x, y):
+    h = nx.tanh(nx.dot(x, w1))
+    return nx.mean((nx.dot(h, w2) - y) ** 2)
+
+
+W1 = RNG.standard_normal((4, 8)).astype(np.float32)
+W2 = RNG.standard_normal((8, 1)).astype(np.float32)
+X = RNG.standard_normal((6, 4)).astype(np.float32)
+Y = RNG.standard_normal((6, 1)).astype(np.float32)
+
+
+def test_grad_of_mlp_loss():
+    both(grad(_loss, argnums=(0, 1)), W1, W2, X, Y, rtol=1e-4, atol=1e-5)
+
+
+def test_vmap_of_mlp_grad():
+    per_example = vmap(grad(_loss), in_axes=(None, None, 0, 0))
+    both(per_example, W1, W2, X[:, None], Y[:, None], rtol=1e-4, atol=1e-5)
+
+
+def test_while_loop_and_cond():
+    def f(x, n):
+        def body(s):
+            return {"i": s["i"] + 1, "x": nx.cond(s["i"] % 2 == 0, lambda: s["x"] * 2,
+                                                  lambda: s["x"] - 1)}
+        s = nx.defn.while_loop(lambda s: s["i"] < n, body, {"i": 0, "x": x})
+        return s["x"], nx.cond(nx.sum(x) > 0, lambda: x + 100, lambda: -x)
+    both(f, np.array([1.0, -3.0], np.float32), np.int32(5))
+
+
+def test_linalg_solve_takes_the_portable_fallback():
+    a = RNG.standard_normal((4, 4)).astype(np.float32) + 4 * np.eye(4, dtype=np.float32)
+    b = RNG.standard_normal((4, 2)).astype(np.float32)
+    comp = nx.defn.compiler.get_compiler("iree")
+    text = comp.lower(nx.defn.trace(nx.linalg.solve, [nx.tensor(a), nx.tensor(b)],
+                                    expand=nx.defn.tracing.expansions(comp)))
+    assert "custom_call" not in text and "lapack" not in text
+    got = both(nx.linalg.solve, a, b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got.to_numpy(), np.linalg.solve(a, b), rtol=1e-4, atol=1e-5)
+
+
+def test_random_normal_split_bit_for_bit():
+    f = lambda k: nx.random.normal_split(k, shape=(3, 5))  # noqa: E731
+    both(f, nx.random.key(42), exact=True)
+
+
+def test_host_callbacks_are_refused_with_the_op_named():
+    f = jit(lambda x: nx.defn.hook(x * 2, lambda v: None) + 1, compiler="iree")
+    with pytest.raises(NotImplementedError,
+                       match=r"nxpy-iree plugin: op 'hook' lowers to the custom call .* which "
+                             r"compiler 'iree' cannot run"):
+        f(nx.tensor([1.0]))
+
+
+def test_shard_map_is_refused_by_the_protocol():
+    """No compile_sharded: nxpy's protocol refuses shard_map (collectives) for the plugin."""
+    mesh = nx.Mesh("m", (1,), ("x",))
+    f = jit(nx.defn.shard_map(lambda x: nx.defn.psum(x, "x"), mesh, in_specs=(nx.P("x"),),
+                              out_specs=nx.P()), compiler="iree")
+    with pytest.raises(ValueError, match=r"compiler 'iree' has no sharded entry point"):
+        f(nx.tensor([1.0, 2.0]))
+
+
+def test_options_and_cache():
+    with pytest.raises(ValueError, match="unknown option 'device_id' for compiler 'iree'"):
+        jit(lambda x: x + 1, compiler="iree", device_id=0)(nx.tensor(1.0))
+    f = lambda x: x * 3 - 1  # noqa: E731
+    x = nx.tensor([1.0, 2.0])
+    jit(f, compiler="iree", driver="local-sync")(x)
+    before = len(nxpy_iree._COMPILED)
+    got = jit(f, compiler="iree", driver="local-sync")(nx.tensor([5.0, 6.0]))
+    assert len(nxpy_iree._COMPILED) == before and got.tolist() == [14.0, 17.0]
