@@ -36,7 +36,6 @@ and the step with ``nx.save`` (``--resume`` continues from it), and at the end t
 sampled with a KV cache (a ``scan`` over positions, ``put_slice`` into the cache), with a
 temperature and top-k.
 """
-from __future__ import annotations
 
 import argparse
 import math
