@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
 LIMIT := timeout -k 30 1800
 
-.PHONY: lint test exhaustive roundtrip distributed soak fuzz demo train optax-example bench gpu-check clean
+.PHONY: lint test exhaustive roundtrip distributed soak fuzz demo train optax-example gpt bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -77,6 +77,11 @@ train: $(STAMP)
 # optax's AdamW in an nxpy step (from_jax) and an nxpy loss in a jax.jit step (to_jax)
 optax-example: $(STAMP)
 	$(PY) examples/optax_adamw.py
+
+# a character-level GPT on Tiny Shakespeare (examples/gpt.py; ARGS="--mesh 2x2": 4 devices)
+GPT_STEPS ?= 200
+gpt: $(STAMP)
+	$(PY) examples/gpt.py --steps $(GPT_STEPS) $(ARGS)
 
 bench: $(STAMP)
 	$(PY) -m bench
