@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
 LIMIT := timeout -k 30 1800
 
-.PHONY: lint test exhaustive roundtrip distributed soak fuzz demo train optax-example gpt bench gpu-check clean
+.PHONY: iree iree-kit lint test exhaustive roundtrip distributed soak fuzz demo train optax-example gpt bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -67,6 +67,19 @@ fuzz: $(STAMP)
 # GPU and jax's CUDA plugin, a slice of the suite, the demo and a benchmark against JAX
 gpu-check: $(STAMP)
 	timeout -k 30 900 $(PY) -m bench.gpu_check
+
+# the IREE compiler plugin (plugins/nxpy-iree): its IREE wheels and the plugin, editable,
+# into the venv, then its tests; iree-kit: the whole conformance kit with compiler=iree
+IREE_STAMP := $(VENV)/.iree-installed
+$(IREE_STAMP): $(STAMP) plugins/nxpy-iree/pyproject.toml
+	$(PY) -m pip install -q -e plugins/nxpy-iree
+	touch $(IREE_STAMP)
+
+iree: $(IREE_STAMP)
+	$(LIMIT) $(PY) -m pytest -q -n 2 -p no:cacheprovider plugins/nxpy-iree/tests
+
+iree-kit: $(IREE_STAMP)
+	$(LIMIT) $(PY) -m pytest -q -n auto -p no:cacheprovider -rs --pyargs nxpy.testing --nxpy-compiler=iree
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
