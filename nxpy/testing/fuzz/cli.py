@@ -5,6 +5,7 @@
     python -m nxpy.testing.fuzz --seed 0 --index 17 --show  # one program, described
     python -m nxpy.testing.fuzz --seed 0 --index 17 --vmap --show  # with its batch
     python -m nxpy.testing.fuzz --sharded --seed 0 --index 19 --show  # one sharded program
+    python -m nxpy.testing.fuzz --seed 0 --count 20 --compiler iree  # a plugin compiler too
 
 ``docs/fuzzing.md`` says how to read a mismatch and reproduce it."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import time
 import warnings
 
+import nxpy as nx
 from ... import pjrt
 from .checks import vmap_spec
 from .generator import generate
@@ -40,6 +42,9 @@ def main(argv=None) -> int:
     ap.add_argument("--vmap-every", type=int, default=1, metavar="N",
                     help="when fuzzing: check vmap of every N-th program (0: none; default 1)")
     ap.add_argument("--show", action="store_true")
+    ap.add_argument("--compiler", action="append", default=[], metavar="NAME",
+                    help="one more path: jit with this compiler (a plugin's name, e.g. iree; "
+                         "repeatable), on the single-device programs")
     a = ap.parse_args(argv)
     if a.vmap and a.sharded:
         ap.error("--vmap: sharded programs are not batched")
@@ -52,14 +57,17 @@ def main(argv=None) -> int:
             if a.vmap:
                 print(vmap_spec(prog).describe(prog))
         try:
-            check(prog, vmap=a.vmap)
+            check(prog, vmap=a.vmap, compilers=a.compiler)
         except Mismatch as err:
             print(f"MISMATCH {err}")
             return 1
         print("ok")
         return 0
     t0 = time.perf_counter()
-    found = run_many(a.seed, a.count, a.start, out=sys.stdout, vmap_every=a.vmap_every)
+    for name in a.compiler:  # an unknown name fails here, not as a mismatch per program
+        nx.plugins.COMPILERS.get(name)
+    found = run_many(a.seed, a.count, a.start, out=sys.stdout, vmap_every=a.vmap_every,
+                     compilers=a.compiler)
     print(f"fuzzed {a.count} programs (seed {a.seed}, from {a.start}) in "
           f"{time.perf_counter() - t0:.0f} s: {len(found)} mismatch(es)")
     return 1 if found else 0

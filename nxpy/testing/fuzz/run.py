@@ -30,8 +30,9 @@ from .sharded import ShardedProgram, check_sharded, generate_sharded
 __all__ = ["check", "run_many"]
 
 
-def _paths(prog: Program):
-    """Results of every nxpy path: name -> list of (array, type, names)."""
+def _paths(prog: Program, compilers=()):
+    """Results of every nxpy path (and of ``jit`` with each of ``compilers``, plugin
+    compilers by name): name -> list of (array, type, names)."""
     args = [nx.tensor(leaf.array(), type=leaf.type, names=list(leaf.names) if leaf.names else None)
             for leaf in prog.leaves()]
     fn = prog.function()
@@ -50,6 +51,8 @@ def _paths(prog: Program):
         record("numpy", lambda: fn(*args))
         record("evaluator", lambda: jit(fn, compiler="evaluator")(*args))
         record("exla", lambda: jit(fn, compiler="exla")(*args))
+        for name in compilers:
+            record(name, lambda: jit(fn, compiler=name)(*args))
         loaded = {}
         try:
             prog_ = load(to_mlir(fn, *args))
@@ -78,19 +81,21 @@ def _jax_results(prog: Program):
         return [np.asarray(x) for x in leaves]
 
 
-def check(prog, *, with_jax: bool = True, vmap: bool = False) -> None:
+def check(prog, *, with_jax: bool = True, vmap: bool = False, compilers=()) -> None:
     """Runs ``prog`` on every path; raises :class:`Mismatch` (with the program's
     description and a repro command) when two disagree. ``vmap``: then checks
-    :func:`check_vmap` too (single-device programs)."""
+    :func:`check_vmap` too (single-device programs). ``compilers``: more compilers (plugin
+    names, ``--compiler`` on the command line) whose ``jit`` of a single-device program is
+    one more path."""
     if isinstance(prog, ShardedProgram):
         return check_sharded(prog)
-    _check_paths(prog, with_jax)
+    _check_paths(prog, with_jax, tuple(compilers))
     if vmap:
         check_vmap(prog, with_jax=with_jax)
 
 
-def _check_paths(prog, with_jax):
-    res = _paths(prog)
+def _check_paths(prog, with_jax, compilers=()):
+    res = _paths(prog, compilers)
     ref = res.pop("numpy")
     if isinstance(ref, Exception):
         _fail(prog, f"the NumPy backend failed: {type(ref).__name__}: {ref}")
@@ -127,17 +132,18 @@ def _check_paths(prog, with_jax):
 
 
 def run_many(seed: int, count: int, start: int = 0, sharded_every: int = 10, stop_on_first=False,
-             out=None, vmap_every: int = 1) -> list:
+             out=None, vmap_every: int = 1, compilers=()) -> list:
     """Checks programs ``start .. start+count-1`` of stream ``seed`` (every
     ``sharded_every``-th is a sharded one; single-device programs whose index is a
     multiple of ``vmap_every`` also batched, :func:`check_vmap`; 0: none); returns the
-    mismatches."""
+    mismatches. ``compilers``: more compilers checked on every single-device program
+    (:func:`check`)."""
     found = []
     for k in range(start, start + count):
         sharded = sharded_every and k % sharded_every == sharded_every - 1
         prog = generate_sharded(seed, k) if sharded else generate(seed, k)
         try:
-            check(prog, vmap=bool(vmap_every) and k % vmap_every == 0)
+            check(prog, vmap=bool(vmap_every) and k % vmap_every == 0, compilers=compilers)
         except Mismatch as err:
             found.append(err)
             if out:
