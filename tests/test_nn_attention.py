@@ -16,6 +16,8 @@ import nxpy as nx
 from nxpy import nn
 from nxpy.defn import grad, jit, vmap
 
+from helpers import covering
+
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
 
@@ -91,8 +93,8 @@ def _close(got, want, t, what):
     assert err <= bound, f"{what}: max error {err} > {bound}"
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("path", PATHS)
+# each option on one path, rotating (every path in full under `make exhaustive`)
+@pytest.mark.parametrize("case,path", covering(sorted(CASES), PATHS))
 def test_options_f32(case, path):
     kw = CASES[case]
     args = _data(0)
@@ -104,8 +106,8 @@ def test_options_f32(case, path):
         _close(g, w, "f32", f"{case} on {path}, result {i}")
 
 
-@pytest.mark.parametrize("heads", [(4, 4), (4, 2), (4, 1), (6, 3)])
-@pytest.mark.parametrize("rank", [3, 4])
+# each grouping in one rank, both ranks met (the product: make exhaustive)
+@pytest.mark.parametrize("heads,rank", covering([(4, 4), (4, 2), (4, 1), (6, 3)], [3, 4]))
 def test_grouped_heads_and_rank(heads, rank):
     n, k = heads
     args = _data(2, n=n, k=k, rank=rank)
@@ -114,8 +116,7 @@ def test_grouped_heads_and_rank(heads, rank):
     _close(got, _ref(args, {"is_causal": True}), "f32", f"heads {heads}, rank {rank}")
 
 
-@pytest.mark.parametrize("t", ["f64", "bf16", "f16"])
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("t,path", covering(["f64", "bf16", "f16"], PATHS))
 def test_types(t, path):
     kw = {"is_causal": True, "bias": OPTS["bias"].astype(_dt(t)), "mask": OPTS["mask"]}
     args = _data(3, t)
@@ -124,8 +125,8 @@ def test_types(t, path):
     _close(got, _ref(args, kw, x64=t == "f64"), t, f"{t} on {path}")
 
 
-@pytest.mark.parametrize("case", ["plain", "bias", "mask_per_head", "lengths", "window"])
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
+@pytest.mark.parametrize("case,path", covering(
+    ["plain", "bias", "mask_per_head", "lengths", "window"], ["evaluator", "exla"]))
 def test_grad(case, path):
     kw = {k: v for k, v in CASES[case].items()}
     args = _data(4)
