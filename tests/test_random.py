@@ -108,23 +108,39 @@ for seed, shape in [(0, (10,)), (1, (4, 3)), (2, (1,))]:
                                                               .reshape(s).astype(jnp.int32))))
 
 
-@pytest.mark.parametrize("seed,shape,t,nf,jf,exact", CASES)
-def test_bits_like_jax(seed, shape, t, nf, jf, exact):
-    with _x64([t]):
-        want = np.asarray(jax.jit(lambda k: jf(k, shape, t))(_jkey(seed)))
-    key = R.key(seed)
-    runs = {"numpy": nf(key, shape, t)}
+GROUP = 12  # cases per compiled program: one JAX, Evaluator and EXLA compile each
+_NARROW = [c for c in CASES if c.values[2] not in WIDE]
+_WIDE = [c for c in CASES if c.values[2] in WIDE]  # JAX under x64
+GROUPS = [part[i:i + GROUP] for part in (_NARROW, _WIDE) for i in range(0, len(part), GROUP)]
+
+
+@pytest.mark.parametrize("group", range(len(GROUPS)))
+def test_bits_like_jax(group):
+    """Each group of :data:`CASES` as one program on each path (and one JAX program): every
+    case bit for bit on EXLA, and off EXLA where it is exact everywhere."""
+    cases = [c.values for c in GROUPS[group]]
+    ids = [c.id for c in GROUPS[group]]
+    with _x64([c[2] for c in cases]):
+        want = jax.jit(lambda ks: [jf(ks[i], shape, t) for i, (_, shape, t, _, jf, _)
+                                   in enumerate(cases)])(jnp.stack([_jkey(c[0]) for c in cases]))
+        want = [np.asarray(w) for w in want]
+
+    def f(keys):
+        return [nf(keys[i], shape, t) for i, (_, shape, t, nf, _, _) in enumerate(cases)]
+    keys = nx.stack([R.key(c[0]) for c in cases])
+    runs = {"numpy": f(keys)}
     for c in COMPILERS:
-        runs[c] = jit(lambda k: nf(k, shape, t), compiler=c)(key)
-    for where, got in runs.items():
-        got = got.to_numpy()
-        assert got.shape == want.shape and got.dtype == want.dtype, where
-        if exact or where == "exla":
-            np.testing.assert_array_equal(_bits_of(got), _bits_of(want), err_msg=where)
-        else:  # the documented exceptions off EXLA (docs/random.md, "Bit equality with
-            # JAX"): f64 uniform on a range (XLA's f64 FMA), f64 normal (XLA's f64
-            # erf_inv), gumbel (XLA's f32 log): a few ulps apart
-            assert _ulps(got, want) <= 8, where
+        runs[c] = jit(f, compiler=c)(keys)
+    for where, outs in runs.items():
+        for cid, (_, _, _, _, _, exact), w, got in zip(ids, cases, want, outs):
+            got, what = got.to_numpy(), f"{cid} on {where}"
+            assert got.shape == w.shape and got.dtype == w.dtype, what
+            if exact or where == "exla":
+                np.testing.assert_array_equal(_bits_of(got), _bits_of(w), err_msg=what)
+            else:  # the documented exceptions off EXLA (docs/random.md, "Bit equality
+                # with JAX"): f64 uniform on a range (XLA's f64 FMA), f64 normal (XLA's
+                # f64 erf_inv), gumbel (XLA's f32 log): a few ulps apart
+                assert _ulps(got, w) <= 8, what
 
 
 def test_case_count():
