@@ -19,6 +19,8 @@ from nxpy import pjrt, telemetry
 from nxpy.cache import LockedCache
 from nxpy.defn import default_options, jit, shard_jit
 
+from helpers import FULL_PRODUCT
+
 
 @pytest.fixture
 def fresh(monkeypatch):
@@ -230,22 +232,50 @@ def _expected():
     return x
 
 
-def test_a_second_process_loads_instead_of_compiling(tmp_path):
-    out1, c1, _ = _run(tmp_path)
+@pytest.fixture(scope="module")
+def first_entry(tmp_path_factory):
+    """One process's run on an empty cache directory: its result, counters and the one
+    entry it wrote (a compile of 2,000 ops in a fresh process: made once per module, each
+    test copies the entry into its own directory)."""
+    d = tmp_path_factory.mktemp("first")
+    out, counters, _ = _run(d)
+    files = glob.glob(str(d / "*.exe"))
+    return out, counters, files
+
+
+def _seeded(tmp_path, first_entry):
+    """``tmp_path`` holding a copy of the first process's entry; its path."""
+    (src,) = first_entry[2]
+    path = tmp_path / os.path.basename(src)
+    path.write_bytes(open(src, "rb").read())
+    return str(path)
+
+
+def test_a_second_process_loads_instead_of_compiling(tmp_path, first_entry):
+    out1, c1, files = first_entry
     assert (c1["compile"], c1["disk_miss"], c1["disk_hit"]) == (1, 1, 0)
-    files = glob.glob(str(tmp_path / "*.exe"))
     assert len(files) == 1
+    _seeded(tmp_path, first_entry)
     out2, c2, _ = _run(tmp_path)
     assert (c2["compile"], c2["disk_hit"]) == (0, 1)
     assert out1 == out2
     np.testing.assert_allclose(out2, _expected(), rtol=1e-5)
 
 
+# Each damage fails a different check: "empty" the length, "foreign file" the magic,
+# "truncated" the payload's hash (all three in disk_cache.load); "garbage payload" passes
+# them and PJRT rejects it (compiler.py). Whether the replaced entry then loads in a third
+# process is run for one damage of each of the two paths (the other two: under
+# `make exhaustive`); every damage checks the replaced entry's header and hash.
+_THIRD_RUN = {"truncated", "garbage payload"}
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage payload", "foreign file", "empty"])
-def test_a_damaged_entry_is_reported_and_recompiled(tmp_path, damage):
-    out1, _, _ = _run(tmp_path)
-    (path,) = glob.glob(str(tmp_path / "*.exe"))
+def test_a_damaged_entry_is_reported_and_recompiled(tmp_path, damage, first_entry):
+    out1 = first_entry[0]
+    path = _seeded(tmp_path, first_entry)
     blob = open(path, "rb").read()
+    good = blob
     if damage == "truncated":
         blob = blob[:len(blob) // 2]
     elif damage == "garbage payload":  # a header that checks out over a payload PJRT rejects
@@ -260,8 +290,12 @@ def test_a_damaged_entry_is_reported_and_recompiled(tmp_path, damage):
     assert c2["compile"] == 1 and c2["disk_hit"] == 0
     assert "compiling it again" in err
     assert out2 == out1
-    _, c3, _ = _run(tmp_path)  # the entry was replaced
-    assert (c3["compile"], c3["disk_hit"]) == (0, 1)
+    # the entry was replaced: a header (the magic) and the hash of its payload
+    new = open(path, "rb").read()
+    assert new[:8] == good[:8] and hashlib.sha256(new[40:]).digest() == new[8:40]
+    if damage in _THIRD_RUN or FULL_PRODUCT:
+        _, c3, _ = _run(tmp_path)  # and it loads
+        assert (c3["compile"], c3["disk_hit"]) == (0, 1)
 
 
 def test_concurrent_processes_share_one_cache_directory(tmp_path):

@@ -19,6 +19,8 @@ from nxpy.compilers import exla
 from nxpy.defn import compile as defn_compile
 from nxpy.defn import jit
 
+from helpers import FULL_PRODUCT
+
 
 class Payload:
     """Something large a hook's closure holds (what must not outlive the program)."""
@@ -165,27 +167,35 @@ def test_no_executable_inherits_the_flag_of_an_evicted_one(monkeypatch):
     assert wrong == [] and log == []
 
 
+# The soak's size: programs, the process-wide cache's entries, calls between collections.
+# The fast slice shows the same bound with fewer programs, the bound lowered with them: 30
+# programs against a bound of 2 + 5 (unbounded, the registry would hold 30).
+SOAK = (200, 8, 20) if FULL_PRODUCT else (30, 2, 5)
+
+
 def test_compiling_many_hooked_programs_keeps_the_registry_bounded(monkeypatch):
-    """A soak: 200 distinct hooked programs, each dropped after its call; the registry
-    holds the callbacks of the programs not yet collected, not of all 200 (and the
-    process-wide cache, 8 entries here, holds none of them)."""
-    cache = LockedCache(maxsize=8)
+    """A soak: ``n`` distinct hooked programs (200 under `make exhaustive`), each dropped
+    after its call; the registry holds the callbacks of the programs not yet collected, not
+    of all ``n`` (and the process-wide cache, ``size`` entries here, holds none of them)."""
+    n, size, every = SOAK
+    assert n > size + every, "the bound must be below what an unbounded registry holds"
+    cache = LockedCache(maxsize=size)
     monkeypatch.setattr(pjrt.compiler, "_EXECUTABLES", cache)
     before = registered()
     payloads = weakref.WeakSet()
     peak = 0
-    for i in range(200):
+    for i in range(n):
         log, payload = [], Payload()
         payloads.add(payload)
         f = jit(hooked(log, payload, float(i)), compiler="exla")
         f(nx.tensor(X))
         assert log == [((X * float(i)).tolist(), 1 << 16)]
         del f, payload
-        if i % 20 == 19:
+        if i % every == every - 1:
             gc.collect()
         peak = max(peak, len(pjrt._callbacks) - before)
     # without collections, what a dropped Jit holds may wait for the next one
-    assert peak <= 8 + 20, f"{peak} callbacks registered at once for 8 cached programs"
+    assert peak <= size + every, f"{peak} callbacks registered at once for {size} cached programs"
     cache.clear()
     assert registered() == before and len(payloads) == 0
 
