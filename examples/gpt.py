@@ -252,7 +252,8 @@ def adamw_update(grads, state, params, cfg):
 def optax_optimizer(cfg):
     """optax's AdamW with the same schedule, clipping and weight-decay mask."""
     import optax
-    sched = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, cfg.warmup, cfg.steps,
+    sched = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, cfg.warmup,
+                                               max(cfg.steps, cfg.warmup + 1),
                                                cfg.min_lr)
     return optax.chain(optax.clip_by_global_norm(cfg.clip),
                        optax.adamw(sched, cfg.beta1, cfg.beta2, cfg.eps,

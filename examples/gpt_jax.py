@@ -113,7 +113,8 @@ def adamw_step(grads, state, params, cfg):
 
 def optax_optimizer(cfg):
     import optax
-    sched = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, cfg.warmup, cfg.steps,
+    sched = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, cfg.warmup,
+                                               max(cfg.steps, cfg.warmup + 1),
                                                cfg.min_lr)
     mask = functools.partial(tree_map_named, lambda name, _: name in DECAYED)
     return optax.chain(optax.clip_by_global_norm(cfg.clip),
