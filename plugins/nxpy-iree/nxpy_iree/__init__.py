@@ -36,16 +36,16 @@ import nxpy as nx
 from nxpy.defn import Compiler
 from nxpy.extend import LoweringError, lower_stablehlo
 
-__all__ = ["IreeCompiler", "IreeCompileError", "UNSUPPORTED", "compile_module"]
+__all__ = ["IreeCompiler", "IreeCompileError", "IreeUnsupported", "UNSUPPORTED",
+           "compile_module"]
 
 #: nxpy ops this plugin does not run, with the reason (the plugin's declared unsupported
 #: set; the README lists it). A graph using one is refused before IREE sees it, with a
 #: NotImplementedError naming the op and the plugin (what the conformance kit reports as
 #: unsupported).
-UNSUPPORTED = {
-    "shard_map": "an SPMD program over a device mesh (collectives): IREE's llvm-cpu target "
-                 "compiles single-device modules",
-}
+_FFT = ("IREE 3.13's llvm-cpu does not legalize stablehlo.fft (the conformance kit's fft "
+        "case fails with 'failed to legalize operation stablehlo.fft')")
+UNSUPPORTED = {op: _FFT for op in ("fft", "ifft", "fft2", "ifft2", "rfft", "irfft")}
 
 #: the IREE flags every compile gets: keep f64 and i64 (IREE demotes them by default)
 BASE_FLAGS = ("--iree-input-demote-f64-to-f32=false", "--iree-input-demote-i64-to-i32=false")
@@ -55,6 +55,12 @@ class IreeCompileError(RuntimeError):
     """IREE failed to compile a module nxpy lowered (names the StableHLO ops it reported)."""
 
 
+class IreeUnsupported(NotImplementedError):
+    """IREE lacks what a module needs: a math function its llvm-cpu target links from no
+    library (``iree-lld: undefined symbol``: f64 ``cos``, ``tan``, ``asin``, ...). A
+    ``NotImplementedError``, which the conformance kit reports as an unsupported op."""
+
+
 def _graph_ops(graph, seen=None):
     seen = set() if seen is None else seen
     for e in graph.nodes:
@@ -62,6 +68,13 @@ def _graph_ops(graph, seen=None):
         for fn in getattr(e, "fns", None) or ():
             _graph_ops(fn, seen)
     return seen
+
+
+def _graph_nodes(graph):
+    for e in graph.nodes:
+        yield e
+        for fn in getattr(e, "fns", None) or ():
+            yield from _graph_nodes(fn)
 
 
 _COMPILED: dict = {}  # (module text, target, flags) -> vmfb bytes, for the whole process
@@ -78,6 +91,12 @@ def compile_module(text: str, target: str = "llvm-cpu", flags=()) -> bytes:
                                   extra_args=list(BASE_FLAGS) + list(flags))
         except ic.CompilerToolError as err:
             msg = str(err)
+            missing = sorted(set(re.findall(r"undefined symbol: (\w+)", msg)))
+            if missing:
+                raise IreeUnsupported(
+                    f"IREE (nxpy-iree plugin, target {target}) has no implementation of the "
+                    f"math function(s) {', '.join(missing)} the module needs (an undefined "
+                    f"symbol when linking: IREE approximates f32 math, not f64)") from None
             ops = sorted(set(re.findall(r"'(stablehlo\.[a-z_]+)'", msg)))
             first = next((ln.strip() for ln in msg.splitlines() if "error:" in ln), msg[:300])
             raise IreeCompileError(
@@ -132,7 +151,12 @@ class IreeCompiler(Compiler):
         flags = tuple(opts.get("flags", ()))
         if target == "llvm-cpu":
             flags = (f"--iree-llvmcpu-target-cpu={opts.get('target_cpu', 'host')}",) + flags
-        vmfb = compile_module(self.lower(graph), target, flags)
+        try:
+            vmfb = compile_module(self.lower(graph), target, flags)
+        except IreeUnsupported as err:
+            ops = sorted({f"{e.op} ({e.type})" for e in _graph_nodes(graph)
+                          if e.op in str(err) and e.type is not None})
+            raise IreeUnsupported(f"{err}; the ops: {', '.join(ops) or '?'}") from None
         config = ir.Config(device=self.device(driver))
         ctx = ir.SystemContext(config=config)
         ctx.add_vm_module(ir.VmModule.copy_buffer(ctx.instance, vmfb))
