@@ -65,6 +65,10 @@ class Compiler:
         the compiler does not support are traced as that composition of other ops, so the
         compiler never sees them. A compiler without ``supports`` gets every such op
         expanded (see ``docs/linalg.md``).
+
+    A compiler that consumes StableHLO (not XLA through PJRT) gets a graph's module from
+    ``nxpy.extend.lower_stablehlo(graph, custom_calls=False)``: nxpy's own lowering,
+    with no XLA custom call in it (``docs/plugins.md``, the IREE plugin).
     """
 
     name = "compiler"
