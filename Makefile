@@ -55,7 +55,7 @@ roundtrip: $(STAMP)
 # of jax.scipy.special, jax.nn and jax.random imported alone, in f32 and f64
 soak: $(STAMP)
 	timeout -k 30 600 $(PY) -m pytest -q -p no:xdist -m soak tests/test_soak.py tests/test_bench.py tests/test_gpu_check.py
-	$(LIMIT) $(PY) -m pytest -q -n auto -m soak tests/test_import_jax_libraries.py
+	$(LIMIT) $(PY) -m pytest -q -n auto -m soak tests/test_import_jax_libraries.py tests/test_import_flax.py
 
 # the differential fuzzer beyond make test's slice: make fuzz N=5000 SEED=3
 N ?= 1000

@@ -7,8 +7,12 @@ LSTM scanned by ``nn.RNN``, a bf16 MLP), NNX modules split and merged inside ``j
 Optax train steps and a data-parallel train step over a 2-device mesh.
 
 Each case is lowered once per test process (one test per case runs both compilers, so the
-JAX side is traced once). Typed keys cross as their ``key_data`` (the module's arguments
-and results are ``ui32[2]``); every result leaf is compared.
+JAX side is traced once). The fast slice runs the cases that exercise distinct importer features
+(key kinds, convolutions and pooling, BatchNorm's mutable state, attention with dropout, a
+scanned LSTM, bf16, jax.random's samplers, NNX, an Optax step, sharding); the cases marked
+``soak`` repeat features of those and run under `make soak`.
+Typed keys cross as their ``key_data`` (the module's arguments and results are
+``ui32[2]``); every result leaf is compared.
 
 Tolerances: integers (keys, counts, dropout masks' source bits) exactly. Floats relative
 to each leaf's largest entry, 1e-5 in f32: EXLA compiles the imported graph with the same
@@ -152,11 +156,16 @@ def _mlp_params():
 
 
 CASES = {}
+SOAK = set()  # the cases left to `make soak`
 
 
-def case(name, tol=1e-5, xfail=None):
+def case(name, tol=1e-5, xfail=None, soak=False):
+    """Register a case; ``soak``: a program whose importer features (ops, key kinds,
+    regions) another case already exercises, run by `make soak` only."""
     def register(build):
         CASES[name] = (build, tol, xfail)
+        if soak:
+            SOAK.add(name)
         return build
     return register
 
@@ -171,7 +180,8 @@ def _():
     return _init(MLP(), (8, 6)), (_typed(1),)
 
 
-@case("linen_mlp_forward")
+# soak: as the CNN's and the train steps' dense layers
+@case("linen_mlp_forward", soak=True)
 def _():
     return MLP().apply, (_mlp_params(), _x(8, 6, seed=1))
 
@@ -181,7 +191,8 @@ def _():
     return CNN().apply, (init_vars(CNN(), (2, 8, 8, 3)), _x(2, 8, 8, 3, seed=3))
 
 
-@case("linen_resnet_block_init_typed_key")
+# soak: as linen_mlp_init_typed_key's typed-key init
+@case("linen_resnet_block_init_typed_key", soak=True)
 def _():
     return _init(ResBlock(), (2, 6, 6, 4), True), (_typed(2),)
 
@@ -193,7 +204,8 @@ def _():
     return train, (init_vars(ResBlock(), (2, 6, 6, 4), True), _x(2, 6, 6, 4, seed=4))
 
 
-@case("linen_transformer_block_init_typed_key")
+# soak: as linen_mlp_init_typed_key's typed-key init
+@case("linen_transformer_block_init_typed_key", soak=True)
 def _():
     return _init(TransformerBlock(), (2, 5, 8), True), (_typed(3),)
 
@@ -206,7 +218,8 @@ def _():
                      _typed(4))
 
 
-@case("linen_lstm_rnn_init_raw_key")
+# soak: as linen_mlp_init_raw_key's raw-key init
+@case("linen_lstm_rnn_init_raw_key", soak=True)
 def _():
     return _init(LSTM(), (2, 5, 4)), (RAW,)
 
@@ -216,7 +229,8 @@ def _():
     return LSTM().apply, (init_vars(LSTM(), (2, 5, 4)), _x(2, 5, 4, seed=6))
 
 
-@case("linen_bf16_mlp_init_typed_key", tol=1e-2)
+# soak: as the typed-key init and the bf16 forward
+@case("linen_bf16_mlp_init_typed_key", tol=1e-2, soak=True)
 def _():
     return _init(MLP(dtype=jnp.bfloat16), (8, 6), dtype=jnp.bfloat16), (_typed(5),)
 
@@ -247,7 +261,8 @@ def _():
     return (lambda key: jax.random.gamma(key, jnp.array([0.5, 1.0, 3.0]), (2, 3))), (RAW,)
 
 
-@case("nnx_init_rngs")
+# soak: as the linen inits' key splitting
+@case("nnx_init_rngs", soak=True)
 def _():
     return (lambda key: nnx.state(NNXNet(nnx.Rngs(key)))), (_typed(7),)
 
@@ -256,7 +271,8 @@ def _nnx_split():
     return nnx.split(NNXNet(nnx.Rngs(params=0, dropout=1)))
 
 
-@case("nnx_forward_train_mode")
+# soak: as nnx_train_step's forward in train mode
+@case("nnx_forward_train_mode", soak=True)
 def _():
     graphdef, state = _nnx_split()
 
@@ -294,7 +310,8 @@ def _():
     return step, (params, state, _x(8, 6, seed=13), _x(8, 4, seed=14))
 
 
-@case("optax_sgd_momentum_train_step", tol=2e-5)
+# soak: as optax_adamw_train_step's update structure
+@case("optax_sgd_momentum_train_step", tol=2e-5, soak=True)
 def _():
     tx = optax.sgd(0.05, momentum=0.9, nesterov=True)
     params = _mlp_params()
@@ -350,6 +367,7 @@ def check(got, want, tol, what):
 def _params(name):
     build, _, xfail = CASES[name]
     marks = [pytest.mark.xfail(strict=True, reason=xfail)] if xfail else []
+    marks += [pytest.mark.soak] if name in SOAK else []
     return pytest.param(name, marks=marks)
 
 
