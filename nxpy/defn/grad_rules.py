@@ -467,8 +467,28 @@ def _product(ctx, e, xs, out, g):
     return [_expand(g, x, axes, keep) * others]
 
 
+def _contract(x, cx, bx, y, cy, by):
+    """``dot(x, cx, bx, y, cy, by)``, with ``x`` first transposed to (batch, free,
+    contracted) where its contracted dims are not already its last ones.
+
+    XLA:CPU runs a dot whose left operand contracts over its minor dims as one fused
+    (YNNPACK) kernel; one that contracts a middle dim (the cotangent of an attention
+    product, contracted over the query positions) becomes a stand-alone dot, looped over
+    the batch dims. The explicit transpose is a copy XLA fuses with what produces ``x``,
+    and XLA folds it back into the dot where its own kernels take the transposed operand
+    as it is (a plain matrix's rows/columns swap)."""
+    fx = [i for i in range(x.rank) if i not in cx and i not in bx]
+    if list(cx) != list(range(x.rank - len(cx), x.rank)):
+        x = O.transpose(x, list(bx) + fx + list(cx))
+        nb, nf = len(bx), len(fx)
+        bx, cx = list(range(nb)), list(range(nb + nf, x.rank))
+    return O.dot(x, cx, bx, y, cy, by)
+
+
 @register_grad_rule("dot")
 def _dot(ctx, e, xs, out, g):
+    # JAX's transpose of dot_general (the cotangent on the left of both products, then a
+    # transpose to the operand's layout), its left operand made minor-contracting
     a, b = xs
     t = out.type
     if not t.is_inexact:
@@ -482,10 +502,10 @@ def _dot(ctx, e, xs, out, g):
     g_fa = list(range(nb, nb + len(fa)))
     g_fb = list(range(nb + len(fa), nb + len(fa) + len(fb)))
     # d a = g (batch, free_a, free_b) . b (batch_b, contract_b, free_b) over free_b
-    da = O.dot(g, g_fb, g_batch, b, fb, bb)          # dims: batch, free_a, b's contract dims
+    da = _contract(g, g_fb, g_batch, b, fb, bb)      # dims: batch, free_a, b's contract dims
     order = ba + fa + [ca[cb.index(j)] for j in sorted(cb)]  # the a dim of each result dim
     da = O.transpose(da, [order.index(i) for i in range(a.rank)])
-    db = O.dot(g, g_fa, g_batch, a, fa, ba)          # dims: batch, free_b, a's contract dims
+    db = _contract(g, g_fa, g_batch, a, fa, ba)      # dims: batch, free_b, a's contract dims
     order = bb + fb + [cb[ca.index(i)] for i in sorted(ca)]
     db = O.transpose(db, [order.index(j) for j in range(b.rank)])
     return [da, db]

@@ -4,6 +4,9 @@
 The maximum that ``softmax``, ``log_softmax`` and ``logsumexp`` shift by is held out of
 the gradient (:func:`nxpy.nn.common.stop_gradient`), as JAX's ``stop_gradient`` or custom
 JVP does, so their gradients are JAX's formulas to rounding, not a cancellation of terms.
+``softmax`` carries JAX's custom derivative itself (``y * (t - sum(y * t))``, through
+:func:`nxpy.defn.custom_grad`), so its backward pass is the program JAX's is: one
+reduction, no quotient rule through the normalizer.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import math
 from .. import ops as O
 from .. import shape as S
 from .. import types as T
+from ..defn.grad import custom_grad
 from .common import axes as _axes
 from .common import const, floating, mask, one_axis, stop_gradient, tensor
 
@@ -54,7 +58,15 @@ def softmax(x, axis=-1, where=None):
     axes = _axes(x, axis, "softmax")
     w = mask(where, x, "softmax")
     unnormalized = O.exp(_masked(x, w, -math.inf) - stop_gradient(_max(x, axes, w)))
-    return _masked(unnormalized / _sum(unnormalized, axes, w), w, 0)
+    y = _masked(unnormalized / _sum(unnormalized, axes, w), w, 0)
+    # JAX's custom JVP, y * (t - sum(y * t)), and its transpose, y * g - y * sum(y * g)
+    return custom_grad(y, [x], lambda g: [_softmax_vjp(y, g, axes, w)],
+                       jvp=lambda x, t: y * (t - _sum(y * t, axes, w)))
+
+
+def _softmax_vjp(y, g, axes, w):
+    yg = y * g
+    return yg - y * _sum(yg, axes, w)
 
 
 def log_softmax(x, axis=-1, where=None):
