@@ -35,6 +35,8 @@ from nxpy.defn import sharding as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.nn import coverage
 
+from helpers import FULL_PRODUCT, covering
+
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
 
@@ -50,6 +52,33 @@ SPECIAL = [0.0, -0.0, 1.0, -1.0, 3.0, -3.0, 6.0, -6.0, math.log(2), 0.5, -0.5, 2
 
 def _dt(t):
     return nx.types.parse(t).dtype
+
+
+def per_function(cases, choices, key):
+    """:func:`helpers.covering` within each function's cases (``key`` of a case names its
+    function): every function meets every choice (a function with fewer cases than
+    choices takes some twice), each case one choice; the whole product under ``make
+    exhaustive``."""
+    if FULL_PRODUCT:
+        return covering(cases, choices)
+    out, groups = [], {}
+    for c in cases:
+        groups.setdefault(key(c), []).append(c)
+    for group in groups.values():
+        n = max(len(group), len(choices))
+        out += [(group[k % len(group)], choices[k % len(choices)]) for k in range(n)]
+    return out
+
+
+def params(pairs, ids=None):
+    """``(pytest.param case, choice)`` pairs as flat ``pytest.param`` s for ``parametrize``."""
+    out = []
+    for case, choice in pairs:
+        values = case.values if hasattr(case, "values") else (
+            case if isinstance(case, tuple) else (case,))
+        cid = case.id if hasattr(case, "id") else (ids(case) if ids else None)
+        out.append(pytest.param(*values, choice, id=f"{cid}-{choice}" if cid else None))
+    return out
 
 
 def data(t, shape, seed=0, domain="any"):
@@ -173,8 +202,8 @@ ELEMENTWISE = [
 ELEMENTWISE_NAMES = sorted({p.values[0] for p in ELEMENTWISE})
 
 
-@pytest.mark.parametrize("t", FLOATS)
-@pytest.mark.parametrize("name,kw,domain,scaled", ELEMENTWISE)
+# each function on one float type, rotating (every type in full under `make exhaustive`)
+@pytest.mark.parametrize("name,kw,domain,scaled,t", params(covering(ELEMENTWISE, FLOATS)))
 def test_elementwise_floats(name, kw, domain, scaled, t):
     x = data(t, (4, 9), seed=1, domain=domain)
     want = ref(lambda v: getattr(jax.nn, name)(v, **kw), [x], x64=t == "f64")
@@ -196,8 +225,8 @@ def _raises_in_jax(f, x) -> bool:
 SCALED = {p.values[0] for p in ELEMENTWISE if p.values[3]}
 
 
-@pytest.mark.parametrize("t", ["s32", "u8", "s8", "pred"])
-@pytest.mark.parametrize("name", ELEMENTWISE_NAMES)
+@pytest.mark.parametrize("name,t", params(covering(ELEMENTWISE_NAMES, ["s32", "u8", "s8", "pred"]),
+                                           ids=str))
 def test_elementwise_integers(name, t):
     """Integer and pred inputs: JAX's result type and values. Where ``jax.nn`` raises,
     nxpy gives f32 (the float function of the values), and where it wraps (integer
@@ -309,8 +338,14 @@ def _args(t, extra, seed=6):
                  for e in extra]]
 
 
-@pytest.mark.parametrize("t", FLOATS + ("s32",))
-@pytest.mark.parametrize("nf,jf,extra", AXES)
+def _function(case):
+    return case.id.split("-")[0]
+
+
+# each case on one type, every function on every type (per_function); all in full under
+# `make exhaustive`
+@pytest.mark.parametrize("nf,jf,extra,t", params(per_function(AXES, FLOATS + ("s32",),
+                                                              _function)))
 def test_axes(nf, jf, extra, t, request):
     args = _args(t, extra)
     name = request.node.callspec.id.rsplit("-", 1)[0]
@@ -364,7 +399,8 @@ def test_one_hot(kw, t):
 # Empty dims
 # ----------------------------------------------------------------------------------------
 EMPTY = [
-    *[(n, {}, (0,)) for n in ELEMENTWISE_NAMES], *[(n, {}, (2, 0, 3)) for n in ELEMENTWISE_NAMES],
+    # each elementwise function on one of the two shapes, rotating (both: make exhaustive)
+    *[(n, {}, s) for n, s in covering(ELEMENTWISE_NAMES, [(0,), (2, 0, 3)])],
     ("softmax", {"axis": 1}, (2, 0, 3)), ("softmax", {"axis": -1}, (2, 0, 3)),
     ("log_softmax", {"axis": (0, 1)}, (2, 0, 3)), ("logsumexp", {"axis": 1}, (2, 0, 3)),
     ("logsumexp", {}, (0,)), ("logmeanexp", {"axis": -2}, (2, 0, 3)),
@@ -412,8 +448,8 @@ def _grad_paths(f, x, w):
 # ulp of difference in a backend's tanh or exp is an error relative to the largest entry
 
 
-@pytest.mark.parametrize("t", ["f32", "f64"])
-@pytest.mark.parametrize("name,kw,domain,scaled", GRAD_ELEMENTWISE)
+@pytest.mark.parametrize("name,kw,domain,scaled,t",
+                         params(covering(GRAD_ELEMENTWISE, ["f32", "f64"])))
 def test_grad_elementwise(name, kw, domain, scaled, t):
     r = np.random.default_rng(8)
     pts = np.array(KINKS + list(r.standard_normal(16) * 3))
@@ -449,9 +485,10 @@ GRAD_AXES = [
 ]
 
 
-@pytest.mark.parametrize("t", ["f32", "f64"])
-@pytest.mark.parametrize("name,kw", GRAD_AXES, ids=[f"{n}-{i}" for i, (n, _) in
-                                                    enumerate(GRAD_AXES)])
+# every function in f32 and f64, each case in one (both: make exhaustive)
+@pytest.mark.parametrize("name,kw,t", [
+    pytest.param(n, kw, t, id=f"{n}-{GRAD_AXES.index((n, kw))}-{t}")
+    for (n, kw), t in per_function(GRAD_AXES, ["f32", "f64"], lambda c: c[0])])
 def test_grad_axes(name, kw, t):
     """Random points, ties of the maximum, a row of zeros (standardize's variance is 0,
     at the kink of its clip); masks keep two elements of each reduced group, as a mean
