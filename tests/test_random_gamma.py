@@ -23,6 +23,8 @@ import nxpy as nx
 from nxpy import random as R
 from nxpy.defn import grad, jit, vmap
 
+from helpers import covering
+
 import jax  # after nxpy (conftest)
 
 A = np.array([0.01, 0.3, 0.5, 1.0, 1.5, 2.0, 5.0, 100.0, 1e-3, 0.9] * 2)
@@ -73,18 +75,31 @@ DISTS = {
                     lambda k, x, d: jax.random.multinomial(k, x["MN"], x["MP"], dtype=d)),
 }
 #: the test groups: per group, its type, the distributions compared with JAX on the NumPy
-#: backend, those whose bits are checked on EXLA, and those run through the Evaluator.
-#: Each group has its own JAX oracle program, computed once by the test that needs it
-GROUPS = {
+#: backend, those compiled (bits on EXLA, values through the Evaluator: each on one of the
+#: two, rotating; on both under `make exhaustive`; the EXLA program of a rejection sampler
+#: is the costly compile), and those also run through the Evaluator. Each group has its own
+#: JAX oracle program, computed once by the test that needs it
+_GROUPS = {
+    # beta and dirichlet draw through loggamma (JAX's and nxpy's): loggamma's bits on EXLA
     "gamma_family": ("f32", ["gamma", "loggamma", "beta", "dirichlet"],
                      ["gamma", "loggamma", "beta", "dirichlet"], ["gamma", "dirichlet"]),
     "gamma_derived": ("f32", ["chisquare", "t", "f", "generalized_normal",
                               "generalized_normal_tensor_p"],
                       ["t", "f", "generalized_normal_tensor_p"], []),
+    # multinomial draws through binomial: binomial's bits on EXLA
     "counts": ("f32", ["poisson", "binomial", "multinomial"],
                ["poisson", "binomial", "multinomial"], ["poisson", "binomial", "multinomial"]),
-    "f64": ("f64", ["gamma", "loggamma", "binomial"], ["gamma", "loggamma", "binomial"], []),
+    "f64": ("f64", ["gamma", "loggamma", "binomial"], ["gamma", "binomial", "loggamma"], []),
 }
+
+
+def _split(compiled, evaluator):
+    on = covering(compiled, ("exla", "evaluator"))
+    return ([n for n, c in on if c == "exla"],
+            [n for n in compiled if (n, "evaluator") in on or n in evaluator])
+
+
+GROUPS = {g: (t, names, *_split(compiled, ev)) for g, (t, names, compiled, ev) in _GROUPS.items()}
 COUNTS = ("poisson", "binomial", "multinomial")
 
 
