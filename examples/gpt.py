@@ -51,7 +51,8 @@ import numpy as np
 import nxpy as nx
 import nxpy.random as nr
 from nxpy import P, pjrt
-from nxpy.defn import checkpoint, jit, scan, value_and_grad, with_sharding_constraint
+from nxpy.defn import (checkpoint, jit, psum, scan, shard_map, value_and_grad,
+                       with_sharding_constraint)
 from nxpy.nn import dot_product_attention, gelu, log_softmax
 
 CORPUS = Path(__file__).resolve().parent / "data" / "tinyshakespeare.txt"
@@ -201,6 +202,43 @@ def loss_fn(params, x, y, cfg, mesh=None):
     return -nx.mean(picked)
 
 
+def shard_map_loss(cfg, mesh, params):
+    """The same loss on the local view (``--shard-map``): a ``shard_map`` whose body sees
+    its device's rows of the batch, its heads and its MLP columns, and writes out the
+    collectives the partitioner inserts on the global view: a ``psum`` over "model" after
+    each output projection (the rows of wo and w2), a ``psum`` over "data" of the loss."""
+    n_model = mesh.shape[1]
+
+    def body(params, x, y):
+        B, T = x.shape
+        D, Hl = cfg.width, cfg.heads // n_model
+        Dh = D // cfg.heads
+        h0 = nx.take(params["wte"], x, axis=0) + nx.slice(params["wpe"], [0, 0], [T, D])
+
+        def blk(x, p):
+            h = layer_norm(x, p["ln1_g"], p["ln1_b"])
+            q, k, v = (nx.reshape(nx.dot(h, p[w]), (B, T, Hl, Dh)) for w in ("wq", "wk", "wv"))
+            a = nx.reshape(dot_product_attention(q, k, v, is_causal=True), (B, T, Hl * Dh))
+            x = x + psum(nx.dot(a, p["wo"]), "model") + p["bo"]
+            h = gelu(nx.dot(layer_norm(x, p["ln2_g"], p["ln2_b"]), p["w1"]) + p["b1"])
+            return x + psum(nx.dot(h, p["w2"]), "model") + p["b2"]
+        f = checkpoint(blk) if cfg.remat else blk
+        # nxpy gap: the gradient of a psum inside a scan inside a shard_map fails to trace
+        # (grad_rules._subgroups gets no mesh); the layers are unrolled here instead of
+        # scanned (the global view's loss_fn scans them)
+        h = h0
+        for i in range(cfg.layers):
+            h = f(h, {k: nx.reshape(nx.slice(v, [i] + [0] * (v.ndim - 1),
+                                             (1,) + v.shape[1:]), v.shape[1:])
+                      for k, v in params["blocks"].items()})
+        h = layer_norm(h, params["lnf_g"], params["lnf_b"])
+        logp = log_softmax(nx.dot(h, [2], params["wte"], [1]), axis=-1)
+        picked = nx.take_along_axis(logp, nx.reshape(y, y.shape + (1,)), axis=2)
+        return -psum(nx.sum(picked), "data") / (B * mesh.shape[0] * T)
+    return shard_map(body, mesh, in_specs=(param_specs(params), P("data", None),
+                                           P("data", None)), out_specs=P())
+
+
 # ----------------------------------------------------------------------------------------
 # The optimizer: AdamW in nxpy, or optax's through from_jax
 # ----------------------------------------------------------------------------------------
@@ -273,9 +311,19 @@ class Trainer:
     one device) with ``compiler`` ("exla" or "evaluator"); ``optimizer``: "adamw" (nxpy)
     or "optax"."""
 
-    def __init__(self, cfg, *, mesh=None, compiler="exla", optimizer="adamw"):
+    def __init__(self, cfg, *, mesh=None, compiler="exla", optimizer="adamw",
+                 local_view=False):
         self.cfg, self.mesh, self.compiler, self.optimizer = cfg, mesh, compiler, optimizer
         self.backend = "exla" if compiler == "exla" else "numpy"
+        if local_view:          # --shard-map: the loss written on the local view
+            if mesh is None:
+                raise ValueError("Trainer: local_view (--shard-map) needs a mesh")
+            local = shard_map_loss(cfg, mesh, init_params(cfg))
+
+            def loss_fn(params, x, y, cfg, mesh):
+                return local(params, x, y)
+        else:
+            loss_fn = globals()["loss_fn"]
         if optimizer == "optax":
             from nxpy.interop import from_jax
             import optax
@@ -337,13 +385,14 @@ class Trainer:
 
 
 def run(cfg, *, mesh=None, compiler="exla", optimizer="adamw", steps=None, start=None,
-        every=0, val_batches=0, log=None, trainer=None):
+        every=0, val_batches=0, log=None, trainer=None, local_view=False):
     """Trains from ``start`` (``(params, opt_state, step)``, or None: from the initial
     parameters) to step ``steps`` (default ``cfg.steps``): ``(losses, params, opt_state,
     history)``; ``losses`` the training loss of each step run (floats), ``history`` the
     ``(step, loss, val_loss)`` of each progress line (every ``every`` steps, with
     ``val_batches`` validation batches)."""
-    tr = trainer or Trainer(cfg, mesh=mesh, compiler=compiler, optimizer=optimizer)
+    tr = trainer or Trainer(cfg, mesh=mesh, compiler=compiler, optimizer=optimizer,
+                            local_view=local_view)
     train, val = corpus()
     if start is None:
         params, state = tr.start()
@@ -505,6 +554,8 @@ def main(argv=None):
     p.add_argument("--remat", action="store_true", help="checkpoint each block")
     p.add_argument("--optimizer", choices=["adamw", "optax"], default="adamw")
     p.add_argument("--mesh", default=None, help='"2x2": batch over data, heads over model')
+    p.add_argument("--shard-map", action="store_true",
+                   help="the loss on the local view (shard_map, psum written out)")
     p.add_argument("--compiler", choices=["exla", "evaluator"], default="exla")
     p.add_argument("--every", type=int, default=25, help="steps between progress lines")
     p.add_argument("--val-batches", type=int, default=4)
@@ -520,7 +571,8 @@ def main(argv=None):
                                                     "batch", "steps", "warmup", "seed",
                                                     "lr", "remat")})
     mesh = parse_mesh(a.mesh)
-    tr = Trainer(cfg, mesh=mesh, compiler=a.compiler, optimizer=a.optimizer)
+    tr = Trainer(cfg, mesh=mesh, compiler=a.compiler, optimizer=a.optimizer,
+                 local_view=a.shard_map)
     start = load(a.checkpoint, tr) if a.resume and os.path.exists(a.checkpoint) else None
     n_params = sum(int(np.prod(x.shape)) for x in leaves(init_params(cfg)))
     print(f"GPT: {cfg.layers} layers, width {cfg.width}, {cfg.heads} heads, context "
