@@ -10,6 +10,9 @@ LEG := $(notdir $(PYTHON))$(if $(JAX),-jax$(JAX))
 VENV ?= $(if $(filter python3,$(LEG)),.venv,.venv-$(LEG))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# bytecode is cached (some environments set PYTHONDONTWRITEBYTECODE): otherwise every
+# process recompiles nxpy and every pytest worker rewrites every test module's asserts
+unexport PYTHONDONTWRITEBYTECODE
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
 LIMIT := timeout -k 30 1800
 
