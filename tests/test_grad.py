@@ -33,7 +33,7 @@ from nxpy.ops import BINARY, PRIMITIVES, UNARY
 
 from grad_cases import (BF16, CASES, F64, Case, arr, needs_x64, nx_args, tleaves, tmap,
                         treplace, u)
-from helpers import assert_same_tree
+from helpers import FULL_PRODUCT, assert_same_tree, covering
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -96,10 +96,54 @@ PATHS = {
 RESULT_BACKEND = {"eager": "numpy", "evaluator_exla": "exla", "exla": "exla"}
 
 
+#: the paths besides ``eager`` (which compiles nothing: it runs on NumPy), taken in
+#: rotation by the fast slice
+ROTATING = ("evaluator_exla", "exla")
+#: the fast slice's ``exla`` cases (xfail ones run alone, as they fail)
+_EXLA_CASES = [c for c, p in covering(CASES, ROTATING, full=False) if p == "exla" and not c.xfail]
+#: ... compiled this many to a program (each case's own ``grad`` graph, side by side: one
+#: XLA compile for the chunk costs about 3/4 of the cases' own)
+_NX_CHUNK = 12
+_NX_EXLA: dict = {}
+#: the chunks whose batched program failed: their cases run one by one (their own error)
+_NX_FAILED: set = set()
+
+
+def _nx_chunk(c: Case) -> int:
+    return _EXLA_CASES.index(c) // _NX_CHUNK
+
+
+def exla_batched(c: Case, args):
+    """``PATHS["exla"]``'s result, compiled with ``c``'s chunk of cases in one program."""
+    if c not in _EXLA_CASES or _nx_chunk(c) in _NX_FAILED:
+        return PATHS["exla"](c, args)
+    if c.name not in _NX_EXLA:
+        k = _nx_chunk(c)
+        chunk = _EXLA_CASES[k * _NX_CHUNK:(k + 1) * _NX_CHUNK]
+
+        def run(*argss):
+            return [transform(d)(*a) for d, a in zip(chunk, argss)]
+        try:
+            results = jit(run, compiler="exla")(*[nx_args(d.args) for d in chunk])
+        except Exception:  # one case's failure must not hide the others'
+            _NX_FAILED.add(k)
+            return PATHS["exla"](c, args)
+        _NX_EXLA.update((d.name, r) for d, r in zip(chunk, results))
+    return _NX_EXLA.pop(c.name)
+
+
 def _params():
-    for c in CASES:
-        for p in PATHS:
-            yield pytest.param(c, p, id=f"{c.name}-{p}", marks=c.marks())
+    """``make exhaustive``: every case on every path, each in its own program. The fast
+    slice: every case on ``eager`` and on one of ``ROTATING`` in turn (``exla`` batched,
+    :func:`exla_batched`, a chunk's tests on one xdist worker), so that every case meets
+    two paths and every op with several cases all three (checked below)."""
+    pairs = [(c, p) for c in CASES for p in PATHS] if FULL_PRODUCT else \
+        [(c, "eager") for c in CASES] + covering(CASES, ROTATING)
+    for c, p in pairs:
+        marks = c.marks()
+        if p == "exla" and c in _EXLA_CASES and not FULL_PRODUCT:
+            marks = marks + [pytest.mark.xdist_group(f"grad_exla_{_nx_chunk(c)}")]
+        yield pytest.param(c, p, id=f"{c.name}-{p}", marks=marks)
 
 
 def test_case_names_are_distinct():
@@ -111,8 +155,23 @@ def test_case_names_are_distinct():
 @pytest.mark.parametrize("c,path", list(_params()))
 def test_grad_matches_jax(c, path):
     want = jax_result(c)
-    got = PATHS[path](c, nx_args(c.args))
+    run = exla_batched if path == "exla" and not FULL_PRODUCT else PATHS[path]
+    got = run(c, nx_args(c.args))
     assert_same_tree(got, want, c.rtol, c.atol, RESULT_BACKEND[path])
+
+
+def test_every_op_meets_every_path_in_the_fast_slice():
+    """What the rotation keeps: every case on two paths, and every elementwise op covered
+    by several cases on all three."""
+    met: dict = {}
+    for p in _params():
+        c, path = p.values
+        for op in c.ops or (c.name,):
+            met.setdefault(op, set()).add(path)
+    assert all(len(paths) >= 2 for paths in met.values())
+    several = {op for op in met if sum(op in c.ops for c in CASES) >= 3}
+    assert several and all(met[op] == set(PATHS) for op in several), \
+        {op: met[op] for op in several if met[op] != set(PATHS)}
 
 
 def test_every_differentiable_elementwise_op_is_covered():
