@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from helpers import close_to_jax, normal
+from helpers import close_to_jax, covering, normal
 from nxpy.defn import (associative_scan, debug_expr, grad, hessian, jacobian, jit, scan,
                        shard_map, vmap)
 from nxpy.defn import map as nx_map
@@ -37,9 +37,12 @@ def _cell(nxm):
     return cell
 
 
-@pytest.mark.parametrize("compiler", [None] + COMPILERS)
-@pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("unroll", [1, 2, 3, True])
+# every (reverse, unroll) pair (unroll 1: the plain loop; 2: 7 steps in 3 rounds and a
+# remainder; 3: two rounds and a remainder; True: no loop) on one path each, in rotation
+# (every path meets several pairs); ``make exhaustive``: on every path
+@pytest.mark.parametrize("unroll,reverse,compiler", [
+    (*opts, c) for opts, c in covering([(u, r) for u in (1, 2, 3, True) for r in (False, True)],
+                                       [None] + COMPILERS)])
 def test_forward_containers_reverse_unroll(compiler, reverse, unroll):
     xs = normal(7, 3)
     init_nx = {"h": nx.tensor(np.zeros(3, np.float32)), "n": nx.tensor(0)}
@@ -268,9 +271,12 @@ def _matmul2(nxm):
     return f
 
 
-@pytest.mark.parametrize("compiler", [None] + COMPILERS)
-@pytest.mark.parametrize("n", [1, 2, 5, 8, 11])
-@pytest.mark.parametrize("reverse", [False, True])
+# every (length, reverse) pair (n 1: no combine; 2: one level; 5 and 11: odd lengths at
+# several levels; 8: a power of two) on one path each, in rotation; ``make exhaustive``:
+# on every path
+@pytest.mark.parametrize("n,reverse,compiler", [
+    (*opts, c) for opts, c in covering([(n, r) for n in (1, 2, 5, 8, 11) for r in (False, True)],
+                                       [None] + COMPILERS)])
 def test_associative_scan(compiler, n, reverse):
     x = normal(n, 3)
     got = run(lambda a: associative_scan(nx.add, a, reverse=reverse), compiler, t(x))
