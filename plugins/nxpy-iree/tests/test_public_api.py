@@ -13,12 +13,14 @@ import nxpy.plugins
 import nxpy.linalg
 import nxpy.random
 import nxpy.testing
+import nxpy.testing.fuzz
 
 PLUGIN = Path(__file__).resolve().parents[1]
 PUBLIC = {"nxpy": nxpy, "nxpy.extend": nxpy.extend, "nxpy.plugins": nxpy.plugins,
           "nxpy.defn": nxpy.defn, "nxpy.testing": nxpy.testing,
           # the user-facing namespaces the tests call (Nx.LinAlg, Nx.Random)
-          "nxpy.linalg": nxpy.linalg, "nxpy.random": nxpy.random}
+          "nxpy.linalg": nxpy.linalg, "nxpy.random": nxpy.random,
+          "nxpy.testing.fuzz": nxpy.testing.fuzz}  # the fuzzer (docs/fuzzing.md)
 FILES = sorted(p for d in ("nxpy_iree", "tests") for p in (PLUGIN / d).rglob("*.py"))
 
 
