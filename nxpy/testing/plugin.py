@@ -1,6 +1,9 @@
 """pytest plugin of the conformance kit (registered through the ``pytest11`` entry point):
 the ``--nxpy-backend`` / ``--nxpy-compiler`` options and the unsupported-ops report."""
 from __future__ import annotations
+
+import os
+
 from . import BUILTIN_TARGETS
 from .cases import CASES
 
@@ -23,11 +26,32 @@ def targets(config):
     return BUILTIN_TARGETS
 
 
+#: without a chosen target (nxpy's own suite), EXLA's eager backend, which compiles one
+#: program per op and signature, runs every ``EAGER_EXLA_EVERY``-th case (its ops are
+#: checked on every dtype by nxpy's op tests); ``NXPY_TEST_PRODUCT=full``: every case
+EAGER_EXLA_EVERY = 4
+
+
+def _pairs(config):
+    """(case, target) pairs: every case on every chosen target; on the built-in targets,
+    EXLA's eager backend on a rotating share of the cases unless NXPY_TEST_PRODUCT=full."""
+    ts = targets(config)
+    every = 1 if config.getoption("nxpy_backend") or config.getoption("nxpy_compiler") \
+        or os.environ.get("NXPY_TEST_PRODUCT", "") == "full" else EAGER_EXLA_EVERY
+    return [(c, t) for i, c in enumerate(CASES) for t in ts
+            if t != ("backend", "exla") or i % every == 0]
+
+
 def pytest_generate_tests(metafunc):
-    if "nxpy_target" in metafunc.fixturenames:
+    names = metafunc.fixturenames
+    if "nxpy_target" in names and "nxpy_case" in names:
+        pairs = _pairs(metafunc.config)
+        metafunc.parametrize("nxpy_case,nxpy_target", pairs,
+                             ids=[f"{c.id}-{k}={n}" for c, (k, n) in pairs])
+    elif "nxpy_target" in names:
         ts = targets(metafunc.config)
         metafunc.parametrize("nxpy_target", ts, ids=[f"{k}={n}" for k, n in ts])
-    if "nxpy_case" in metafunc.fixturenames:
+    elif "nxpy_case" in names:
         metafunc.parametrize("nxpy_case", CASES, ids=[c.id for c in CASES])
 
 
