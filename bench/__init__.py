@@ -20,7 +20,7 @@ CASE_MODULES = ["bench.single_device", "bench.call_path", "bench.grad", "bench.v
                 "bench.transforms", "bench.sharded", "bench.ops_indexing",
                 "bench.ops_windows", "bench.ops_sorting", "bench.ops_complex",
                 "bench.ops_random", "bench.ops_linalg", "bench.nn", "bench.numpy",
-                "bench.interop", "bench.gpt"]
+                "bench.interop", "bench.gpt", "bench.grad_program"]
 
 
 def load_cases() -> dict[str, Case]:
