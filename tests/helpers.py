@@ -173,23 +173,33 @@ def run(f, *arrays, paths=PATHS, names=None):
 FULL_PRODUCT = os.environ.get("NXPY_TEST_PRODUCT", "") == "full"
 
 
-def covering(items, choices, full=None):
+def covering(items, choices, full=None, by=None):
     """``(item, choice)`` pairs: every pair under ``make exhaustive``; otherwise each item
     with one choice, rotating through ``choices`` in order, so that every choice is taken
     by about ``len(items) / len(choices)`` items and, where several items exercise the same
     op (its dtypes, its cases), that op meets every choice. A path or a dtype is a
     property of the backend, tested op by op on every path elsewhere; what a cross product
-    adds is mostly compile time. ``full=True`` forces the whole product.
+    adds is mostly compile time. ``full=True`` forces the whole product. With ``by`` (an
+    item's function or op), the rotation runs within each ``by`` group, so every group
+    meets every choice (a group with fewer items than choices takes some items twice).
 
     >>> covering(["a", "b", "c", "d"], ("x", "y"), full=False)
     [('a', 'x'), ('b', 'y'), ('c', 'x'), ('d', 'y')]
     >>> len(covering(["a", "b"], ("x", "y", "z"), full=True))
     6
+    >>> covering(["a1", "a2", "b1"], ("x", "y"), full=False, by=lambda i: i[0])
+    [('a1', 'x'), ('a2', 'y'), ('b1', 'x'), ('b1', 'y')]
     """
     items, choices = list(items), list(choices)
     if FULL_PRODUCT if full is None else full:
         return [(i, c) for i in items for c in choices]
-    return [(i, choices[k % len(choices)]) for k, i in enumerate(items)]
+    if by is None:
+        return [(i, choices[k % len(choices)]) for k, i in enumerate(items)]
+    groups: dict = {}
+    for i in items:
+        groups.setdefault(by(i), []).append(i)
+    return [(g[k % len(g)], choices[k % len(choices)]) for g in groups.values()
+            for k in range(max(len(g), len(choices)))]
 
 
 # ----------------------------------------------------------------------------------------

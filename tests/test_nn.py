@@ -35,7 +35,7 @@ from nxpy.defn import sharding as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.nn import coverage
 
-from helpers import FULL_PRODUCT, covering
+from helpers import covering
 
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
@@ -52,22 +52,6 @@ SPECIAL = [0.0, -0.0, 1.0, -1.0, 3.0, -3.0, 6.0, -6.0, math.log(2), 0.5, -0.5, 2
 
 def _dt(t):
     return nx.types.parse(t).dtype
-
-
-def per_function(cases, choices, key):
-    """:func:`helpers.covering` within each function's cases (``key`` of a case names its
-    function): every function meets every choice (a function with fewer cases than
-    choices takes some twice), each case one choice; the whole product under ``make
-    exhaustive``."""
-    if FULL_PRODUCT:
-        return covering(cases, choices)
-    out, groups = [], {}
-    for c in cases:
-        groups.setdefault(key(c), []).append(c)
-    for group in groups.values():
-        n = max(len(group), len(choices))
-        out += [(group[k % len(group)], choices[k % len(choices)]) for k in range(n)]
-    return out
 
 
 def params(pairs, ids=None):
@@ -342,10 +326,10 @@ def _function(case):
     return case.id.split("-")[0]
 
 
-# each case on one type, every function on every type (per_function); all in full under
-# `make exhaustive`
-@pytest.mark.parametrize("nf,jf,extra,t", params(per_function(AXES, FLOATS + ("s32",),
-                                                              _function)))
+# each case on one type, every function on every type (covering by function); all in full
+# under `make exhaustive`
+@pytest.mark.parametrize("nf,jf,extra,t", params(covering(AXES, FLOATS + ("s32",),
+                                                          by=_function)))
 def test_axes(nf, jf, extra, t, request):
     args = _args(t, extra)
     name = request.node.callspec.id.rsplit("-", 1)[0]
@@ -488,7 +472,7 @@ GRAD_AXES = [
 # every function in f32 and f64, each case in one (both: make exhaustive)
 @pytest.mark.parametrize("name,kw,t", [
     pytest.param(n, kw, t, id=f"{n}-{GRAD_AXES.index((n, kw))}-{t}")
-    for (n, kw), t in per_function(GRAD_AXES, ["f32", "f64"], lambda c: c[0])])
+    for (n, kw), t in covering(GRAD_AXES, ["f32", "f64"], by=lambda c: c[0])])
 def test_grad_axes(name, kw, t):
     """Random points, ties of the maximum, a row of zeros (standardize's variance is 0,
     at the kink of its clip); masks keep two elements of each reduced group, as a mean
