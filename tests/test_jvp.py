@@ -27,7 +27,7 @@ from nxpy.defn.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
 from nxpy.ops import PRIMITIVES
 
 from grad_cases import CASES, clipped_sqrt, needs_x64, nx_args, tleaves, tmap
-from helpers import assert_same_tree, close
+from helpers import FULL_PRODUCT, assert_same_tree, close, covering
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -148,12 +148,25 @@ def _f32_reference(c):
     return float(y), float(dy), float(scale)
 
 
+#: the cases ``jax.jvp`` can check
+_CHECKED = [c for c in CASES if c.name not in _JAX_CANNOT]
+#: the fast slice's ``exla`` cases: every other one (``eager`` alone on the rest), so that
+#: every op with several cases meets both paths (checked below); ``make exhaustive``: all
+_EXLA = [c for c, p in covering(_CHECKED, ("exla", "eager")) if p == "exla"]
+
+
 def _params():
-    for c in CASES:
-        if c.name in _JAX_CANNOT:
-            continue
+    """Every case ``eager`` (cheap: the Evaluator on NumPy; JAX's reference is most of
+    its time) and the cases of :data:`_EXLA` on ``exla`` too (one XLA compile each), both
+    tests of a case on one xdist worker, which computes JAX's reference once."""
+    for c in _CHECKED:
         for p in ("eager", "exla"):
-            yield pytest.param(c, p, id=f"{c.name}-{p}", marks=c.marks())
+            if p == "exla" and c not in _EXLA:
+                continue
+            marks = c.marks()
+            if c in _EXLA and not FULL_PRODUCT:
+                marks = marks + [pytest.mark.xdist_group(f"jvp_{c.name}")]
+            yield pytest.param(c, p, id=f"{c.name}-{p}", marks=marks)
 
 
 def _loose(got, want, rtol):
@@ -181,6 +194,21 @@ def test_jvp_matches_jax(c, path):
             assert (y.type, y.shape) == (t.type, t.shape)  # a tangent is like its primal
         return
     assert_same_tree(tuple(got), tuple(want), max(c.rtol, 2e-5), max(c.atol, 2e-6))
+
+
+def test_every_op_meets_both_paths_in_the_fast_slice():
+    """What the rotation keeps: every case on ``eager``, half of them on ``exla`` too, and
+    every elementwise op covered by several cases on both paths."""
+    met: dict = {}
+    for p in _params():
+        c, path = p.values
+        for op in c.ops or (c.name,):
+            met.setdefault(op, set()).add(path)
+    assert {c.name for c in _CHECKED} <= {p.values[0].name for p in _params()}
+    assert len(_EXLA) >= len(_CHECKED) // 2
+    several = {op for op in met if sum(op in c.ops for c in _CHECKED) >= 3}
+    assert several and all(met[op] == {"eager", "exla"} for op in several), \
+        {op: met[op] for op in several if met[op] != {"eager", "exla"}}
 
 
 def test_every_primitive_has_a_jvp_rule_or_a_zero_tangent():
@@ -315,8 +343,10 @@ def test_linearize_inside_a_defn(path):
     close(got, jax.linearize(jnp.sin, r(3))[0:1] + (jnp.cos(r(3)) * r(3, seed=1),))
 
 
-@pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("argnums", [0, 1, (0, 1)])
+# each argnums on one path, in rotation (every path: make exhaustive)
+@pytest.mark.parametrize("argnums,path", [  # ids as pytest gave them, unrotated
+    pytest.param(a, p, id=f"{a if isinstance(a, int) else 'argnums2'}-{p}")
+    for a, p in covering([0, 1, (0, 1)], list(PATHS))])
 def test_jacfwd_matches_jax(path, argnums):
     x, w = r(2, 3), r(3, 4, seed=1)
     got = PATHS[path](jacfwd(_mlp, argnums=argnums))(nx.tensor(x), nx.tensor(w))
@@ -661,9 +691,28 @@ class _JX:
         return lax.psum_scatter(v, axes, scatter_dimension=scatter_dimension, tiled=tiled)
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
-@pytest.mark.parametrize("mesh_shape", MESH_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
-@pytest.mark.parametrize("name", sorted(_BODIES))
+def _mesh_id(s):
+    return f"{s[0]}x{s[1]}"
+
+
+#: each body on each mesh with one compiler, in rotation (the meshes' order alternating body
+#: by body, so every body meets both compilers and so does every mesh); make exhaustive: all
+_COLLECTIVES = [pytest.param(n, m, c, id=f"{n}-{_mesh_id(m)}-{c}") for (n, m), c in covering(
+    [(n, m) for i, n in enumerate(sorted(_BODIES)) for m in MESH_SHAPES[::(-1) ** i]],
+    ["evaluator", "exla"])]
+
+
+def test_every_collective_body_meets_both_compilers():
+    met: dict = {}
+    for p in _COLLECTIVES:
+        n, m, c = p.values
+        met.setdefault(n, set()).add(c)
+        met.setdefault(m, set()).add(c)
+    assert all(cs == {"evaluator", "exla"} for cs in met.values()), met
+    assert set(met) == set(_BODIES) | set(MESH_SHAPES)
+
+
+@pytest.mark.parametrize("name,mesh_shape,compiler", _COLLECTIVES)
 def test_jvp_of_shard_map_collectives(name, mesh_shape, compiler):
     nxm, jm = _meshes(mesh_shape)
     k = mesh_shape[1]
@@ -775,8 +824,10 @@ def test_jvp_matches_finite_differences(name):
     np.testing.assert_allclose(got.to_numpy(), _fd(f, x, t), rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
-@pytest.mark.parametrize("mesh_shape", MESH_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+# each mesh with one compiler, in rotation (both with both: make exhaustive)
+@pytest.mark.parametrize("mesh_shape,compiler", [
+    pytest.param(m, c, id=f"{_mesh_id(m)}-{c}")
+    for m, c in covering(MESH_SHAPES, ["evaluator", "exla"])])
 def test_jvp_of_more_collectives(mesh_shape, compiler):
     nxm, jm = _meshes(mesh_shape)
     k = mesh_shape[1]
@@ -876,8 +927,8 @@ _COMPLEX_LINEAR = {
 }
 
 
-@pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("name", sorted(_COMPLEX_LINEAR))
+# each rule on one path, in rotation (both: make exhaustive)
+@pytest.mark.parametrize("name,path", covering(sorted(_COMPLEX_LINEAR), list(PATHS)))
 def test_complex_tangents_of_transposed_rules(name, path):
     nxf, jf, args = _COMPLEX_LINEAR[name]
     tans = tuple(_c(*np.shape(a), seed=10 + i) for i, a in enumerate(args))
