@@ -26,8 +26,8 @@ from nxpy.stablehlo import load, parse
 from nxpy.testing.records import Domain
 
 import helpers
-from helpers import (ALL_TYPES, BF16, COMPLEX, INTS, PATHS, default_backend, jvp_matches_jax,
-                     rng_for, run, x64)
+from helpers import (ALL_TYPES, BF16, CHEAP, COMPLEX, INTS, PATHS, covering, default_backend,
+                     jvp_matches_jax, rng_for, run, x64)
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -59,6 +59,22 @@ check = functools.partial(helpers.check, tols=TOL, scaled=True)
 # ----------------------------------------------------------------------------------------
 # real, imag, conjugate, phase, complex: every dtype, every path
 # ----------------------------------------------------------------------------------------
+#: the types the every-type tests run on EXLA's eager backend too (one compiled program per
+#: op, where jit with EXLA compiles one in all): every other one, in rotation, in the fast
+#: slice; every type under make exhaustive. The other paths take every type.
+EAGER_EXLA_TYPES = {t for t, on in covering(ALL_TYPES, (True, False)) if on}
+
+
+def _paths(t):
+    return PATHS if t in EAGER_EXLA_TYPES else CHEAP
+
+
+def test_every_kind_of_type_meets_eager_exla():
+    def kind(t):  # signed, unsigned, float (bf16 too), complex, pred
+        return "f" if t == "bf16" else t[0]
+    assert {kind(t) for t in EAGER_EXLA_TYPES} == {kind(t) for t in ALL_TYPES}
+
+
 def _parts(x):
     out = (nx.real(x), nx.imag(x), nx.conjugate(x), nx.phase(x))
     if x.type.is_complex:
@@ -82,7 +98,7 @@ def test_elementwise_parts(t):
         phase = np.asarray(jnp.angle(w))
         other = np.asarray(lax.complex(re, im)) if t in COMPLEX else np.asarray(
             lax.complex(re, re if t == "pred" or t[0] == "u" else -re))
-    res = run(_parts, x)
+    res = run(_parts, x, paths=_paths(t))
     check(res, [re, im, conj, phase, other], [rt, rt, ct, rt, ct], what=f"parts of {t}")
     for path, r in res.items():  # conjugate of a real value: the imaginary parts are -0.0
         if t not in COMPLEX:
@@ -131,7 +147,7 @@ def _np_fft(x, inverse, lengths, axes):
 @pytest.mark.parametrize("t", ALL_TYPES)
 def test_fft_every_type(t):
     x = gen(t, (2, 6))
-    res = run(lambda a: (nx.fft(a), nx.ifft2(a)), x)
+    res = run(lambda a: (nx.fft(a), nx.ifft2(a)), x, paths=_paths(t))
     want = [_np_fft(x, False, [6], [-1]), _np_fft(x, True, [2, 6], [-2, -1])]
     check(res, want, [complex_of(t)] * 2, what=f"fft of {t}")
 
@@ -243,9 +259,10 @@ def test_real_transforms_every_type(t):
     result of real's type (f16 stays f16, integers become f32)."""
     x = gen(t, (2, 6))
     if t in COMPLEX:
-        check(run(nx.irfft, x), _np_rfft(x, True, 10, -1), real_of(t), what=f"irfft of {t}")
+        check(run(nx.irfft, x, paths=_paths(t)), _np_rfft(x, True, 10, -1), real_of(t),
+              what=f"irfft of {t}")
         return
-    res = run(lambda a: (nx.rfft(a), nx.irfft(a)), x)
+    res = run(lambda a: (nx.rfft(a), nx.irfft(a)), x, paths=_paths(t))
     check(res, [_np_rfft(x, False, 6, -1), _np_rfft(x, True, 10, -1)],
           [complex_of(t), real_of(t)], what=f"rfft, irfft of {t}")
 
@@ -258,16 +275,23 @@ RFFT_OPTIONS = [  # (op, length, axis): even and odd lengths, padding, truncatio
 ]
 
 
-@pytest.mark.parametrize("t,op,length,axis", [
-    (t, *o) for t in ("f32", "f64", "c64", "c128") for o in RFFT_OPTIONS
-    if not (o[0] == "rfft" and t in COMPLEX)])  # rfft of a complex tensor: test_errors
+RFFT_CASES = [(t, *o) for t in ("f32", "f64", "c64", "c128") for o in RFFT_OPTIONS
+              if not (o[0] == "rfft" and t in COMPLEX)]  # rfft of a complex tensor: test_errors
+#: the cases also run on EXLA's eager backend: every other one, in rotation (all: make
+#: exhaustive); every case runs on NumPy and jit with EXLA
+RFFT_EAGER_EXLA = {c for c, on in covering(RFFT_CASES, (True, False)) if on}
+
+
+@pytest.mark.parametrize("t,op,length,axis", RFFT_CASES)
 def test_real_transform_options(t, op, length, axis):
     x = gen(t, (5, 6), seed=4)
     n = x.shape[axis]
     L = (2 * (n - 1) if op == "irfft" else n) if length is None else \
         _nextpow2(n) if length == "power_of_two" else length
-    res = run(lambda a: getattr(nx, op)(a, length=length, axis=axis), x,
-              paths=PATHS if t in ("f32", "c64") else ("numpy", "exla", "exla_eager"))
+    paths = PATHS if t in ("f32", "c64") else ("numpy", "exla", "exla_eager")
+    if (t, op, length, axis) not in RFFT_EAGER_EXLA:
+        paths = tuple(p for p in paths if p != "exla_eager")
+    res = run(lambda a: getattr(nx, op)(a, length=length, axis=axis), x, paths=paths)
     want_t = complex_of(t) if op == "rfft" else real_of(t)
     check(res, _np_rfft(x, op == "irfft", L, axis), want_t, what=f"{op} {length} {axis}")
 
@@ -608,11 +632,27 @@ _EAGER_EXLA = {"conjugate", "complex", "abs", "fft", "ifft_padded", "fft2", "rff
 def _jax_grad(name):
     _, fj, args = GRADS[name]
     with x64() if args[0].dtype == np.complex128 else jax.enable_x64(False):
-        return jax.grad(fj, argnums=tuple(range(len(args))))(*args)
+        # jitted: one XLA compile, where eager JAX compiles every op of the gradient
+        return jax.jit(jax.grad(fj, argnums=tuple(range(len(args)))))(*args)
 
 
-@pytest.mark.parametrize("name,path", [(n, p) for n in GRADS for p in GRAD_PATHS
-                                       if p != "evaluator_exla" or n in _EAGER_EXLA])
+def _grad_params():
+    """Every case ``eager`` (the Evaluator on NumPy: no compiling; JAX's reference is most
+    of its time); ``exla`` on every other case and ``evaluator_exla`` on every other of
+    :data:`_EAGER_EXLA`, in rotation (every case, every path: make exhaustive)."""
+    return [(n, "eager") for n in GRADS] + \
+        [(n, p) for n, p in covering(GRADS, ("exla", "eager")) if p == "exla"] + \
+        [(n, p) for n, p in covering([n for n in GRADS if n in _EAGER_EXLA],
+                                     ("evaluator_exla", "eager")) if p == "evaluator_exla"]
+
+
+def test_grad_paths_in_the_fast_slice():
+    pairs = _grad_params()
+    assert {n for n, _ in pairs} == set(GRADS) and {p for _, p in pairs} == set(GRAD_PATHS)
+    assert len([n for n, p in pairs if p == "exla"]) >= len(GRADS) // 2
+
+
+@pytest.mark.parametrize("name,path", _grad_params())
 def test_grad_matches_jax(name, path):
     fn, _, args = GRADS[name]
     argnums = tuple(range(len(args)))
@@ -624,8 +664,9 @@ def test_grad_matches_jax(name, path):
         np.testing.assert_allclose(g.to_numpy(), w, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
-@pytest.mark.parametrize("name", list(GRADS))
+# each case on one compiler, in rotation (both: make exhaustive)
+@pytest.mark.parametrize("name,path", [pytest.param(n, p, id=f"{n}-{p}")
+                                       for n, p in covering(GRADS, ["evaluator", "exla"])])
 def test_jvp_matches_jax(name, path):
     fn, fj, args = GRADS[name]
     jvp_matches_jax(fn, fj, args, path, 1e-4, x64=args[0].dtype == np.complex128)
@@ -668,8 +709,9 @@ JAX_CORPUS = {
 }
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
-@pytest.mark.parametrize("name", list(JAX_CORPUS))
+# each program on one compiler, in rotation (both: make exhaustive)
+@pytest.mark.parametrize("name,compiler", [pytest.param(n, c, id=f"{n}-{c}") for n, c in
+                                           covering(JAX_CORPUS, ["evaluator", "exla"])])
 def test_jax_programs_load(name, compiler):
     f, a = JAX_CORPUS[name]
     x64_needed = a.dtype in (np.float64, np.complex128)
