@@ -28,7 +28,7 @@ from nxpy.compilers.exla import to_mlir
 from nxpy.stablehlo import load
 
 import helpers
-from helpers import PATHS, close, dt, jvp_matches_jax, rng_for, run
+from helpers import CHEAP, PATHS, close, covering, dt, jvp_matches_jax, rng_for, run
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -209,13 +209,18 @@ def test_svd_complex_is_an_error_as_nx():
 # ----------------------------------------------------------------------------------------
 # Compositions
 # ----------------------------------------------------------------------------------------
+#: the types on EXLA's eager backend too (a compiled program per op of the compositions):
+#: every other one, in rotation (all: make exhaustive)
+COMPOSITION_EAGER_EXLA = {t for t, on in covering(["f32", "f64", "c64"], (True, False)) if on}
+
+
 @pytest.mark.parametrize("t", ["f32", "f64", "c64"])
 def test_solve_invert_determinant(t):
     a = well(t, (2, 4, 4))
     b = rand(t, (2, 4, 3), 1)
     bv = rand(t, (2, 4), 2)
     res = run(lambda x, y, z: (L.solve(x, y), L.solve(x, z), L.invert(x), L.determinant(x)),
-              a, b, bv)
+              a, b, bv, paths=PATHS if t in COMPOSITION_EAGER_EXLA else CHEAP)
     check(res, (np.linalg.solve(a, b), np.linalg.solve(a, bv[..., None])[..., 0],
                 np.linalg.inv(a), np.linalg.det(a)), t, rtol=TOL[t] * 20, atol=TOL[t] * 20)
 
@@ -533,13 +538,33 @@ def _grad_cases():
     ]
 
 
+def _with_exla(names):
+    """The ``names`` whose test also runs on EXLA (one compile each; the Evaluator, which
+    compiles nothing, takes every one): every other one, in rotation; all under make
+    exhaustive."""
+    return {n for n, on in covering(names, (True, False)) if on}
+
+
+GRAD_EXLA = _with_exla([c[0] for c in _grad_cases()])
+
+
+def test_half_of_each_table_meets_exla():
+    for names, table in ((GRAD_EXLA, _grad_cases()), (COMPLEX_GRAD_EXLA, _complex_grad_cases()),
+                         (PROGRAMS_EXLA, _jax_programs())):
+        assert len(names) >= len(table) // 2 and names <= {c[0] for c in table}
+
+
+def _compilers(name, with_exla):
+    return ("evaluator", "exla") if name in with_exla else ("evaluator",)
+
+
 @pytest.mark.parametrize("case", _grad_cases(), ids=lambda c: c[0])
 def test_grad_vs_jax(case):
     name, f, jf, x = case
-    with jax.enable_x64(True):
-        want = np.asarray(jax.grad(jf)(x))
+    with jax.enable_x64(True):  # jitted: one compile, where eager JAX compiles every op
+        want = np.asarray(jax.jit(jax.grad(jf))(x))
     sym = name in ("cholesky", "eigh")  # nxpy, as JAX, symmetrizes: compare sym parts
-    for compiler in ("evaluator", "exla"):
+    for compiler in _compilers(name, GRAD_EXLA):
         got = jit(grad(f), compiler=compiler)(nx.tensor(x)).to_numpy()
         if sym:
             got, want_ = (got + got.T) / 2, (want + want.T) / 2
@@ -572,9 +597,10 @@ def _complex_grad_cases():
     ]
 
 
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
-@pytest.mark.parametrize("case", [c for c in _grad_cases() if c[0] not in ("cholesky", "eigh")],
-                         ids=lambda c: c[0])
+# each case on one compiler, in rotation (both: make exhaustive)
+@pytest.mark.parametrize("case,path", [
+    pytest.param(c, p, id=f"{c[0]}-{p}") for c, p in covering(
+        [c for c in _grad_cases() if c[0] not in ("cholesky", "eigh")], ["evaluator", "exla"])])
 def test_jvp_vs_jax(case, path):
     name, f, jf, x = case
     jvp_matches_jax(f, jf, (x,), path, 1e-6, x64=True)
@@ -596,14 +622,17 @@ def test_jvp_of_symmetric_decompositions(path):
         close(got, want, 1e-6, 1e-8)
 
 
+COMPLEX_GRAD_EXLA = _with_exla([c[0] for c in _complex_grad_cases()])
+
+
 @pytest.mark.parametrize("case", _complex_grad_cases(), ids=lambda c: c[0])
 def test_complex_grad_vs_jax(case):
     """Complex inputs: JAX's convention (transposes that do not conjugate), as every other
     gradient rule."""
     name, f, jf, x = case
     with jax.enable_x64(True):
-        want = np.asarray(jax.grad(jf)(x))
-    for compiler in ("evaluator", "exla"):
+        want = np.asarray(jax.jit(jax.grad(jf))(x))
+    for compiler in _compilers(name, COMPLEX_GRAD_EXLA):
         got = jit(grad(f), compiler=compiler)(nx.tensor(x)).to_numpy()
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=f"{name} {compiler}")
 
@@ -670,6 +699,9 @@ def _jax_programs():
     ]
 
 
+PROGRAMS_EXLA = _with_exla([c[0] for c in _jax_programs()])
+
+
 @pytest.mark.parametrize("case", _jax_programs(), ids=lambda c: c[0])
 def test_jax_linalg_programs_load(case):
     name, f, args = case
@@ -679,7 +711,7 @@ def test_jax_linalg_programs_load(case):
     assert "lapack_" in text
     want = [np.asarray(w) for w in (want if isinstance(want, (tuple, list)) else [want])]
     prog = load(text)
-    for compiler in ("evaluator", "exla"):
+    for compiler in _compilers(name, PROGRAMS_EXLA):
         got = prog.jit(compiler)(*[nx.tensor(x) for x in args])
         got = got if isinstance(got, (tuple, list)) else [got]
         for g, w in zip(got, want):
