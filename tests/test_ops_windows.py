@@ -15,7 +15,8 @@ from nxpy.ops.windows import select_and_scatter
 import nxpy.stablehlo as sh
 from nxpy import types as T
 
-from helpers import FLOATS, INTS, check, dt, gen, jvp_matches_jax, rng_for, run, x64
+from helpers import (CHEAP, FLOATS, INTS, PATHS, check, covering, dt, gen, jvp_matches_jax,
+                     rng_for, run, x64)
 
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
@@ -222,6 +223,19 @@ SCATTER_CASES = [
 ]
 
 
+#: the (case, tie) pairs also run on EXLA's eager backend: every other one, in rotation, the
+#: ties' order alternating case by case so both ties meet it (all: make exhaustive); numpy,
+#: evaluator and jit with EXLA take every one
+SCATTER_EAGER_EXLA = {p for p, on in covering(
+    [(i, tie) for i in range(len(SCATTER_CASES)) for tie in ("high", "low")[::(-1) ** i]],
+    (True, False)) if on}
+
+
+def test_both_ties_meet_eager_exla():
+    assert {tie for _, tie in SCATTER_EAGER_EXLA} == {"high", "low"}
+    assert len(SCATTER_EAGER_EXLA) >= len(SCATTER_CASES)
+
+
 @pytest.mark.parametrize("kind,t,shape,window,strides,padding,st", SCATTER_CASES,
                          ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(SCATTER_CASES)])
 @pytest.mark.parametrize("tie", ["high", "low"])
@@ -243,7 +257,9 @@ def test_window_scatter(kind, t, shape, window, strides, padding, st, tie):
         return select_and_scatter(f"window_scatter_{kind}", a, b, 1, window, strides, padding,
                                   "low")
     out_t = str(T.merge(T.parse(st), T.S32))  # init_value 1 is an s32 tensor (as in Nx)
-    check(run(f, x, src), exp.astype(dt(out_t)), out_t, what=f"scatter {kind} {tie}")
+    case = (SCATTER_CASES.index((kind, t, shape, window, strides, padding, st)), tie)
+    paths = PATHS if case in SCATTER_EAGER_EXLA else CHEAP
+    check(run(f, x, src, paths=paths), exp.astype(dt(out_t)), out_t, what=f"scatter {kind} {tie}")
 
 
 # the fuzzer (nxpy.testing.fuzz) found these: EXLA padded the operand with the type's
@@ -559,7 +575,8 @@ def _u(shape, seed, lo=-1.0, hi=1.0):
 
 
 def check_grad(nf, jf, *args, argnums=0, rtol=1e-4, atol=1e-5):
-    want = jax.grad(jf, argnums=argnums)(*[jnp.asarray(a) for a in args])
+    # jitted: one XLA compile, where eager JAX compiles every op of the gradient
+    want = jax.jit(jax.grad(jf, argnums=argnums))(*[jnp.asarray(a) for a in args])
     want = want if isinstance(want, tuple) else (want,)
     for comp in ("evaluator", "exla"):
         got = jit(grad(nf, argnums=argnums), compiler=comp)(*[nx.tensor(a) for a in args])
@@ -703,8 +720,9 @@ JVP_CASES = {
 }
 
 
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
-@pytest.mark.parametrize("name", list(JVP_CASES))
+# each case on one compiler, in rotation (both: make exhaustive)
+@pytest.mark.parametrize("name,path", [pytest.param(n, p, id=f"{n}-{p}")
+                                       for n, p in covering(JVP_CASES, ["evaluator", "exla"])])
 def test_jvp_matches_jax(name, path):
     nf, jf, args = JVP_CASES[name]
     jvp_matches_jax(nf, jf, args, path, 1e-4)
@@ -741,12 +759,12 @@ def test_window_scatter_grad():
 # ----------------------------------------------------------------------------------------
 # Importer: JAX-exported programs
 # ----------------------------------------------------------------------------------------
-def _load_and_compare(f, *args, rtol=1e-5, atol=1e-5):
+def _load_and_compare(f, *args, rtol=1e-5, atol=1e-5, compilers=("evaluator", "exla")):
     text = jax.jit(f).lower(*args).as_text()
     prog = sh.load(text)
     want = jax.jit(f)(*args)
     want = want if isinstance(want, (tuple, list)) else (want,)
-    for comp in ("evaluator", "exla"):
+    for comp in compilers:
         got = prog.jit(compiler=comp)(*[nx.tensor(np.asarray(a)) for a in args])
         got = got if isinstance(got, (tuple, list)) else (got,)
         for g, w in zip(got, want):
@@ -793,11 +811,17 @@ IMPORT_CASES = {
 }
 
 
+#: the programs also compiled by EXLA (the Evaluator runs every one): every other one, in
+#: rotation (all: make exhaustive)
+IMPORT_EXLA = {n for n, on in covering(IMPORT_CASES, (True, False)) if on}
+
+
 @pytest.mark.parametrize("name", list(IMPORT_CASES))
 def test_import_jax_program(name):
     f, shapes = IMPORT_CASES[name]
     args = [jnp.asarray(_u(s, i + 20)) for i, s in enumerate(shapes)]
-    _load_and_compare(f, *args, rtol=1e-4, atol=1e-4)
+    _load_and_compare(f, *args, rtol=1e-4, atol=1e-4,
+                      compilers=("evaluator", "exla") if name in IMPORT_EXLA else ("evaluator",))
 
 
 def test_import_stax_cnn():
