@@ -49,9 +49,6 @@ def _bits_of(a):
     return a
 
 
-_JAX_012 = tuple(int(v) for v in jax.__version__.split(".")[:2]) >= (0, 12)
-
-
 def _x64(t):
     return jax.enable_x64(t in WIDE)
 
@@ -241,17 +238,13 @@ def test_values_like_jax(group):
 
 def test_ball_like_jax():
     """ball draws through gamma.py's generalized_normal (its own compiled program: the
-    gamma sampler is large). Bit-equal on EXLA with jax 0.12; with jax 0.10.2 XLA compiles
-    that JAX's gamma draws of this shape a few ulps apart from nxpy's (JAX's
-    generalized_normal alone differs from nxpy's by as much: docs/random.md), so there and
-    off EXLA within 16 ulps of the largest entry."""
+    gamma sampler is large): JAX's bits on EXLA, and off EXLA within 16 ulps of the largest
+    entry."""
     want = np.asarray(jax.jit(lambda k: jax.random.ball(k, 3, 2, (5,)))(_jkey(3)))
     f = lambda k: R.ball_split(k, 3, 2, shape=(5,))  # noqa: E731 - the sampler under test
     for path in PATHS:
         got = (f(R.key(3)) if path == "numpy" else jit(f, compiler=path)(R.key(3))).to_numpy()
-        # as exact as gamma.py's generalized_normal, which it divides by a norm
-        exact = "exla" if _JAX_012 else "ulps"
-        _check(f"ball on {path}", "f32", exact, path, got, want)
+        _check(f"ball on {path}", "f32", "exla", path, got, want)
     v, k = R.ball(R.key(3), 2, 1.5)
     assert v.shape == (2,) and float(np.abs(v.to_numpy()).__pow__(1.5).sum()) <= 1
     assert k.tolist() == R.split(R.key(3))[0].tolist()

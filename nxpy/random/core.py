@@ -6,9 +6,11 @@ import math
 
 import numpy as np
 
+from .. import _context
 from .. import ops as O
 from .. import shape as S
 from .. import types as T
+from ..defn.expr import EXPR
 from ..defn.kernel import fori_loop
 from ..tensor import Tensor
 
@@ -111,6 +113,25 @@ def _names(names, shape, op):
     if names is None:
         return None
     return list(S.check_names(names, shape, f"{op}: names"))
+
+
+def _jit_argument(v: Tensor) -> Tensor:
+    """``v`` as JAX's samplers see a parameter: an argument of the jitted function that
+    draws (``_gamma``, ``_chisquare``, ``_wald``, ...). Two things follow, both of which
+    change the last bits of the samples:
+
+    * what JAX computes from the parameter (``a - 1/3``, ``log d``, ``1 / p``) is XLA's
+      arithmetic, never NumPy's (whose ``log`` and ``pow`` round an ulp apart), so while
+      tracing a concrete ``v`` enters the graph;
+    * XLA inlines the jitted function into its caller only after simplifying its body, so
+      a constant parameter is not yet folded into the arithmetic when XLA reassociates it
+      (``mean**2 * y / 2`` stays a product by 1/2) or sinks it into a loop. Here ``v``
+      goes behind an optimization barrier, which XLA removes at about that stage. That
+      matches JAX's bits for most constant parameters, not all (docs/random.md: a value
+      passed as an argument of the jitted function matches always).
+
+    Eagerly it is ``v``."""
+    return O.optimization_barrier(EXPR.lift(v)) if _context.tracing() else v
 
 
 def _finish(x, shape, names, op):

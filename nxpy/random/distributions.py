@@ -16,16 +16,14 @@ import math
 import ml_dtypes
 import numpy as np
 
-from .. import _context
 from .. import ops as O
 from .. import shape as S
 from .. import types as T
-from ..defn.expr import EXPR
 from ..tensor import Tensor
 from .basic import _normal_real, _uniform, gumbel_split, normal_split, shuffle
 from .gamma import generalized_normal_split
-from .core import (S32, U32, _check_param_shapes, _finish, _split2, _tensorish, check_key,
-                   check_shape, check_type, split)
+from .core import (S32, U32, _check_param_shapes, _finish, _jit_argument, _split2, _tensorish,
+                   check_key, check_shape, check_type, split)
 
 __all__ = ["bernoulli", "bernoulli_split", "categorical", "categorical_split",
            "truncated_normal", "truncated_normal_split", "exponential", "exponential_split",
@@ -98,19 +96,6 @@ def _param(v, t, shape=None):
 
 def _const(v, t):
     return O.tensor(v, type=t)
-
-
-def _jit_argument(v):
-    """``v`` as JAX's samplers see a parameter: an argument of the jitted function that
-    draws (``_wald``, ...), which XLA inlines into its caller only after it has simplified
-    the function's body, so a constant parameter is not yet folded into the arithmetic
-    when XLA reassociates it (``mean**2 * y / 2`` stays a product by 1/2, not by
-    ``mean**2 / 2``) and the same multiply-adds are contracted. While tracing, ``v``
-    enters the program as a node behind an optimization barrier, which XLA removes at the
-    same stage; eagerly (and for values already traced, bar the barrier) it is ``v``."""
-    if not _context.tracing():
-        return v
-    return O.optimization_barrier(EXPR.lift(v))
 
 
 def _finfo(t):

@@ -37,8 +37,8 @@ from ..defn.custom_vjp import custom_vjp
 from ..defn.kernel import while_loop
 from ..defn.scan import scan
 from ..tensor import Tensor
-from .core import (_MANTISSA, _UINT, S32, U32, U64, _finish, _split2, _tensorish, check_key,
-                   check_shape, check_type, split, threefry2x32)
+from .core import (_MANTISSA, _UINT, S32, U32, U64, _finish, _jit_argument, _split2, _tensorish,
+                   check_key, check_shape, check_type, split, threefry2x32)
 from .basic import _uniform, normal_split
 
 __all__ = ["gamma", "gamma_split", "loggamma", "loggamma_split", "beta", "beta_split",
@@ -311,6 +311,7 @@ _SAMPLERS = {False: _sampler(False), True: _sampler(True)}
 def _gamma(key, a, shape, t, log_space):
     """``jax.random._gamma``: ``a`` (of type ``t``) broadcast to ``shape``, one key per
     element."""
+    a = _jit_argument(a)
     if a.shape != shape:
         a = O.broadcast(a, shape)
     if math.prod(shape) == 0:
@@ -348,10 +349,10 @@ def _param(v, arg, op, t):
         if v.type.is_complex:
             raise TypeError(f"{op}: expected {arg} to be a real number or tensor, got type "
                             f"{v.type}")
-        return O.as_type(v, t)
+        return _jit_argument(O.as_type(v, t))
     if isinstance(v, complex):
         raise TypeError(f"{op}: expected {arg} to be a real number or tensor, got {v!r}")
-    return O.tensor(float(v), type=t)
+    return _jit_argument(O.tensor(float(v), type=t))
 
 
 def _number(v, arg, op):
@@ -635,7 +636,9 @@ def generalized_normal_split(key, p, *, shape=(), type=None, names=None) -> Tens
         p = _number(p, "p", op)
         shape = check_shape(shape, op)
     ks = split(key)
-    inv = O.divide(O.tensor(1, type=t), p) if isinstance(p, Tensor) else O.tensor(1 / p, type=t)
+    if not isinstance(p, Tensor):
+        p = _jit_argument(O.tensor(p, type=t))
+    inv = O.divide(O.tensor(1, type=t), p)
     g = _gamma(ks[0], inv, shape, t, False)
     r = _rademacher(ks[1], shape, t)
     return _finish(O.multiply(r, O.pow(g, inv)), shape, names, op)
