@@ -13,7 +13,7 @@ from nxpy.defn import sharding as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import load
 
-from helpers import CHEAP, PATHS, check, jvp_matches_jax, run, x64
+from helpers import CHEAP, PATHS, check, covering, jvp_matches_jax, run, x64
 
 pjrt.devices()
 import jax  # noqa: E402
@@ -49,21 +49,33 @@ def data(shape, dtype, seed=0, special=True):
 # ----------------------------------------------------------------------------------------
 # sort / argsort vs jnp (stable, NaN last, -0.0 == 0.0)
 # ----------------------------------------------------------------------------------------
+#: NumPy and the Evaluator take every dtype; float32 and int32 every path; the other dtypes
+#: jit with EXLA every other one, in rotation (all of them: make exhaustive)
+SORT_EXLA = {"float32", "int32"} | {t for t, on in covering(
+    [t for t in DTYPES if t not in ("float32", "int32")], (False, True)) if on}
+
+
+def test_sort_exla_meets_every_kind_of_dtype():
+    kinds = {np.dtype(_dt(t)).kind if t != "bfloat16" else "f" for t in SORT_EXLA}
+    assert kinds == {"f", "i", "u", "b"} and "bool" in SORT_EXLA
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_sort_and_argsort_match_jax(dtype):
     a = data((3, 7), dtype)
     combos = [(axis, d) for axis in (0, -1) for d in ("asc", "desc")]
-    want = []
-    with x64():
-        for axis, d in combos:
-            want.append(np.asarray(jnp.sort(a, axis=axis, descending=d == "desc", stable=True)))
-            want.append(np.asarray(jnp.argsort(a, axis=axis, descending=d == "desc", stable=True)))
+    with x64():  # jitted: one XLA compile, where eager JAX compiles every sort
+        want = [np.asarray(w) for w in jax.jit(lambda a: [
+            r for axis, d in combos
+            for r in (jnp.sort(a, axis=axis, descending=d == "desc", stable=True),
+                      jnp.argsort(a, axis=axis, descending=d == "desc", stable=True))])(a)]
 
     def f(x):  # one program per dtype: every axis and direction
         return tuple(r for axis, d in combos for r in (nx.sort(x, axis=axis, direction=d),
                                                        nx.argsort(x, axis=axis, direction=d)))
-    check(run(f, a, paths=PATHS if dtype in ("float32", "int32") else CHEAP), tuple(want),
-          rtol=0, atol=0)
+    paths = PATHS if dtype in ("float32", "int32") else CHEAP if dtype in SORT_EXLA else \
+        ("numpy", "evaluator")
+    check(run(f, a, paths=paths), tuple(want), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("shape,axis", [((0,), 0), ((2, 0), 1), ((0, 3), 1), ((5,), 0),
@@ -227,25 +239,40 @@ _CUM = {"cumulative_sum": lax.cumsum, "cumulative_product": lax.cumprod,
         "cumulative_max": lax.cummax, "cumulative_min": lax.cummin}
 
 
+CUM_DTYPES = ["float32", "float64", "float16", "int32", "uint8"]
+#: the (op, dtype) pairs also jit with EXLA (NumPy and the Evaluator take every one): every
+#: other one, in rotation over an odd number of dtypes per op, so every op and every dtype
+#: meets EXLA (checked below); all: make exhaustive
+CUM_EXLA = {p for p, on in covering([(op, t) for op in _CUM for t in CUM_DTYPES], (True, False))
+            if on}
+
+
+def test_cumulative_exla_meets_every_op_and_dtype():
+    assert {op for op, _ in CUM_EXLA} == set(_CUM) and {t for _, t in CUM_EXLA} == set(CUM_DTYPES)
+
+
 @pytest.mark.parametrize("op", list(_CUM))
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "uint8"])
+@pytest.mark.parametrize("dtype", CUM_DTYPES)
 def test_cumulative_match_lax(op, dtype):
     combos = [((3, 40), 1, False), ((40, 3), 0, True), ((2, 5), -1, True)]
-    args, want = [], []
-    with x64():
-        for shape, axis, rev in combos:
-            a = data(shape, dtype, special=op in ("cumulative_max", "cumulative_min"))
-            if op == "cumulative_product" and np.dtype(_dt(dtype)).kind == "f":
-                a = (np.random.default_rng(1).uniform(0.6, 1.6, shape)).astype(_dt(dtype))
-            args.append(a)
-            want.append(np.asarray(_CUM[op](a, axis=axis % a.ndim, reverse=rev)))
+    args = []
+    for shape, axis, rev in combos:
+        a = data(shape, dtype, special=op in ("cumulative_max", "cumulative_min"))
+        if op == "cumulative_product" and np.dtype(_dt(dtype)).kind == "f":
+            a = (np.random.default_rng(1).uniform(0.6, 1.6, shape)).astype(_dt(dtype))
+        args.append(a)
+    with x64():  # jitted: one XLA compile for the three
+        want = [np.asarray(w) for w in jax.jit(lambda *xs: [
+            _CUM[op](x, axis=axis % x.ndim, reverse=rev)
+            for x, (_, axis, rev) in zip(xs, combos)])(*args)]
     exact = np.dtype(_dt(dtype)).kind in "iub" or op in ("cumulative_max", "cumulative_min")
     rtol = {"float16": 2e-2, "bfloat16": 5e-2}.get(dtype, 1e-5)
 
     def f(*xs):  # one program: the three shapes (the long axes scan, the short one windows)
         return tuple(getattr(nx, op)(x, axis=axis, reverse=rev)
                      for x, (_, axis, rev) in zip(xs, combos))
-    check(run(f, *args, paths=CHEAP), tuple(want), rtol=0 if exact else rtol,
+    paths = CHEAP if (op, dtype) in CUM_EXLA else ("numpy", "evaluator")
+    check(run(f, *args, paths=paths), tuple(want), rtol=0 if exact else rtol,
           atol=0 if exact else rtol)
 
 
@@ -367,18 +394,24 @@ def _grad_case(name):
     return (*_grad_pair(nxf, jf), x0)
 
 
+#: the cases whose gradient also compiles with EXLA (the Evaluator takes every one): every
+#: other one, in rotation (all: make exhaustive)
+GRAD_EXLA = {n for n, on in covering(_GRADS, (True, False)) if on}
+
+
 @pytest.mark.parametrize("name", list(_GRADS))
 def test_grad_matches_jax(name):
     f, g, x0 = _grad_case(name)
     want = np.asarray(jax.jit(jax.grad(g))(x0))
     x = nx.tensor(x0)
-    for comp in ("evaluator", "exla"):
+    for comp in ("evaluator", "exla") if name in GRAD_EXLA else ("evaluator",):
         got = jit(grad(f), compiler=comp)(x).to_numpy()
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=f"{name} {comp}")
 
 
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
-@pytest.mark.parametrize("name", list(_GRADS))
+# each case on one compiler, in rotation (both: make exhaustive)
+@pytest.mark.parametrize("name,path", [pytest.param(n, p, id=f"{n}-{p}")
+                                       for n, p in covering(_GRADS, ["evaluator", "exla"])])
 def test_jvp_matches_jax(name, path):
     f, g, x0 = _grad_case(name)
     jvp_matches_jax(f, g, (x0,), path, 2e-5)
