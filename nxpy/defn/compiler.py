@@ -48,6 +48,12 @@ class Compiler:
         a map...); ``call_arrays(arrays)`` the same for calls whose every argument is a
         NumPy array of the parameter's shape and dtype (None: not supported). Without
         them ``defn`` calls ``run`` and builds the result itself.
+    ``run.memory_stats() -> dict``  (optional attribute of ``run``)
+        The device memory the compiled program reserves, in bytes, per device:
+        ``argument``, ``output``, ``alias`` (outputs written in place of donated
+        arguments), ``temp`` (what the program allocates while it runs) and
+        ``generated_code``; what :meth:`nxpy.defn.Compiled.memory_stats` returns. EXLA
+        reads XLA's buffer assignment (as ``jax``'s ``compiled.memory_analysis()``).
     ``result_backend(opts) -> Backend``  (optional)
         The backend the results live on (default: the default backend).
     ``compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts)``  (optional)

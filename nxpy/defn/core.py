@@ -516,6 +516,8 @@ class Layout:
             run.call = lambda args: tree_mod.unflatten(out_tree, run(args))
         run.executable = exe
         run.module = exe.module
+        if hasattr(exe, "memory_stats"):
+            run.memory_stats = exe.memory_stats
         return run, out_tree
 
 
@@ -664,6 +666,7 @@ class Compiled:
         layout = Layout(opts.pop("in_shardings", None), opts.pop("out_shardings", None),
                         opts.pop("mesh", None), f"compile({self.__name__})")
         comp, opts = _resolve(compiler, opts)
+        self._compiler = comp
         where = f"{self.__name__} (donate_argnums={argnums})"
         donated = donated_leaves(templates, argnums, where)
         args = tree_mod.unflatten(tree, self.templates)[0]
@@ -687,6 +690,36 @@ class Compiled:
             return
         self.graph = graph
         self._run = donating(compile_graph(comp, graph, opts), donated, where)
+
+    def memory_stats(self) -> dict:
+        """The device memory the compiled program reserves, from the compiler (EXLA: XLA's
+        buffer assignment, as JAX's ``compiled.memory_analysis()``), in bytes per device:
+        ``argument``, ``output``, ``alias`` (outputs written in place of donated
+        arguments), ``temp`` (everything the program allocates while it runs: the
+        activations a gradient keeps, loop carries) and ``generated_code``.
+
+        >>> import nxpy as nx
+        >>> from nxpy.defn import compile
+        >>> f = compile(lambda x: x * 2, nx.template((1000,), "f32"), compiler="exla")
+        >>> m = f.memory_stats()
+        >>> m["argument"], m["output"]
+        (4000, 4000)
+
+        A compiler that does not report memory (the Evaluator) raises:
+
+        >>> compile(lambda x: x * 2, nx.template((3,), "f32"),
+        ...         compiler="evaluator").memory_stats()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: compile(<lambda>).memory_stats: the compiler ... does not report...
+        """
+        stats = getattr(self._run, "memory_stats", None)
+        if stats is None:
+            raise NotImplementedError(
+                f"compile({self.__name__}).memory_stats: the compiler {self._compiler!r} "
+                f"does not report the memory of its programs (its run has no memory_stats; "
+                f"docs/plugins.md); compile with compiler='exla' to read XLA's")
+        return stats()
 
     def __call__(self, *args):
         if self._statics is not None and len(args) == self._n_all != self._n:

@@ -59,6 +59,8 @@ class ShardedExecutable:
         where = getattr(graph, "donated_where", None)
         donated = getattr(graph, "donated", ())
         fast = getattr(run, "call_global", None) or self._generic(run)
+        if hasattr(run, "memory_stats"):  # per device (Compiled.memory_stats)
+            self.memory_stats = run.memory_stats
         if donated:
             run, fast = _donating(run, fast, donated, where)
         self.run = run

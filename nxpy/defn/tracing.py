@@ -210,6 +210,8 @@ def donating(run, donated, where: str):
         outs = run(leaves)
         give_up(leaves, outs, donated, where)
         return outs
+    if hasattr(run, "memory_stats"):
+        run_donating.memory_stats = run.memory_stats
     return run_donating
 
 

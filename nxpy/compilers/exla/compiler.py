@@ -138,6 +138,7 @@ class ExlaCompiler(Compiler):
 
         run.module = text
         run.executable = exe
+        run.memory_stats = lambda: pjrt.memory_stats(exe)
         run.copies_inputs = True  # results are fresh buffers: host arrays need no copy first
         run.takes_arrays = cpp is not None
         run.call = call

@@ -346,6 +346,7 @@ def compile_replicated(graph, mesh, opts):
     def run_one(args):
         return run([list(args)] * n_local)[0]
     run_one.module = text
+    run_one.memory_stats = run.memory_stats
     return run_one
 
 
@@ -496,4 +497,5 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
                 for g, (s, t, nm, tk) in zip(execute(arrays), out_g)]
 
     run.call_global = call_global
+    run.memory_stats = lambda: pjrt.memory_stats(exe)
     return run, text
