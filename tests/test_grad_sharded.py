@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from nxpy.defn import (all_gather, all_to_all, axis_index, collective_broadcast, grad, jit,
-                       pmax, pmean, pmin, ppermute, psum, psum_scatter, shard_jit, shard_map,
-                       value_and_grad, while_loop)
+from nxpy.defn import (all_gather, all_to_all, axis_index, checkpoint, collective_broadcast,
+                       grad, jit, jvp, pmax, pmean, pmin, ppermute, psum, psum_scatter,
+                       scan, shard_jit, shard_map, value_and_grad, while_loop)
 from nxpy.defn import sharding as SH
 from nxpy.defn.shard_map import spec_to_dict
 
@@ -97,6 +97,7 @@ class NXL:
 
     psum, pmean, pmax, pmin = (staticmethod(f) for f in (psum, pmean, pmax, pmin))
     ppermute = staticmethod(ppermute)
+    scan, remat, jvp = staticmethod(scan), staticmethod(checkpoint), staticmethod(jvp)
 
     @staticmethod
     def ppermute_given_order(v, axes, perm, m):
@@ -161,6 +162,8 @@ class JXL:
 
     psum, pmean = staticmethod(jax.lax.psum), staticmethod(jax.lax.pmean)
     ppermute = staticmethod(jax.lax.ppermute)
+    scan, remat, jvp = staticmethod(jax.lax.scan), staticmethod(jax.checkpoint), \
+        staticmethod(jax.jvp)
 
     @staticmethod
     def ppermute_given_order(v, axes, perm, m):
@@ -591,6 +594,56 @@ def test_data_and_model_parallel_step(m, variant, compiler):
     gs = jit(grad(lambda *a: glob(*a), argnums=(0, 1, 2)), compiler=compiler)(*args)
     for i, g in enumerate(gs):
         assert_close(g.to_numpy(), theirs[i], f"parameter {i}, grad of the global function")
+
+
+# ----------------------------------------------------------------------------------------
+# A Megatron-style layer stack as a scan in the body: each layer's hidden units over "y",
+# its output summed over "y" by a psum; the scan's step (and a checkpoint inside it) is
+# differentiated with the body's mesh (it had none: the psum's rule failed to trace),
+# under grad and under jvp (which traces the scan's gradient too)
+# ----------------------------------------------------------------------------------------
+STACK_SPECS = [(None, None, "y"), (None, "y", None), (), ("x", None)]
+
+
+def _stack_loss(L):
+    """``w_in`` (layers, D, H) and ``w_out`` (layers, H, D) split over "y" along H, a
+    replicated scale ``s`` (D,) the step closes over, ``h`` (batch, D) split over "x"."""
+    def layer(h, w_in, w_out, s):
+        return h + L.psum(L.dot(L.tanh(L.dot(h * s, w_in)), w_out), "y")
+
+    def loss(w_in, w_out, s, h):
+        def step(h, ws):
+            h = layer(h, ws[0], ws[1], s)
+            return L.remat(layer)(h, ws[0], ws[1], s), L.sum(h)
+        h, ys = L.scan(step, h, (w_in, w_out))
+        return L.psum(L.sum(L.sin(h)) + L.sum(ys * ys), "x")
+    return loss
+
+
+def _stack_program(L):
+    """The gradient of the global function (grad outside), each device's gradient of its
+    local loss (grad inside) and the loss's derivative along the arguments (jvp inside),
+    in one program."""
+    m, nums = (2, 2), (0, 1, 2, 3)
+    loss = _stack_loss(L)
+    glob = L.smap(loss, m, STACK_SPECS, ())
+    inside = L.smap(lambda *a: tuple(L.expand(g) for g in L.grad(loss, argnums=nums)(*a)),
+                    m, STACK_SPECS, [(ALL,)] * 4)
+    forward = L.smap(lambda *a: L.jvp(loss, a, a)[1], m, STACK_SPECS, ())
+    return lambda *a: (L.grad(glob, argnums=nums)(*a), inside(*a), forward(*a))
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_grad_of_psum_in_scan_in_shard_map(compiler):
+    args = inputs([(3, 4, 8), (3, 8, 4), (4,), (4, 4)], _seed("layer stack"))
+    args = [a * 0.5 for a in args]
+    want = jax.jit(_stack_program(JXL))(*args)
+    got = jit(_stack_program(NXL), compiler=compiler)(*[nx.tensor(a) for a in args])
+    for i, (g, w) in enumerate(zip(got[0], want[0])):
+        assert_close(g.to_numpy(), np.asarray(w), f"argument {i}, grad of the global function")
+    for i, (g, w) in enumerate(zip(got[1], want[1])):
+        per_device(g.to_numpy(), (2, 2), list(np.asarray(w)), f"argument {i}, grad inside")
+    assert_close(got[2].to_numpy(), np.asarray(want[2]), "jvp inside")
 
 
 # ----------------------------------------------------------------------------------------

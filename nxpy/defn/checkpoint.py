@@ -269,9 +269,12 @@ def _backward(bp: Backprop, e, gs, ct, dep):
         if g is not None and o.type.is_inexact:
             seeds[o.data.id] = g if o.data.id not in seeds else seeds[o.data.id] + g
     cts = sub.backward(seeds, wanted, sub_dep)
-    bp._accumulate(e, [inputs[i] for i in want],
-                   [cts.get(body.params[i].data.id) for i in want], ct, dep)
-    bp._accumulate(e, caps, [cts.get(c.id) for c in caps], ct, dep)
+    # in a shard_map body, ``sub`` summed each cotangent over the mesh axes along which
+    # its value was used as a replicated copy: they are the values' own here
+    xs = [inputs[i] for i in want] + caps
+    for x, c in zip(xs, [cts.get(body.params[i].data.id) for i in want]
+                    + [cts.get(c.id) for c in caps]):
+        bp._accumulate(e, [x], [c], ct, dep, used=bp.ctx.vma(x))
 
 
 ENGINE_RULES["checkpoint"] = (_replay, _backward)

@@ -42,6 +42,9 @@ class mesh_context:
         self.propagator = propagator
         self.view = view
         self.varying: dict = {}  # local view: node id -> the mesh axes its value varies along
+        #: local view: the scopes whose values ``varying`` answers for (the body, the
+        #: functions grad traces in it), not those of the body's loops and branches
+        self.straight: set = set()
 
     def __enter__(self):
         stack = _meshes.stack

@@ -94,7 +94,7 @@ def stop_grad(x):
     return tree_mod.unflatten(tree, out)
 
 
-def custom_grad(out, inputs, grad_fun, *, jvp=None):
+def custom_grad(out, inputs, grad_fun, *, jvp=None, summed=False):
     """``out``, whose gradient with respect to ``inputs`` (a list of tensors ``out`` was
     computed from) is ``grad_fun(g)``, a list of one cotangent per input, instead of the
     gradient of how ``out`` was computed (as Nx's ``custom_grad``).
@@ -103,6 +103,12 @@ def custom_grad(out, inputs, grad_fun, *, jvp=None):
     ``out`` was computed; a function ``jvp(*inputs, *tangents)`` gives ``out``'s tangent
     (what :class:`nxpy.defn.custom_jvp` passes); ``"custom_vjp"`` makes forward mode an
     error, as JAX's for a ``custom_vjp`` function.
+
+    Inside a ``shard_map`` body, the engine sums each cotangent ``grad_fun`` returns over
+    the mesh axes along which ``out`` varies and its input does not (the input was used as
+    a replicated copy), as for any op's rule. ``summed=True`` says that ``grad_fun`` has
+    done so itself: it differentiates with the body's mesh, as ``scan``'s gradient does
+    (see :func:`body_context`), and its cotangents are the inputs' own.
 
     >>> import nxpy as nx
     >>> from nxpy.defn import grad, custom_grad
@@ -148,7 +154,7 @@ def custom_grad(out, inputs, grad_fun, *, jvp=None):
         raise TypeError(f"custom_grad: expected jvp to be None, a function or 'custom_vjp', "
                         f"got {jvp!r}")
     return EXPR.node("custom_grad", O.template(out.shape, out.type, out.names), out, *inputs,
-                     fns=fns, jvp=mode)
+                     fns=fns, jvp=mode, summed=bool(summed))
 
 
 # ----------------------------------------------------------------------------------------
@@ -422,7 +428,12 @@ class Backprop:
         if e.op in NON_DIFFERENTIABLE:
             return
         if e.op == "custom_grad":
-            self._accumulate(e, e.tensor_args()[1:], self._custom(e, g), ct, dep)
+            xs_f, cts = e.tensor_args()[1:], self._custom(e, g)
+            if not e.attrs.get("summed"):
+                self._accumulate(e, xs_f, cts, ct, dep)
+                return
+            for x, c in zip(xs_f, cts):  # already summed where x was used replicated
+                self._accumulate(e, [x], [c], ct, dep, used=self.ctx.vma(x))
             return
         rule = GRAD_RULES.get(e.op)
         if rule is None:
@@ -747,6 +758,71 @@ def _check_output(y):
                         f"{y.type} (convert it with nx.as_type)")
 
 
+class _UnknownAxes(NotImplementedError):
+    """A value's mesh axes are not known while tracing (a loop's or a branch's)."""
+
+
+def body_context(fn, values, carry=0):
+    """``(mesh, vma)`` with which a :class:`Backprop` differentiates ``fn``, a function
+    traced here whose parameters take the mesh axes of ``values`` (values of the scope
+    being traced now), as ``scan`` differentiates its step: inside a shard_map body, its
+    mesh and ``{node id: mesh axes}`` for the values of ``fn`` and those it captures (the
+    first ``carry`` parameters are a loop's carry, fed back from ``fn``'s first outputs:
+    they vary along the axes of the fixed point). ``(None, None)`` elsewhere, and inside
+    the body's loops and branches, where the axes depend on how the devices run them: the
+    gradient is then taken without them, and summed where the loop or branch ends."""
+    ctx = current_mesh()
+    if ctx is None or ctx.view != "local" or _context.current() not in ctx.straight:
+        return None, None
+    get = _vma_of(ctx)
+    try:
+        vma = body_vma(fn, [get(v.data if isinstance(v, Tensor) else v) for v in values],
+                       carry)
+        for c in fn.captures:
+            vma.setdefault(c.id, get(c))
+    except _UnknownAxes:
+        return None, None
+    return ctx.mesh, vma
+
+
+def straight_in_body(leaves):
+    """For a transform that traces a function here on parameters taking ``leaves``'
+    values (``jvp``): a function to call first in the traced function with its
+    parameters, after which a ``scan`` (or ``grad``) traced in it finds the mesh axes of
+    its values, as in a ``grad``'s (:func:`body_context`). Does nothing outside a
+    shard_map body, or where the leaves' axes are not known while tracing."""
+    ctx = current_mesh()
+    if ctx is None or ctx.view != "local":
+        return lambda params: None
+    get = _vma_of(ctx)
+    try:
+        axes = [get(t.data if isinstance(t, Tensor) else t) for t in leaves]
+    except _UnknownAxes:
+        return lambda params: None
+
+    def enter(params):
+        for p, a in zip(params, axes):
+            ctx.varying[p.data.id] = a
+        ctx.straight.add(_context.current())
+    return enter
+
+
+def body_vma(fn, param_axes, carry=0) -> dict:
+    """``{node id: mesh axes}`` for the values of ``fn``, traced inside the shard_map body
+    being traced now, its parameters varying along ``param_axes`` (the first ``carry``
+    of them fed back from ``fn``'s first outputs: the axes of the fixed point)."""
+    ctx = current_mesh()
+    get = _vma_of(ctx)
+    axes = [frozenset(a) for a in param_axes]
+    while True:  # grows monotonically, so at most one round per mesh axis
+        vma = analyze(fn, axes, ctx.mesh, get)
+        new = [a | (vma[o.data.id] if o.data.id in vma else get(o.data))
+               for a, o in zip(axes, fn.outputs[:carry])]
+        if new == axes[:carry]:
+            return vma
+        axes = new + axes[carry:]
+
+
 def _vma_of(mesh_ctx):
     """``node → axes`` for values of the shard_map body being traced now."""
     memo = mesh_ctx.varying
@@ -755,7 +831,7 @@ def _vma_of(mesh_ctx):
         if e.id in memo:
             return memo[e.id]
         if e.op == "parameter":
-            raise NotImplementedError(
+            raise _UnknownAxes(
                 "grad inside a shard_map body is supported on values of the body itself, "
                 "not inside its while_loop or cond functions: take the gradient of the "
                 "whole loop or branch")
@@ -828,15 +904,16 @@ def _differentiate(fun, args, kwargs, argnums, has_aux):
         leaf_axes = [get(t.data) for t in leaves]
 
     def traced(selected):
-        if local:  # a grad inside this one asks about these parameters
+        if local:  # a grad (or scan) inside this one asks about these parameters
             for p, axes in zip(tree_mod.flatten(selected)[0], leaf_axes):
                 mesh_ctx.varying[p.data.id] = axes
+            mesh_ctx.straight.add(_context.current())
         return call(selected)
 
     with _context.differentiating():
         fn = trace_fn(traced, [(t.shape, t.type, t.names) for t in leaves], tree=tree,
                       parent=_context.current())
-    vma = analyze(fn, leaf_axes, mesh_ctx.mesh, get) if local else None
+    vma = body_vma(fn, leaf_axes) if local else None
     bp = Backprop(fn, {p.data.id: x for p, x in zip(fn.params, leaves)}, vma=vma,
                   mesh=mesh_ctx.mesh if local else None, keep=_context.grad_depth() > 0)
     wanted = [p.data.id for p in fn.params]

@@ -542,6 +542,11 @@ def _window_sum(ctx, e, xs, out, g):
 # ----------------------------------------------------------------------------------------
 def _subgroups(e, mesh):
     """Whether the op runs over axis_index_groups (groups smaller than its axes)."""
+    if mesh is None:  # a function differentiated where it was traced (scan's step)
+        raise NotImplementedError(
+            f"grad: the gradient of the collective {e.op!r} is taken where the mesh axes "
+            f"of the shard_map body's values are not known while tracing (a scan inside a "
+            f"while_loop or cond of the body); scan in the body itself (or in a grad there)")
     groups = e.attrs.get("groups") or e.args[1].get("replica_groups")
     n = math.prod(mesh.shape[a] for a in _axes_of(e))
     return len(groups[0]) != n

@@ -29,7 +29,7 @@ from . import sharding as SH
 from . import tree as tree_mod
 from .core import jit
 from .expr import EXPR, Expr, trace_fn
-from .grad import Backprop, aux_pair
+from .grad import Backprop, aux_pair, straight_in_body
 from .grad_rules import GRAD_RULES, zeros
 from .jvp_rules import JVP_RULES, ZERO_TANGENT, Poison, via_transpose
 from .kernel import cond, while_loop
@@ -351,7 +351,10 @@ def _jvp_traced(fun, primals, tangents, has_aux=False):
     p_leaves = [EXPR.lift(x) for x in p_leaves]
     t_vals = _check_pairs(p_leaves, t_leaves, p_tree, t_tree)
 
+    enter = straight_in_body(p_leaves)
+
     def call(args):
+        enter(tree_mod.flatten(args)[0])
         out = fun(*args)
         return aux_pair(out, "jvp") if has_aux else out
 

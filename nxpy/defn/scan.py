@@ -37,7 +37,7 @@ from .. import shape as S
 from ..tensor import Tensor, shape_str
 from . import tree as tree_mod
 from .expr import EXPR, Expr, trace_fn
-from .grad import Backprop, custom_grad
+from .grad import Backprop, body_context, custom_grad
 from .grad_rules import zeros
 from .kernel import fori_loop, while_loop
 from .vmap import vmap
@@ -270,8 +270,11 @@ def _traced_scan(body, c_leaves, x_leaves, n, reverse, unroll):
     stop = blocks * u
     if n == 0:  # no steps: the carry as it came in, empty ys
         return tree_mod.unflatten(body.c_tree, c_leaves), tree_mod.unflatten(y_tree, ys0)
+    # inside a shard_map body: the step's mesh and the axes its values vary along, with
+    # which its gradient transposes its collectives (computed here, where they are known)
+    local = body_context(step, c_leaves + x_leaves, carry=nc) if diff else (None, None)
     if diff and _context.grad_depth() == 1:
-        plan = _Residuals.plan(step, c_leaves, x_leaves)
+        plan = _Residuals.plan(step, c_leaves, x_leaves, local)
         if plan is not None:
             carry, ys = plan.run(n, reverse, u)
             return tree_mod.unflatten(body.c_tree, carry), tree_mod.unflatten(y_tree, ys)
@@ -292,7 +295,7 @@ def _traced_scan(body, c_leaves, x_leaves, n, reverse, unroll):
     for t in range(stop, stop + rem):
         carry, ys, res = run_step(t, carry, ys, res)
     if diff:
-        carry, ys = _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse)
+        carry, ys = _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse, local)
     return tree_mod.unflatten(body.c_tree, carry), tree_mod.unflatten(y_tree, ys)
 
 
@@ -323,10 +326,13 @@ class _Residuals:
     stacked."""
 
     @classmethod
-    def plan(cls, step, c_leaves, x_leaves):
+    def plan(cls, step, c_leaves, x_leaves, local=(None, None)):
         """The plan for ``step`` (one traced step), or None when a residual is a value
-        this scheme does not stack (a multi-result node) and the step is recomputed."""
+        this scheme does not stack (a multi-result node) and the step is recomputed.
+        ``local``: the mesh and axes the step is differentiated with (:func:`body_context`)."""
         self = cls()
+        mesh, vma = local
+        self.summed = vma is not None
         nc, n_in = len(c_leaves), len(step.params)
         self.c_leaves, self.x_leaves, self.nc = c_leaves, x_leaves, nc
         self.dc, self.dx, self.caps, targets, wanted = _targets(step, c_leaves, x_leaves)
@@ -337,7 +343,8 @@ class _Residuals:
             return None
 
         def fwd_and_bwd(*a):
-            sub = Backprop(step, {p.data.id: v for p, v in zip(step.params, a[:n_in])})
+            sub = Backprop(step, {p.data.id: v for p, v in zip(step.params, a[:n_in])},
+                           mesh=mesh, vma=vma)
             dep = sub.depends(wanted)
             sub.replay(dep)
             seeds = {}
@@ -418,7 +425,7 @@ class _Residuals:
         for t in range(blocks * u, n):
             carry, ys, rs = run_step(t, carry, ys, rs)
         return _attach(carry + ys, self.targets,
-                       lambda gs: self._backward(gs, rs, n, reverse), nc)
+                       lambda gs: self._backward(gs, rs, n, reverse), nc, self.summed)
 
     def _backward(self, gs, rs, n, reverse):
         """Cotangents of the targets given ``gs`` (result index → cotangent): a reverse
@@ -478,10 +485,12 @@ def _needed(fn, roots, allowed, effects=False):
     return [e for e in fn.nodes if e.id in seen and e.op != "parameter"]
 
 
-def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
+def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse, local=(None, None)):
     """The results, given a gradient that is a reverse scan over the stacked carries
     ``res``, each step recomputed from its carry and differentiated (the fallback of
-    :class:`_Residuals`: higher derivatives, residuals it does not stack)."""
+    :class:`_Residuals`: higher derivatives, residuals it does not stack) with ``local``'s
+    mesh and axes."""
+    mesh, vma = local
     nc = len(c_leaves)
     dc, dx, caps, inputs, wanted = _targets(step, c_leaves, x_leaves)
     if not inputs:
@@ -496,7 +505,8 @@ def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
             acc = list(state[len(dc):len(dc) + len(caps)])
             g_xs = list(state[len(dc) + len(caps):])
             args = [_row(r, t) for r in res] + [_row(x, p) for x in x_leaves]
-            sub = Backprop(step, {q.data.id: a for q, a in zip(step.params, args)})
+            sub = Backprop(step, {q.data.id: a for q, a in zip(step.params, args)},
+                           mesh=mesh, vma=vma)
             dep = sub.depends(wanted)
             sub.replay(dep)
             seeds = {}
@@ -526,15 +536,16 @@ def _with_gradient(step, c_leaves, x_leaves, carry, ys, res, n, reverse):
         g_xs = list(out[len(dc) + len(caps):])
         return g_c + g_xs + acc
 
-    return _attach(list(carry) + list(ys), inputs, backward, nc)
+    return _attach(list(carry) + list(ys), inputs, backward, nc, vma is not None)
 
 
-def _attach(outs, inputs, backward, nc):
+def _attach(outs, inputs, backward, nc, summed=False):
     """``outs`` (the carry's leaves, then the ys'), whose gradient with respect to
     ``inputs`` is ``backward({result index: cotangent})``, split into ``(carry, ys)``. The
     differentiable results of one type share one backward scan (they are flattened into
     one vector that carries the gradient), so a loss of the carry and of the ys runs the
-    backward scan once."""
+    backward scan once. ``summed``: ``backward`` summed the cotangents over the mesh axes
+    along which their inputs were used as replicated copies (see ``custom_grad``)."""
     outs = list(outs)
     by_type: dict = {}
     for i, v in enumerate(outs):
@@ -551,7 +562,7 @@ def _attach(outs, inputs, backward, nc):
                 gs[i] = O.reshape(O.slice(g, [off], [size]), outs[i].shape)
                 off += size
             return backward(gs)
-        whole = custom_grad(whole, inputs, grad_fun)
+        whole = custom_grad(whole, inputs, grad_fun, summed=summed)
         off = 0
         for i, size in zip(members, sizes):
             outs[i] = O.reshape(O.slice(whole, [off], [size]), outs[i].shape)

@@ -139,6 +139,7 @@ class ShardMap:
         def run(a, ctx):
             for p, axes in zip(tree_mod.flatten(a)[0], in_axes):
                 ctx.varying[p.data.id] = axes  # what grad inside the body starts from
+            ctx.straight.add(_context.current())
             return self.fun(*a)
 
         with mesh_context(mesh, view="local") as ctx:

@@ -4,7 +4,8 @@ collectives that leave each device a different part (``reduce_scatter``, ``all_t
 ``collective_permute``, ``all_slice``) add their axes; ``all_reduce``, ``all_gather`` and
 ``collective_broadcast`` over whole axes remove theirs (over axis_index_groups the result
 still differs between groups); any other op varies along the union of its operands'
-axes; ``cond`` adds its predicate's axes, ``while_loop`` iterates to a fixed point.
+axes; ``cond`` adds its predicate's axes, ``while_loop`` iterates to a fixed point,
+``checkpoint`` is its function's results and ``custom_grad`` its value's.
 
 ``shard_map`` uses it to check ``out_specs`` and, with :func:`divergent_collective`, that
 no collective runs under a ``cond`` or ``while_loop`` whose path may differ between the
@@ -111,6 +112,12 @@ def _node(e, get, mesh, memo):
             if new == carry:
                 return carry
             carry = new
+    if e.op == "custom_grad":  # its value is its first argument's (the rest: for grad)
+        return get(args[0])
+    if e.op == "checkpoint":  # a call: its function runs on its arguments
+        (f,) = e.fns
+        analyze(f, [get(a) for a in args], mesh, get, memo)
+        return [get(o.data) for o in f.outputs]
     if e.fns:  # any other op with sub-functions: what they capture counts as an operand
         for f in e.fns:
             for c in f.captures:

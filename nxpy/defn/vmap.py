@@ -283,7 +283,7 @@ def _custom_grad(ctx, e, copier, dims, caps, count):
         def jvp(*a):
             ((t, d),) = batch_fn(e.fns[1], [(v, 0) for v in a], ctx.size, caps, count)
             return batch_rules.to_front(ctx, t, d)
-    return custom_grad(out, inputs, grad_fun, jvp=jvp), 0
+    return custom_grad(out, inputs, grad_fun, jvp=jvp, summed=e.attrs.get("summed")), 0
 
 
 def _checkpoint(ctx, e, copier, dims, caps, count):
