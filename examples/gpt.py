@@ -223,14 +223,7 @@ def shard_map_loss(cfg, mesh, params):
             h = gelu(nx.dot(layer_norm(x, p["ln2_g"], p["ln2_b"]), p["w1"]) + p["b1"])
             return x + psum(nx.dot(h, p["w2"]), "model") + p["b2"]
         f = checkpoint(blk) if cfg.remat else blk
-        # nxpy gap: the gradient of a psum inside a scan inside a shard_map fails to trace
-        # (grad_rules._subgroups gets no mesh); the layers are unrolled here instead of
-        # scanned (the global view's loss_fn scans them)
-        h = h0
-        for i in range(cfg.layers):
-            h = f(h, {k: nx.reshape(nx.slice(v, [i] + [0] * (v.ndim - 1),
-                                             (1,) + v.shape[1:]), v.shape[1:])
-                      for k, v in params["blocks"].items()})
+        h, _ = scan(lambda h, p: (f(h, p), None), h0, params["blocks"])
         h = layer_norm(h, params["lnf_g"], params["lnf_b"])
         logp = log_softmax(nx.dot(h, [2], params["wte"], [1]), axis=-1)
         picked = nx.take_along_axis(logp, nx.reshape(y, y.shape + (1,)), axis=2)

@@ -1,7 +1,8 @@
 """examples/gpt.py at a tiny size (width 32, 2 layers, 4 heads, context 16, batch 8): 20
 AdamW steps give JAX's losses (examples/gpt_jax.py, the same model from the same
 parameters and batches) on one device and on a 2x2 mesh; the Evaluator's simulated mesh
-gives them for 2 steps; on the mesh, steps after the first trace, compile and transfer
+gives them for 2 steps, with the loss on the global view and on the local view
+(``--shard-map``); on the mesh, steps after the first trace, compile and transfer
 nothing; a run resumed from an ``nx.save`` checkpoint is bit-identical to the
 uninterrupted run; sampling with the KV cache is deterministic for a seed."""
 import numpy as np
@@ -99,6 +100,15 @@ def test_mesh_equals_jax_and_steps_stay_on_device(gpt, cfg, batches, jax_losses)
 def test_mesh_on_the_evaluator(gpt, cfg, jax_losses):
     """The Evaluator simulates the mesh: the same first 2 losses."""
     losses = gpt.run(cfg, mesh=gpt.parse_mesh("2x2"), compiler="evaluator", steps=2)[0]
+    _close(losses, jax_losses[:2])
+
+
+@WITH_JAX
+def test_shard_map_loss_on_the_evaluator(gpt, cfg, jax_losses):
+    """``--shard-map``: the loss written on the local view (the layers a scan whose
+    blocks psum over "model") gives the same first 2 losses."""
+    tr = gpt.Trainer(cfg, mesh=gpt.parse_mesh("2x2"), compiler="evaluator", local_view=True)
+    losses = gpt.run(cfg, trainer=tr, steps=2)[0]
     _close(losses, jax_losses[:2])
 
 
