@@ -4,10 +4,12 @@ checks of emitted MLIR through nxpy's own StableHLO parser (not substrings), and
 comparisons of results with JAX's."""
 import contextlib
 import importlib.util
+import itertools
 import json
 import math
 import os
 import re
+import sys
 import zlib
 from pathlib import Path
 
@@ -351,11 +353,24 @@ def gen(t: str, shape, rng, domain="any"):
     return np.asarray(v).astype(d)
 
 
+_example_loads = itertools.count()
+
+
 def load_example(name: str):
-    """``examples/<name>.py`` as a module (the examples are scripts, not a package)."""
+    """``examples/<name>.py`` as a module (the examples are scripts, not a package),
+    registered in ``sys.modules`` as an import registers one, under a name of its own for
+    each load (each test module's fixture gets a fresh module): a ``@dataclass`` looks its
+    module up there (for string annotations, ``from __future__ import annotations``), as
+    do pickle and ``typing.get_type_hints``."""
     path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"nxpy_example_{name}", path)
+    spec = importlib.util.spec_from_file_location(
+        f"nxpy_example_{name}_{next(_example_loads)}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]  # as a failed import
+        raise
     return module
 
