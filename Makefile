@@ -97,6 +97,7 @@ optax-example: $(STAMP)
 # a character-level GPT on Tiny Shakespeare (examples/gpt.py; ARGS="--mesh 2x2": 4 devices)
 GPT_STEPS ?= 200
 gpt: $(STAMP)
+	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q -e '.[plot]'
 	$(PY) examples/gpt.py --steps $(GPT_STEPS) $(ARGS)
 
 bench: $(STAMP)

@@ -10,12 +10,15 @@ donated, results waited for.
   batch 16) on one device.
 
 ``python -m bench.gpt [--default]`` prints, in one run and side by side, the step time and
-tokens/s of both on one device and on the 2x2 mesh, and the compile time of the step
-(nxpy: trace + lower + XLA compile of the first call; JAX: ``lower`` + ``compile``), with
-the ratios nxpy / JAX.
+tokens/s of both on one device (plain and with each block checkpointed) and on the 2x2
+mesh, the compile time of the step (nxpy: trace + lower + XLA compile of the first call;
+JAX: ``lower`` + ``compile``) and its peak device memory per device (arguments + results
+- donated + temporaries, from XLA's buffer assignment: nxpy's
+``Compiled.memory_stats()``, JAX's ``memory_analysis()``), with the ratios nxpy / JAX.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
@@ -59,12 +62,20 @@ class Side:
         return self.block(loss)
 
 
+def _peak(argument, output, alias, temp):
+    """A compiled step's peak device memory: its arguments and results (less what the
+    donated arguments' buffers hold in place) and its temporaries."""
+    return argument + output - alias + temp
+
+
 def setup(cfg, mesh_text=None):
-    """``(nxpy_side, jax_side, compile_seconds)``: both steps called once (compiled),
-    ``compile_seconds`` = ``(nxpy, jax)``."""
+    """``(nxpy_side, jax_side, compile_seconds, peak_bytes)``: both steps called once
+    (compiled), ``compile_seconds`` and ``peak_bytes`` (per device, from XLA's buffer
+    assignment) each ``(nxpy, jax)``."""
     import jax
     import nxpy as nx
     from nxpy import telemetry
+    from nxpy.defn import compile as compile_ahead
     gpt, gpt_jax = _modules()
     mesh = gpt.parse_mesh(mesh_text)
     if mesh is not None and len(jax.devices()) < 4:
@@ -91,13 +102,18 @@ def setup(cfg, mesh_text=None):
     jparams, jstate, jloss = compiled(jparams, jstate, jx, jy)
     first = float(loss.to_numpy())
     assert abs(first - float(jloss)) <= 1e-4 * abs(float(jloss)), (first, float(jloss))
+    m = compile_ahead(tr.step, params, state, x, y).memory_stats()   # the same executable
+    j = compiled.memory_analysis()
+    peaks = (_peak(m["argument"], m["output"], m["alias"], m["temp"]),
+             _peak(j.argument_size_in_bytes, j.output_size_in_bytes, j.alias_size_in_bytes,
+                   j.temp_size_in_bytes))
     return (Side(tr.step, params, state, x, y, nx.block_until_ready),
             Side(compiled, jparams, jstate, jx, jy, jax.block_until_ready),
-            (nx_compile, jax_compile))
+            (nx_compile, jax_compile), peaks)
 
 
 def _pair(cfg, mesh_text, what):
-    nside, jside, _ = setup(cfg, mesh_text)
+    nside, jside, _, _ = setup(cfg, mesh_text)
     tokens = cfg.batch * cfg.context
     return Pair(nxpy=nside, jax=jside,
                 info=f"{what}: one AdamW step ({tokens} tokens), params and state donated")
@@ -145,14 +161,18 @@ def main(argv=None):
     import nxpy  # noqa: F401 - nxpy first: it starts XLA with its device count
     core.start_xla()
     gpt, _ = _modules()
+    remat = dataclasses.replace(small(gpt), remat=True)
     rows = [("small, 1 device", small(gpt), None, 20),
+            ("small, 1 dev, remat", remat, None, 20),
             ("small, 2x2 mesh", small(gpt), "2x2", 20)]
     if "--default" in argv:
-        rows.append(("default, 1 device", gpt.Config(), None, 3))
+        rows += [("default, 1 device", gpt.Config(), None, 3),
+                 ("default, remat", dataclasses.replace(gpt.Config(), remat=True), None, 3)]
     print(f"{'':20} {'nxpy ms':>9} {'JAX ms':>9} {'ratio':>6} {'nxpy tok/s':>11} "
-          f"{'JAX tok/s':>10} {'nxpy compile s':>15} {'JAX compile s':>14} {'ratio':>6}")
+          f"{'JAX tok/s':>10} {'nxpy compile s':>15} {'JAX compile s':>14} {'ratio':>6} "
+          f"{'nxpy peak MiB':>14} {'JAX peak MiB':>13} {'ratio':>6}")
     for name, c, mesh, n in rows:
-        nside, jside, (nc, jc) = setup(c, mesh)
+        nside, jside, (nc, jc), (nm, jm) = setup(c, mesh)
         ts = {}
         for _ in range(2):                      # alternate the sides, keep the best
             for k, side in (("nxpy", nside), ("jax", jside)):
@@ -161,7 +181,8 @@ def main(argv=None):
         tok = c.batch * c.context
         print(f"{name:20} {1e3 * ts['nxpy']:9.2f} {1e3 * ts['jax']:9.2f} "
               f"{ts['nxpy'] / ts['jax']:6.2f} {tok / ts['nxpy']:11.0f} {tok / ts['jax']:10.0f} "
-              f"{nc:15.2f} {jc:14.2f} {nc / jc:6.2f}", flush=True)
+              f"{nc:15.2f} {jc:14.2f} {nc / jc:6.2f} {nm / 2**20:14.2f} {jm / 2**20:13.2f} "
+              f"{nm / jm:6.2f}", flush=True)
     return 0
 
 

@@ -30,8 +30,10 @@ parameters and the optimizer state, so they are updated in place on every device
 the batch goes in and the loss comes out.
 
 Each progress line gives the step, the training loss, the validation loss, tokens per
-second, the step time and the process's peak memory. ``--plot`` writes the loss curves
-(matplotlib, if installed), ``--checkpoint`` saves the parameters, the optimizer state
+second, the step time, the step's device memory (XLA's, ``Compiled.memory_stats``) and
+the process's peak memory; on a terminal a progress bar runs while the step compiles and
+during evaluation. ``--plot`` writes the loss curves (matplotlib: the ``plot`` extra,
+which ``make gpt`` installs), ``--checkpoint`` saves the parameters, the optimizer state
 and the step with ``nx.save`` (``--resume`` continues from it), and at the end text is
 sampled with a KV cache (a ``scan`` over positions, ``put_slice`` into the cache), with a
 temperature and top-k.
@@ -42,6 +44,7 @@ import math
 import os
 import resource
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -51,7 +54,7 @@ import numpy as np
 import nxpy as nx
 import nxpy.random as nr
 from nxpy import P, pjrt
-from nxpy.defn import (checkpoint, jit, psum, scan, shard_map, value_and_grad,
+from nxpy.defn import (checkpoint, compile, jit, psum, scan, shard_map, value_and_grad,
                        with_sharding_constraint)
 from nxpy.nn import dot_product_attention, gelu, log_softmax
 
@@ -395,34 +398,116 @@ def run(cfg, *, mesh=None, compiler="exla", optimizer="adamw", steps=None, start
     steps = cfg.steps if steps is None else steps
     losses, history, pending = [], [], []
     t_last, n_last = time.perf_counter(), first
+    peak = None
     for i in range(first, steps):
         x, y = tr.place_batch(*batch(train, cfg, i))
-        params, state, loss = tr.step(params, state, x, y)
+        if log and i == first:  # the first call traces and compiles the step
+            with Progress("compiling the training step"):
+                params, state, loss = tr.step(params, state, x, y)
+                nx.block_until_ready(loss)
+            peak = step_peak(tr, params, state, x, y)
+            if every and (i + 1) % every and i + 1 < steps:  # step times without the compile
+                t_last, n_last = time.perf_counter(), i + 1
+        else:
+            params, state, loss = tr.step(params, state, x, y)
         pending.append(loss)
         if every and ((i + 1) % every == 0 or i + 1 == steps):
             losses += [float(v.to_numpy()) for v in pending]
             pending = []
             dt = time.perf_counter() - t_last
-            vl = float(np.mean([float(tr.evaluate(params, *tr.place_batch(
-                *batch(val, cfg, k, seed=cfg.seed + 1))).to_numpy())
-                for k in range(val_batches)])) if val_batches else float("nan")
+            vl = validation_loss(tr, params, val, cfg, val_batches, shown=bool(log))
             history.append((i + 1, losses[-1], vl))
             if log:
                 n = i + 1 - n_last
                 log(f"step {i + 1:5d}  loss {losses[-1]:.4f}  val {vl:.4f}  "
                     f"{n * cfg.batch * cfg.context / dt:8.0f} tok/s  "
-                    f"{1000 * dt / n:7.1f} ms/step{memory_note(tr)}")
+                    f"{1000 * dt / n:7.1f} ms/step{memory_note(peak)}")
             t_last, n_last = time.perf_counter(), i + 1
     losses += [float(v.to_numpy()) for v in pending]
     return losses, params, state, history
 
 
-def memory_note(tr):
-    """The process's peak resident memory (on the CPU the devices' memory is the host's).
-    nxpy gap: a jitted function has no public handle on its compiled executable, so
-    XLA's compiled memory statistics (``nxpy.pjrt.memory_stats``) are out of reach here."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10   # KiB on Linux
-    return f"  peak mem {peak:.0f} MiB"
+def validation_loss(tr, params, val, cfg, n, shown=False):
+    """The mean loss of ``n`` validation batches (NaN for none), with a progress bar."""
+    if not n:
+        return float("nan")
+    total = 0.0
+    with Progress("validation", n, shown=shown) as bar:
+        for k in range(n):
+            total += float(tr.evaluate(params, *tr.place_batch(
+                *batch(val, cfg, k, seed=cfg.seed + 1))).to_numpy())
+            bar.update(k + 1)
+    return total / n
+
+
+class Progress:
+    """A one-line progress bar on stderr while a block runs, drawn only on a terminal
+    (``shown=False``: never): ``Progress(what, total)`` draws ``bar.update(k)``'s ``k /
+    total``; ``Progress(what)`` (no total: a compile, one blocking call) ticks the elapsed
+    seconds from a thread until the block ends. The line is erased at the end."""
+
+    def __init__(self, what, total=None, shown=True):
+        self.what, self.total, self.done = what, total, 0
+        self.shown = shown and sys.stderr.isatty()
+        self.t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _draw(self):
+        s = time.perf_counter() - self.t0
+        if self.total:
+            n = 24 * self.done // self.total
+            line = f"{self.what} [{'#' * n}{'.' * (24 - n)}] {self.done}/{self.total} {s:.1f} s"
+        else:
+            line = f"{self.what} ... {s:.0f} s"
+        sys.stderr.write("\r" + line)
+        sys.stderr.flush()
+
+    def update(self, done):
+        self.done = done
+        if self.shown:
+            self._draw()
+
+    def _tick(self):
+        while not self._stop.wait(1.0):
+            self._draw()
+
+    def __enter__(self):
+        if self.shown:
+            self._draw()
+            if self.total is None:
+                self._thread = threading.Thread(target=self._tick, daemon=True)
+                self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+        return False
+
+
+def step_peak(tr, *args):
+    """The training step's peak device memory per device, from XLA's buffer assignment
+    (arguments and results, less the donated buffers reused in place, plus temporaries),
+    or None where the compiler does not report it (the Evaluator). ``compile`` of the
+    jitted step finds the executable the step already compiled."""
+    try:
+        m = compile(tr.step, *args).memory_stats()
+    except NotImplementedError:
+        return None
+    return m["argument"] + m["output"] - m["alias"] + m["temp"]
+
+
+def memory_note(peak):
+    """The step's device memory (``step_peak``) and the process's peak resident memory
+    (on the CPU the devices' memory is the host's)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10   # KiB on Linux
+    step = "" if peak is None else f"  step {peak / 2**20:.1f} MiB/device"
+    return f"{step}  peak rss {rss:.0f} MiB"
 
 
 # ----------------------------------------------------------------------------------------
@@ -522,7 +607,7 @@ def plot(history, path):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: no plot (pip install matplotlib)")
+        print("matplotlib is not installed: no plot (pip install 'nxpy[plot]', or make gpt)")
         return
     steps, tr, va = zip(*history)
     plt.figure(figsize=(6, 4))

@@ -4,7 +4,13 @@ parameters and batches) on one device and on a 2x2 mesh; the Evaluator's simulat
 gives them for 2 steps, with the loss on the global view and on the local view
 (``--shard-map``); on the mesh, steps after the first trace, compile and transfer
 nothing; a run resumed from an ``nx.save`` checkpoint is bit-identical to the
-uninterrupted run; sampling with the KV cache is deterministic for a seed."""
+uninterrupted run; sampling with the KV cache is deterministic for a seed; the progress
+lines, bars and loss plot a person running it sees."""
+import dataclasses
+import io
+import re
+import sys
+
 import numpy as np
 import pytest
 
@@ -137,3 +143,32 @@ def test_sampling_is_deterministic(gpt, cfg):
     c = gpt.generate(params, cfg, b"ROMEO:", 12, seed=2, sampler=sampler)
     assert a == b and a.startswith("ROMEO:") and len(a.encode("utf-8", "replace")) >= 12
     assert a != c
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_lines_bars_and_plot(gpt, cfg, tmp_path, monkeypatch):
+    """What a person running it sees: a progress line per N steps with the validation
+    loss and the step's device memory (XLA's), a bar while the step compiles and during
+    evaluation (on a terminal only), and the loss curves written as a PNG."""
+    err = _Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    lines = []
+    _, _, _, history = gpt.run(dataclasses.replace(cfg, steps=4), every=2, val_batches=2,
+                               log=lines.append)
+    assert [h[0] for h in history] == [2, 4] and all(np.isfinite(h[2]) for h in history)
+    assert len(lines) == 2 and lines[1].startswith("step     4")
+    peak = float(re.search(r"step ([0-9.]+) MiB/device", lines[0]).group(1))
+    assert 1 < peak < 10, lines[0]              # params, AdamW state, activations: ~2.4 MiB
+    shown = err.getvalue()
+    assert "compiling the training step" in shown
+    assert "validation [############............] 1/2" in shown and "2/2" in shown
+    gpt.plot(history, tmp_path / "loss.png")
+    assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    quiet = _Terminal()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    gpt.run(dataclasses.replace(cfg, steps=2), every=2, val_batches=1)   # no log: no bars
+    assert quiet.getvalue() == ""
