@@ -6,7 +6,7 @@ import pytest
 
 import nxpy as nx
 from nxpy import plugins
-from nxpy.defn import grad, jit, vmap
+from nxpy.defn import defn, grad, jit, vmap
 
 import nxpy_iree
 
@@ -70,6 +70,26 @@ Y = RNG.standard_normal((6, 1)).astype(np.float32)
 
 def test_grad_of_mlp_loss():
     both(grad(_loss, argnums=(0, 1)), W1, W2, X, Y, rtol=1e-4, atol=1e-5)
+
+
+def test_defn_with_the_iree_compiler():
+    """``@defn(compiler="iree")``: compiled once per templates, calling another defn (the
+    call inlines), results on the host backend as the protocol's result_backend says."""
+    @defn
+    def act(x):
+        return nx.tanh(x)
+
+    @defn(compiler="iree")
+    def layer(w, x):
+        return act(nx.dot(x, w)) * 2.0
+
+    got = layer(W1, X)
+    want = jit(lambda w, x: nx.tanh(nx.dot(x, w)) * 2.0, compiler="exla")(W1, X)
+    np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=1e-5, atol=1e-6)
+    before = len(nxpy_iree._COMPILED)
+    again = layer(W1, nx.add(X, 1.0))                 # same templates: no new compile
+    assert len(nxpy_iree._COMPILED) == before and again.shape == got.shape
+    assert got.backend is nx.get_backend("numpy")
 
 
 def test_vmap_of_mlp_grad():
