@@ -9,6 +9,7 @@ returns a value invariant along its axes, which is JAX's ``all_gather_invariant`
 NumPy (``pmax``/``pmin``, which JAX cannot differentiate).
 """
 import dataclasses
+import functools
 import zlib
 from typing import Callable
 
@@ -21,6 +22,8 @@ from nxpy.defn import (all_gather, all_to_all, axis_index, checkpoint, collectiv
                        scan, shard_jit, shard_map, value_and_grad, while_loop)
 from nxpy.defn import sharding as SH
 from nxpy.defn.shard_map import spec_to_dict
+
+from helpers import covering
 
 import jax  # after nxpy started XLA (conftest), so both share the 8 host devices
 import jax.numpy as jnp
@@ -357,9 +360,28 @@ def _mesh_id(m):
     return "x".join(map(str, m))
 
 
-@pytest.mark.parametrize("compiler", COMPILERS)
-@pytest.mark.parametrize("m", MESHES, ids=_mesh_id)
-@pytest.mark.parametrize("case", GLOBAL_CASES, ids=str)
+def rotated(cases, options, case_id=str):
+    """``(case, option, compiler)`` params: each case with each option on one compiler, in
+    rotation, the options' order reversed case by case, so that every case and every
+    option meets both compilers (checked below); every combination under ``make
+    exhaustive``. Ids as the stacked parametrization gave them."""
+    pairs = [(c, o) for i, c in enumerate(cases) for o in list(options)[::(-1) ** i]]
+    return [pytest.param(c, o, comp, id=f"{case_id(c)}-{_mesh_id(o) if isinstance(o, tuple) else o}"
+                                        f"-{comp}")
+            for (c, o), comp in covering(pairs, COMPILERS)]
+
+
+def test_rotation_meets_both_compilers_per_case_and_option():
+    for cases, options in ((["a", "b", "c"], MESHES), (["a", "b"], ["u", "v"])):
+        met: dict = {}
+        for p in rotated(cases, options):
+            c, o, comp = p.values
+            met.setdefault(("case", c), set()).add(comp)
+            met.setdefault(("option", o), set()).add(comp)
+        assert all(v == set(COMPILERS) for v in met.values()), met
+
+
+@pytest.mark.parametrize("case,m,compiler", rotated(GLOBAL_CASES, MESHES))
 def test_grad_of_global_function(case, m, compiler):
     xs, weight, value, grads = _global_expected(case, m)
     loss = _global_loss(NXL, case, m, weight)
@@ -466,9 +488,7 @@ def _inside_expected(case, m):
     return _EXPECTED_INSIDE[key]
 
 
-@pytest.mark.parametrize("compiler", COMPILERS)
-@pytest.mark.parametrize("m", MESHES, ids=_mesh_id)
-@pytest.mark.parametrize("case", INSIDE_CASES, ids=str)
+@pytest.mark.parametrize("case,m,compiler", rotated(INSIDE_CASES, MESHES))
 def test_grad_inside_shard_map(case, m, compiler):
     xs, want = _inside_expected(case, m)
     got = jit(_inside_program(NXL, case, m), compiler=compiler)(*[nx.tensor(x) for x in xs])
@@ -557,9 +577,8 @@ def _tp_local_loss(L, variant):
 TP_SPECS = [(None, "model"), ("model",), ("model", None), ("batch", None), ("batch", None)]
 
 
-@pytest.mark.parametrize("compiler", COMPILERS)
-@pytest.mark.parametrize("variant", ["psum", "all_gather"])
-@pytest.mark.parametrize("m", [(2, 2), (2, 4)], ids=_mesh_id)
+@pytest.mark.parametrize("m,variant,compiler", rotated([(2, 2), (2, 4)], ["psum", "all_gather"],
+                                                      case_id=_mesh_id))
 def test_data_and_model_parallel_step(m, variant, compiler):
     names = ("batch", "model")
     params, data = _mlp_data(_seed("tp", variant, m))
@@ -929,9 +948,8 @@ def _control_inputs(m):
     return w, v.astype(np.float32)
 
 
-@pytest.mark.parametrize("compiler", COMPILERS)
-@pytest.mark.parametrize("where", ["outside", "inside"])
-@pytest.mark.parametrize("kind", ["cond", "fori_loop"])
+@pytest.mark.parametrize("kind,where,compiler", rotated(["cond", "fori_loop"],
+                                                       ["outside", "inside"]))
 def test_grad_of_replicated_value_through_uniform_control_flow(kind, where, compiler):
     m = (2, 2)
     w, v = _control_inputs(m)
@@ -952,14 +970,10 @@ def _nx_varying_trips(w, v):
                       (0, v * 0.0), max_iterations=4)[1]
 
 
-@pytest.mark.parametrize("compiler", COMPILERS)
-@pytest.mark.parametrize("where", ["outside", "inside"])
-@pytest.mark.parametrize("kind", ["cond", "while_loop"])
-def test_grad_of_replicated_value_through_varying_control_flow(kind, where, compiler):
-    """Devices take different branches (run different numbers of iterations): the
-    gradient is the sum of each device's own, computed by JAX device by device (JAX's
-    own shard_map puts the psum inside the branch, which XLA deadlocks or mixes)."""
-    m = (2, 2)
+@functools.lru_cache(maxsize=None)
+def _varying_expected(kind, m):
+    """JAX's gradient, device by device, each jitted (one compile, where eager JAX compiles
+    every op), summed: the tests of every ``where`` and compiler share it."""
     w, v = _control_inputs(m)
     local = []
     for p, block in enumerate(blocks(v, m, SH_XY)):
@@ -968,8 +982,20 @@ def test_grad_of_replicated_value_through_varying_control_flow(kind, where, comp
         else:
             def body(w, b, n=p + 1):
                 return jax.lax.fori_loop(0, n, lambda i, s: s + jnp.sin(w * b + s), b * 0.0)
-        local.append(np.asarray(jax.grad(lambda w: jnp.sum(jnp.sin(body(w, block))))(w)))
-    want = np.sum(local, axis=0)
+        local.append(np.asarray(jax.jit(jax.grad(
+            lambda w, b: jnp.sum(jnp.sin(body(w, b)))))(w, block)))
+    return np.sum(local, axis=0)
+
+
+@pytest.mark.parametrize("kind,where,compiler", rotated(["cond", "while_loop"],
+                                                       ["outside", "inside"]))
+def test_grad_of_replicated_value_through_varying_control_flow(kind, where, compiler):
+    """Devices take different branches (run different numbers of iterations): the
+    gradient is the sum of each device's own, computed by JAX device by device (JAX's
+    own shard_map puts the psum inside the branch, which XLA deadlocks or mixes)."""
+    m = (2, 2)
+    w, v = _control_inputs(m)
+    want = _varying_expected(kind, m)
     nxb = _branches(_varying_pred)(NXL) if kind == "cond" else _nx_varying_trips
     got = jit(_with_grad(NXL, nxb, m, where), compiler=compiler)(nx.tensor(w),
                                                                  nx.tensor(v)).to_numpy()
