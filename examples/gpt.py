@@ -37,9 +37,18 @@ which ``make gpt`` installs), ``--checkpoint`` saves the parameters, the optimiz
 and the step with ``nx.save`` (``--resume`` continues from it), and at the end text is
 sampled with a KV cache (a ``scan`` over positions, ``put_slice`` into the cache), with a
 temperature and top-k.
+
+Across processes (``python -m nxpy.launch -n 2 --local-devices 2 examples/gpt.py --mesh
+2x2``: each process drives its 2 devices, one row of the mesh, and places its rows of
+the batch, which every process draws alike): every process runs this same script and
+the same steps, and the losses are the one-process run's. Process 0 alone prints,
+plots, samples and writes the checkpoint (the tensors whose shards live on several
+processes are gathered first, a collective every process joins); ``--resume`` has every
+process read it, so on several hosts put it where they all see it.
 """
 
 import argparse
+import json
 import math
 import os
 import resource
@@ -53,9 +62,10 @@ import numpy as np
 
 import nxpy as nx
 import nxpy.random as nr
-from nxpy import P, pjrt
+from nxpy import P, distributed, pjrt
 from nxpy.defn import (checkpoint, compile, jit, psum, scan, shard_map, value_and_grad,
                        with_sharding_constraint)
+from nxpy.defn.tree import flatten, unflatten
 from nxpy.nn import dot_product_attention, gelu, log_softmax
 
 CORPUS = Path(__file__).resolve().parent / "data" / "tinyshakespeare.txt"
@@ -513,8 +523,20 @@ def memory_note(peak):
 # ----------------------------------------------------------------------------------------
 # Checkpoints
 # ----------------------------------------------------------------------------------------
+def gather(tree):
+    """``tree`` with each tensor whose shards live on several processes gathered whole
+    (``process_allgather``: every process must call this, as any collective); with one
+    process, ``tree`` itself."""
+    flat, spec = flatten(tree)
+    return unflatten(spec, [x if not isinstance(x, nx.Tensor) or x.is_fully_addressable
+                            else distributed.process_allgather(x) for x in flat])
+
+
 def save(path, params, state, step):
-    nx.save({"params": params, "opt_state": state, "step": nx.tensor(step)}, path)
+    """Writes the checkpoint from process 0 (every process calls this: it gathers)."""
+    ck = gather({"params": params, "opt_state": state})
+    if distributed.process_index() == 0:
+        nx.save({**ck, "step": nx.tensor(step)}, path)
 
 
 def load(path, tr):
@@ -640,6 +662,8 @@ def main(argv=None):
     p.add_argument("--checkpoint", default="gpt_checkpoint.nx")
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     p.add_argument("--plot", default="gpt_loss.png")
+    p.add_argument("--losses", default="",
+                   help="write each step's training loss to this file (JSON, full precision)")
     p.add_argument("--sample", type=int, default=120, help="bytes to sample at the end")
     p.add_argument("--prompt", default="ROMEO:")
     p.add_argument("--temperature", type=float, default=0.8)
@@ -649,25 +673,34 @@ def main(argv=None):
                                                     "batch", "steps", "warmup", "seed",
                                                     "lr", "remat")})
     mesh = parse_mesh(a.mesh)
+    lead = distributed.process_index() == 0      # across processes: process 0 reports
+    say = print if lead else (lambda *_, **__: None)
     tr = Trainer(cfg, mesh=mesh, compiler=a.compiler, optimizer=a.optimizer,
                  local_view=a.shard_map)
     start = load(a.checkpoint, tr) if a.resume and os.path.exists(a.checkpoint) else None
     n_params = sum(int(np.prod(x.shape)) for x in leaves(init_params(cfg)))
-    print(f"GPT: {cfg.layers} layers, width {cfg.width}, {cfg.heads} heads, context "
-          f"{cfg.context}, batch {cfg.batch}, {n_params / 1e6:.2f}M parameters; "
-          f"optimizer {a.optimizer}; {'mesh ' + a.mesh if mesh else 'one device'}"
-          f"{'; remat' if cfg.remat else ''}; from step {start[2] if start else 0} to "
-          f"{cfg.steps}", flush=True)
+    procs = distributed.process_count()
+    say(f"GPT: {cfg.layers} layers, width {cfg.width}, {cfg.heads} heads, context "
+        f"{cfg.context}, batch {cfg.batch}, {n_params / 1e6:.2f}M parameters; "
+        f"optimizer {a.optimizer}; {'mesh ' + a.mesh if mesh else 'one device'}"
+        f"{f' over {procs} processes' if procs > 1 else ''}"
+        f"{'; remat' if cfg.remat else ''}; from step {start[2] if start else 0} to "
+        f"{cfg.steps}", flush=True)
     t0 = time.perf_counter()
     losses, params, state, history = run(cfg, trainer=tr, start=start, every=a.every,
                                          val_batches=a.val_batches,
-                                         log=lambda s: print(s, flush=True))
-    print(f"trained in {time.perf_counter() - t0:.1f} s (first step's compile included)")
+                                         log=(lambda s: print(s, flush=True)) if lead
+                                         else None)
+    say(f"trained in {time.perf_counter() - t0:.1f} s (first step's compile included)")
     save(a.checkpoint, params, state, cfg.steps)
-    print(f"wrote {a.checkpoint}")
-    if history and a.plot:
+    say(f"wrote {a.checkpoint}")
+    if lead and a.losses:
+        Path(a.losses).write_text(json.dumps(losses))
+    if lead and history and a.plot:
         plot(history, a.plot)
     if a.sample:
+        params = gather(params)     # a collective: before the lead's own branch
+    if lead and a.sample:
         length = min(cfg.context, len(a.prompt.encode()) + a.sample)
         text = generate(params, cfg, a.prompt.encode(), length, seed=cfg.seed,
                         temperature=a.temperature, top_k=a.top_k)

@@ -233,6 +233,13 @@ def _write(path, blob: bytes):
 def save(value, path) -> None:
     """Writes :func:`serialize` of ``value`` to ``path``.
 
+    A sharded tensor is written whole. Across processes, each process writes what it
+    holds: a tensor whose shards live on several processes cannot be read by one (the
+    error names ``nxpy.distributed.process_allgather``), so gather it first (every process
+    calls ``process_allgather``, a collective) and write from one process
+    (``nxpy.distributed.process_index() == 0``), as ``examples/gpt.py`` does; ``save``
+    itself never communicates, so calling it from process 0 alone cannot hang.
+
     >>> import nxpy as nx, os, tempfile
     >>> p = os.path.join(tempfile.mkdtemp(), "params.nx")
     >>> nx.save((nx.tensor([1, 2]), None), p)

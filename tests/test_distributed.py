@@ -8,11 +8,13 @@ on a 2x2 mesh over 2 processes and a 2x4 mesh over 4 processes gives, device
 for device, exactly what the same programs give in this one process on 8 devices, and so
 do sharded tensors (device_put, make_array_from_process_local_data, jit, resharding,
 process_allgather, a training loop; equal to 1e-5 where sums run in another order); the
-Evaluator across processes; faults end with clear errors within their timeouts: a
-worker or the coordinator lost mid-run (the survivor raises ProcessLostError whether its
-main thread waits in a collective or runs Python; exits with status 75 when it stays in a
-C call), a process that raises, a wrong process count, an unreachable coordinator, a
-taken port; a slow process is not declared lost.
+Evaluator across processes; examples/gpt.py --mesh 2x2 as 2 processes x 2 devices (the
+one-process losses and checkpoint, only process 0 reporting and writing); faults end
+with clear errors within their timeouts: a worker or the coordinator lost mid-run (the
+survivor raises ProcessLostError whether its main thread waits in a collective or runs
+Python; exits with status 75 when it stays in a C call), a process that raises, a wrong
+process count, an unreachable coordinator, a taken port; a slow process is not declared
+lost.
 """
 import json
 import os
@@ -31,6 +33,7 @@ from nxpy import distributed, launch, pjrt, watchdog
 from nxpy.defn import all_gather, shard_jit
 
 import distributed_worker as W
+from helpers import load_example
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "distributed_worker.py"
@@ -505,3 +508,46 @@ def test_train_example_data_parallel_over_2_processes():
     got = [float(ln.split()[-1]) for ln in r.stdout.splitlines() if ln.startswith("[0] loss ")]
     assert "data parallel over 2 process(es)" in r.stdout
     np.testing.assert_allclose(got, train.train("exla", steps), rtol=1e-6, atol=0)
+
+
+@multiprocess
+def test_gpt_example_2x2_over_2_processes(tmp_path):
+    """examples/gpt.py --mesh 2x2 as 2 processes x 2 devices (the command the README
+    gives): the same losses and checkpoint as the 2x2 run in this one process; only
+    process 0 reports and writes."""
+    gpt = load_example("gpt")
+    steps, size = 4, dict(layers=2, width=32, heads=4, context=16, batch=8)
+    cfg = gpt.Config(steps=steps, warmup=2, **size)
+    ck, losses_path = tmp_path / "ck.nx", tmp_path / "losses.json"
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nxpy.launch", "-n", "2", "--local-devices", "2", "--timeout",
+         "150", str(ROOT / "examples" / "gpt.py"), "--mesh", "2x2", "--steps", str(steps),
+         "--warmup", "2", *(f"--{k}={v}" for k, v in size.items()), "--every", "2",
+         "--val-batches", "1", "--sample", "8", "--plot", "", "--checkpoint", str(ck),
+         "--losses", str(losses_path)],
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:   # the reference while the processes run
+        want, params, state, _ = gpt.run(cfg, mesh=gpt.parse_mesh("2x2"))
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    elapsed = time.perf_counter() - t0
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]
+    assert elapsed < 150
+    lines = out.splitlines()
+    assert "mesh 2x2 over 2 processes" in out
+    assert sum(ln.startswith("[0] step ") for ln in lines) == 2
+    ours = ("GPT:", "step ", "trained", "wrote", "sample")
+    assert not [ln for ln in lines if ln.startswith(tuple(f"[1] {w}" for w in ours))], lines
+    assert "[0] sample:" in out
+    got = json.loads(losses_path.read_text())
+    assert len(got) == steps
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=0)
+    saved = nx.load(ck)
+    assert int(saved["step"].to_numpy()) == steps
+    for a, b in zip(gpt.leaves(saved["params"]) + gpt.leaves(saved["opt_state"]),
+                    gpt.leaves(params) + gpt.leaves(state)):
+        np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-5, atol=1e-7)
