@@ -95,12 +95,17 @@ def compile_module(text: str, target: str = "llvm-cpu", flags=()) -> bytes:
                                   extra_args=list(BASE_FLAGS) + list(flags))
         except ic.CompilerToolError as err:
             msg = str(err)
-            missing = sorted(set(re.findall(r"undefined symbol: (\w+)", msg)))
+            # f64 math: a libm call its linker cannot resolve, or a math op its llvm-cpu
+            # lowering leaves illegal (math.cbrt on f64)
+            missing = sorted(set(re.findall(r"undefined symbol: (\w+)", msg))
+                             | set(re.findall(r"failed to legalize operation 'math\.(\w+)'",
+                                              msg)))
             if missing:
                 raise IreeUnsupported(
                     f"IREE (nxpy-iree plugin, target {target}) has no implementation of the "
                     f"math function(s) {', '.join(missing)} the module needs (an undefined "
-                    f"symbol when linking: IREE approximates f32 math, not f64)") from None
+                    f"symbol when linking, or a math op it cannot lower: IREE approximates "
+                    f"f32 math, not f64)") from None
             ops = sorted(set(re.findall(r"'(stablehlo\.[a-z_]+)'", msg)))
             first = next((ln.strip() for ln in msg.splitlines() if "error:" in ln), msg[:300])
             raise IreeCompileError(
