@@ -271,10 +271,9 @@ def _backward(bp: Backprop, e, gs, ct, dep):
     cts = sub.backward(seeds, wanted, sub_dep)
     # in a shard_map body, ``sub`` summed each cotangent over the mesh axes along which
     # its value was used as a replicated copy: they are the values' own here
-    xs = [inputs[i] for i in want] + caps
-    for x, c in zip(xs, [cts.get(body.params[i].data.id) for i in want]
-                    + [cts.get(c.id) for c in caps]):
-        bp._accumulate(e, [x], [c], ct, dep, used=bp.ctx.vma(x))
+    bp._accumulate_summed(e, [inputs[i] for i in want] + caps,
+                          [cts.get(body.params[i].data.id) for i in want]
+                          + [cts.get(c.id) for c in caps], ct, dep)
 
 
 ENGINE_RULES["checkpoint"] = (_replay, _backward)

@@ -428,12 +428,8 @@ class Backprop:
         if e.op in NON_DIFFERENTIABLE:
             return
         if e.op == "custom_grad":
-            xs_f, cts = e.tensor_args()[1:], self._custom(e, g)
-            if not e.attrs.get("summed"):
-                self._accumulate(e, xs_f, cts, ct, dep)
-                return
-            for x, c in zip(xs_f, cts):  # already summed where x was used replicated
-                self._accumulate(e, [x], [c], ct, dep, used=self.ctx.vma(x))
+            add = self._accumulate_summed if e.attrs.get("summed") else self._accumulate
+            add(e, e.tensor_args()[1:], self._custom(e, g), ct, dep)
             return
         rule = GRAD_RULES.get(e.op)
         if rule is None:
@@ -448,6 +444,13 @@ class Backprop:
         for x, c in zip(xs_f, cts):
             if c is not None and x.id in dep and _differentiable(x):
                 _add(ct, x.id, self._fit(c, x, e, used))
+
+    def _accumulate_summed(self, e, xs_f, cts, ct, dep):
+        """As :meth:`_accumulate` for cotangents already summed over the mesh axes along
+        which their operands were used as replicated copies (a body differentiated with
+        its mesh: ``custom_grad(summed=True)``, ``checkpoint``): each is its operand's own."""
+        for x, c in zip(xs_f, cts):
+            self._accumulate(e, [x], [c], ct, dep, used=self.ctx.vma(x))
 
     def _fit(self, c, x, e, used=None):
         """A rule's cotangent for operand ``x`` of ``e``, made ``x``'s own: summed over the
@@ -800,11 +803,16 @@ def straight_in_body(leaves):
     except _UnknownAxes:
         return lambda params: None
 
-    def enter(params):
-        for p, a in zip(params, axes):
-            ctx.varying[p.data.id] = a
-        ctx.straight.add(_context.current())
-    return enter
+    return lambda params: _enter_body(ctx, params, axes)
+
+
+def _enter_body(ctx, params, axes):
+    """Called first in a function traced in shard_map body ``ctx`` (a ``grad``'s or
+    ``jvp``'s): its parameters vary along ``axes``, and a ``scan`` or ``grad`` traced in
+    it may ask for its values' axes (:func:`body_context`)."""
+    for p, a in zip(params, axes):
+        ctx.varying[p.data.id] = a
+    ctx.straight.add(_context.current())
 
 
 def body_vma(fn, param_axes, carry=0) -> dict:
@@ -905,9 +913,7 @@ def _differentiate(fun, args, kwargs, argnums, has_aux):
 
     def traced(selected):
         if local:  # a grad (or scan) inside this one asks about these parameters
-            for p, axes in zip(tree_mod.flatten(selected)[0], leaf_axes):
-                mesh_ctx.varying[p.data.id] = axes
-            mesh_ctx.straight.add(_context.current())
+            _enter_body(mesh_ctx, tree_mod.flatten(selected)[0], leaf_axes)
         return call(selected)
 
     with _context.differentiating():
