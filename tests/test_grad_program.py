@@ -245,3 +245,63 @@ def test_dot_rule_transposed_operands(path):
         got = jit(n, compiler=path)(nx.tensor(a), nx.tensor(b))
     for g, w_ in zip(got, want):
         np.testing.assert_allclose(g.to_numpy(), np.asarray(w_), rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------
+# On a mesh
+# ----------------------------------------------------------------------------------------
+def collectives(hlo: str) -> collections.Counter:
+    """The collectives of an HLO module's text (tuple-shaped ones and async starts too)."""
+    return collections.Counter(re.findall(
+        r" (all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all)(?:-start)?\(",
+        hlo))
+
+
+def test_picked_cross_entropy_on_a_mesh():
+    # the gradient of take_along_axis (the GPT's loss picks each position's label) with
+    # the batch over "data" of a 2x2 mesh: was a scatter of flattened indices, which hid
+    # the batch dim from XLA's partitioner: it re-laid the indices out
+    # (collective-permute) and all-reduced the whole cotangent over "model"
+    from jax.sharding import Mesh, NamedSharding as JNS, PartitionSpec as JP
+    from nxpy import P
+    from nxpy.defn.core import PROGRAMS
+    logits, labels = _f32(B, T, V), _rng.integers(0, V, (B, T)).astype(np.int32)
+    m = nx.Mesh("picked", (2, 2), axis_names=("data", "model"))
+    jm = Mesh(np.array([pjrt.devices()[i] for i in m.devices]).reshape(2, 2),
+              ("data", "model"))
+
+    def n(x, y):
+        return value_and_grad(lambda x: -nx.mean(nx.take_along_axis(
+            nn.log_softmax(x, axis=-1), nx.reshape(y, y.shape + (1,)), axis=2)))(x)
+
+    def j(x, y):
+        return jax.value_and_grad(lambda x: -jnp.mean(jnp.take_along_axis(
+            jax.nn.log_softmax(x, axis=-1), y[..., None], axis=2)))(x)
+    f = jit(n, compiler="exla")
+    loss, g = f(nx.device_put(logits, nx.NamedSharding(m, P("data", None, None)),
+                              backend="exla"),
+                nx.device_put(labels, nx.NamedSharding(m, P("data", None)), backend="exla"))
+    ((run, _),) = PROGRAMS.of(f.fun)._values.values()
+    nx_hlo = pjrt.compile(run.module, m.devices, spmd=True).get_hlo_text()
+    jx = jax.device_put(logits, JNS(jm, JP("data", None, None)))
+    jy = jax.device_put(labels, JNS(jm, JP("data", None)))
+    compiled = jax.jit(j).lower(jx, jy).compile()
+    jloss, jg = compiled(jx, jy)
+    np.testing.assert_allclose(float(loss.to_numpy()), float(jloss), rtol=1e-6)
+    np.testing.assert_allclose(g.to_numpy(), np.asarray(jg), rtol=1e-5, atol=1e-8)
+    assert collectives(nx_hlo) == collectives(compiled.as_text()) == {"all-reduce": 1}
+
+
+def test_picked_grad_clamps_as_gather():
+    # the select form of take_along_axis's gradient sends an out-of-range index's
+    # cotangent where the clamped index read, as the gather does
+    x, w = _f32(3, 4, 5), _f32(3, 1, 5)
+    idx = np.array([[[-2, 0, 3, 4, 9]], [[1, 1, 1, 7, -1]], [[3, 2, 0, 4, 5]]], np.int32)
+
+    def n(x, i):
+        return grad(lambda x: nx.sum(nx.take_along_axis(x, i, axis=1) * w))(x)
+    want = jax.grad(lambda x: jnp.sum(jnp.take_along_axis(
+        x, jnp.clip(idx, 0, 3), axis=1) * w))(x)
+    for got in (n(nx.tensor(x), nx.tensor(idx)),
+                jit(n, compiler="exla")(nx.tensor(x), nx.tensor(idx))):
+        np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-6)

@@ -599,10 +599,43 @@ def _gather_rows(g, indices, updates_shape, axes):
     return select(ok, rows, _zeros(rows.shape, rows.type))
 
 
+def _picked_axis(e, x):
+    """The axis of a gather that :func:`take_along_axis` built picking one element per
+    row (its indices: an iota for every other axis, of that axis's size, and a column of
+    size 1 along the picked axis), or None for any other gather."""
+    idx = e.tensor_args()[1]
+    r = len(x.shape)
+    if list(e.attrs["axes"]) != list(range(r)) or idx.op != "concatenate" or r < 2:
+        return None
+    cols = idx.tensor_args()
+    if len(cols) != r or idx.attrs.get("axis") != r:
+        return None
+    other = [j for j, c in enumerate(cols)
+             if not (c.op == "iota" and c.attrs.get("axis") == j and c.shape[j] == x.shape[j])]
+    if len(other) != 1 or idx.shape[other[0]] != 1:
+        return None
+    return other[0]
+
+
+def _picked_grad(x, indices, g, a):
+    """The cotangent of a one-per-row ``take_along_axis`` along ``a``: ``g`` where the
+    (clamped) index equals the position, zero elsewhere. A select, where the scatter of
+    the general rule would take flattened indices that hide the batch dims from XLA's
+    partitioner (on a mesh it re-lays them out and all-reduces the whole cotangent)."""
+    col = slice(indices, [0] * (x.rank) + [a], list(indices.shape[:-1]) + [1])
+    col = clip(reshape(col, indices.shape[:-1]), 0, builtins.max(x.shape[a] - 1, 0))
+    hit = equal(iota(x.shape, axis=a, type=col.type, backend=_like_backend(col)),
+                broadcast(col, x.shape))
+    return select(hit, broadcast(g, x.shape), _zeros(x.shape, g.type))
+
+
 @register_grad_rule("gather")
 def _gather_grad(ctx, e, xs, out, g):
     x, indices = xs
     axes = e.attrs["axes"]
+    a = _picked_axis(e, x)
+    if a is not None:
+        return [_picked_grad(x, indices, g, a), None]
     k = indices.shape[-1]
     n = S.size(indices.shape[:-1])
     inner = [d for i, d in enumerate(x.shape) if i not in axes]
