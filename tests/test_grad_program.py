@@ -145,8 +145,13 @@ def test_dot_product_attention():
 
     def jf(q, k, v):
         return jax.nn.dot_product_attention(q, k, v, is_causal=True)
-    # the same dots; JAX's grouped layout (a leading unit dim) differs only by bitcasts
-    assert_as_lean(*_attention_programs(nf, jf), fusions=False)
+    # the same dots and no more kernels or copies: with the group dim anywhere but first
+    # in the logits (B, K, T, G, S), XLA copied the probabilities' cotangent to move the
+    # unit G (27 kernels, 16 copies against JAX's 26 and 15), and with the probabilities
+    # on the left of the value dot it read the value in a second layout
+    nx_hlo, jax_hlo = _attention_programs(nf, jf)
+    assert_as_lean(nx_hlo, jax_hlo)
+    assert all_ops(nx_hlo)["copy"] <= all_ops(jax_hlo)["copy"]
 
 
 @pytest.mark.parametrize("twin", [jax_attention_einsum, jax_attention_dot_general],

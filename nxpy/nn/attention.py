@@ -49,7 +49,7 @@ def _check(x, arg, shape=None, type=None):
 
 
 def _grouped(t, n, k, g):
-    """A bias or mask ``(b, n or 1, t, s)`` as ``(b, k, t, g, s)``, the logits' layout."""
+    """A bias or mask ``(b, n or 1, t, s)`` as ``(g, b, k, t, s)``, the logits' layout."""
     b, tn, tt, ts = t.shape
     if tn == 1:
         t = O.reshape(t, (b, 1, 1, tt, ts))
@@ -59,7 +59,7 @@ def _grouped(t, n, k, g):
     else:
         raise ValueError(f"dot_product_attention: expected the heads dimension of a bias or "
                          f"mask to be 1 or {n}, got shape {t.shape}")
-    return O.transpose(t, [0, 1, 3, 2, 4])
+    return O.transpose(t, [2, 0, 1, 3, 4])
 
 
 def _positions(n, axis, rank):
@@ -70,7 +70,7 @@ def _positions(n, axis, rank):
 
 
 def _keep(t, s, b, mask, is_causal, q_len, kv_len, window):
-    """Where the logits ``(B, K, T, G, S)`` take part: the user's mask, causality, the
+    """Where the logits ``(G, B, K, T, S)`` take part: the user's mask, causality, the
     local window and the sequence lengths, together (None when every logit does)."""
     keep = None
 
@@ -78,7 +78,7 @@ def _keep(t, s, b, mask, is_causal, q_len, kv_len, window):
         return m if keep is None else O.logical_and(keep, m)
     if mask is not None:
         keep = both(mask)
-    q_pos, k_pos = _positions(t, 2, 5), _positions(s, 4, 5)
+    q_pos, k_pos = _positions(t, 3, 5), _positions(s, 4, 5)
     if is_causal:
         keep = both(O.greater_equal(q_pos, k_pos))
     if window is not None:
@@ -86,9 +86,9 @@ def _keep(t, s, b, mask, is_causal, q_len, kv_len, window):
         keep = both(O.logical_and(O.less_equal(q_pos, k_pos + left),
                                   O.greater_equal(q_pos, k_pos - right)))
     if q_len is not None:
-        keep = both(O.less(q_pos, O.reshape(q_len, (b, 1, 1, 1, 1))))
+        keep = both(O.less(q_pos, O.reshape(q_len, (1, b, 1, 1, 1))))
     if kv_len is not None:
-        keep = both(O.less(k_pos, O.reshape(kv_len, (b, 1, 1, 1, 1))))
+        keep = both(O.less(k_pos, O.reshape(kv_len, (1, b, 1, 1, 1))))
     return keep
 
 
@@ -168,11 +168,14 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     if scale is None:
         scale = 1.0 / math.sqrt(h)
 
-    # logits (B, K, T, G, S): query (B, T, K, G, H) against key (B, S, K, H), batched
-    # over (B, K), in f32 at least
+    # logits (G, B, K, T, S): query (B, T, K, G, H) against key (B, S, K, H), batched
+    # over (B, K), in f32 at least; the group dim first, as JAX lays it out: XLA drops a
+    # unit G from the dots and lays it out major again, so anywhere else (B, K, T, G, S)
+    # it copies the probabilities' cotangent to move it (one copy per attention)
     lt = T.merge(q.type, _F32)
     qg = O.reshape(q, (b, t, kh, g, h))
     logits = O.dot(O.as_type(qg, lt), [4], [0, 2], O.as_type(k, lt), [3], [0, 2])
+    logits = O.transpose(logits, [3, 0, 1, 2, 4])
     logits = logits * O.tensor(scale, type=lt)
     if bias is not None:
         logits = O.as_type(logits + _grouped(bias, n, kh, g), lt)
@@ -182,15 +185,17 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
         logits = O.select(keep, logits, O.tensor(_large_negative(lt), type=lt))
     logits = O.as_type(logits, _F32)
     probs = O.as_type(softmax(logits, axis=-1), k.type)
-    # (B, K, T, G, S) @ value (B, S, K, H) -> (B, K, T, G, H) -> (B, T, N, H)
-    encoded = O.dot(probs, [4], [0, 1], v, [1], [0, 2])
-    encoded = O.reshape(O.transpose(encoded, [0, 2, 1, 3, 4]), (b, t, n, h))
+    # value (B, S, K, H) @ (G, B, K, T, S) -> (B, K, H, G, T) -> (B, T, N, H); value on
+    # the left as JAX's einsum puts it: XLA then reads value in one layout for this dot
+    # and the gradient's (B, K, H, S), where probs on the left needs a second copy
+    encoded = O.dot(v, [1], [0, 2], probs, [4], [1, 2])
+    encoded = O.reshape(O.transpose(encoded, [0, 4, 1, 3, 2]), (b, t, n, h))
     if lengths[0] is not None:
         rows = O.less(_positions(t, 1, 4), O.reshape(lengths[0], (b, 1, 1, 1)))
         encoded = encoded * O.as_type(rows, encoded.type)
     encoded = O.reshape(encoded, out_shape)
     if not return_residual:
         return encoded
-    lse = O.as_type(logsumexp(logits, axis=-1), k.type)        # (B, K, T, G)
-    lse = O.reshape(O.transpose(lse, [0, 2, 1, 3]), (b, t, n))
+    lse = O.as_type(logsumexp(logits, axis=-1), k.type)        # (G, B, K, T)
+    lse = O.reshape(O.transpose(lse, [1, 3, 2, 0]), (b, t, n))
     return encoded, stop_gradient(O.reshape(lse, out_shape[:-1]))
