@@ -23,7 +23,8 @@ An op is described once (its shape/type rule) and implemented per backend or com
 * :func:`lower_stablehlo` gives a compiler plugin that consumes StableHLO (IREE, ...) the
   module of a graph it was handed, lowered by nxpy's own rules; with
   ``custom_calls=False`` the module calls no XLA custom-call target (the linear-algebra
-  solvers lower their portable form; an op with none is an error naming it).
+  solvers lower their portable form; an op with none is an error naming it), and with
+  ``stable_sort=False`` sorts that need no stable ``stablehlo.sort``.
 
 This module is a facade over the layers that own each registry (the op table in
 :mod:`nxpy.ops.core`, the rule tables of the compilers and of sharding propagation), so
@@ -110,8 +111,8 @@ def implement(backend, op, fn):
     setattr(target, op, fn)
 
 
-def lower_stablehlo(graph, *, custom_calls: bool = True, compiler: str | None = None,
-                    platform: str | None = None) -> str:
+def lower_stablehlo(graph, *, custom_calls: bool = True, stable_sort: bool = True,
+                    compiler: str | None = None, platform: str | None = None) -> str:
     """The StableHLO module (text, module ``@nxpy``, function ``main``) of ``graph``, the
     :class:`~nxpy.defn.Fn` a compiler's ``compile(graph, opts)`` receives, lowered by
     nxpy's rules (``register_lowering``) as EXLA lowers it for ``platform`` (default: the
@@ -126,6 +127,14 @@ def lower_stablehlo(graph, *, custom_calls: bool = True, compiler: str | None = 
     A compiler without ``supports(op)`` never receives those ops anyway: ``defn`` traces
     them as their portable compositions (``nxpy.defn.Compiler``).
 
+    ``stable_sort=False`` is for a compiler whose ``stablehlo.sort`` may reorder equal
+    elements (ignores ``is_stable``) or whose ``chlo.top_k`` does not order as XLA's (NaN
+    first, equal values by position): nxpy then gives every sort whose equal elements
+    could be told apart (several operands, or floats: ``-0.0``/``0.0``, NaNs) a comparator
+    with a unique order, an iota operand breaking ties by position, and lowers ``top_k``
+    as such a sort, descending, cut to ``k``. The results are the stable ones on any sort;
+    the default keeps XLA's forms (no extra operand).
+
     >>> import nxpy as nx
     >>> from nxpy.extend import lower_stablehlo
     >>> g = nx.defn.trace(lambda x: nx.sum(x * 2), [nx.template((3,), "f32")])
@@ -133,4 +142,4 @@ def lower_stablehlo(graph, *, custom_calls: bool = True, compiler: str | None = 
     func.func public @main(%arg0: tensor<3xf32>) -> (tensor<f32>) {
     """
     return lower_module(graph, platform=platform, custom_calls=custom_calls,
-                        compiler=compiler)
+                        stable_sort=stable_sort, compiler=compiler)

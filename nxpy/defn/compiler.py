@@ -74,7 +74,9 @@ class Compiler:
 
     A compiler that consumes StableHLO (not XLA through PJRT) gets a graph's module from
     ``nxpy.extend.lower_stablehlo(graph, custom_calls=False)``: nxpy's own lowering,
-    with no XLA custom call in it (``docs/plugins.md``, the IREE plugin).
+    with no XLA custom call in it (``docs/plugins.md``, the IREE plugin); one whose
+    ``stablehlo.sort`` is not stable also passes ``stable_sort=False`` (sorts and
+    ``top_k`` in a form whose order is unique).
     """
 
     name = "compiler"

@@ -79,24 +79,65 @@ def _key32(c: Ctx, x: Val) -> Val:
     return c.convert(c.convert(x, U8) if t.is_pred else x, S32)
 
 
-def _comparator(c: Ctx, types, direction) -> str:
+def _comparator(c: Ctx, types, direction, tie_break=False) -> str:
     """A sort comparator region over operands of ``types`` comparing the first one (floats
-    as JAX does: canonicalized, TOTALORDER)."""
+    as JAX does: canonicalized, TOTALORDER). With ``tie_break``, first operands that are
+    equal in that order compare by the last operand, the positions reversed (``n - 1 -
+    i``), descending: the order is unique, so any sort, stable or not, gives the stable
+    result."""
     def build(cb, args):
         sub = Ctx(cb, {}, c)
         a, b = args[0], args[1]
         d = "LT" if direction == "asc" else "GT"
         if a.type.is_inexact:
-            return [_compare_total(sub, _canonical(sub, a), _canonical(sub, b), d)]
-        return [sub.compare(a, b, d)]
+            a, b = _canonical(sub, a), _canonical(sub, b)
+
+            def cmp(x, y):
+                return _compare_total(sub, x, y, d)
+        else:
+            def cmp(x, y):
+                return sub.compare(x, y, d)
+        before = cmp(a, b)
+        if not tie_break:
+            return [before]
+        tie = _not(sub, sub.binop("stablehlo.or", before, cmp(b, a)))
+        first = sub.compare(args[-2], args[-1], "GT")
+        return [sub.binop("stablehlo.or", before, sub.binop("stablehlo.and", tie, first))]
     return c.b.region([((), t) for t in types for _ in range(2)], build)
 
 
-def _sort(c: Ctx, operands, axis, direction) -> list:
-    region = _comparator(c, [v.type for v in operands], direction)
-    res = c.op("stablehlo.sort", operands, [(v.shape, v.type) for v in operands],
-               {"dimension": f"{axis} : i64", "is_stable": "true"}, [region])
-    return res if isinstance(res, list) else [res]
+def _sort(c: Ctx, operands, axis, direction, *, positions=None) -> list:
+    """``stablehlo.sort`` of ``operands`` along ``axis`` by the first one, stable; with
+    ``positions`` (an integer type) one more result, the positions the sorted elements
+    came from (argsort, top_k).
+
+    For a target without a stable sort (``c.stable_sort`` False) the order is made
+    unique: a last operand holds the positions reversed, ``n - 1 - i``, and breaks ties
+    (the positions are read back from it). Not a plain iota, and every operand once: IREE
+    (3.13) cannot compile a sort given one value twice (its CSE merges an iota operand
+    with another iota), and rewrites a descending sort of ``(x, iota)`` cut by slices
+    into its own top_k, which judges the comparator by its first op alone."""
+    shape, n = operands[0].shape, operands[0].shape[axis]
+    if c.stable_sort or (len(operands) == 1 and not operands[0].type.is_inexact
+                         and positions is None):
+        # XLA's form (or one operand of integers: equal elements are the same bits)
+        if positions is not None:
+            operands = list(operands) + [_iota(c, shape, positions, axis)]
+        region = _comparator(c, [v.type for v in operands], direction)
+        res = c.op("stablehlo.sort", operands, [(v.shape, v.type) for v in operands],
+                   {"dimension": f"{axis} : i64", "is_stable": "true"}, [region])
+        return res if isinstance(res, list) else [res]
+    pt = positions if positions is not None else S32 if n < 2 ** 31 else S64
+    last = c.const(max(n - 1, 0), pt, shape)
+    rev = c.binop("stablehlo.subtract", last, _iota(c, shape, pt, axis))
+    distinct = list({v.name: v for v in operands}.values())  # in order, each once
+    ops = distinct + [rev]
+    region = _comparator(c, [v.type for v in ops], direction, tie_break=True)
+    res = c.op("stablehlo.sort", ops, [(v.shape, v.type) for v in ops],  # unique: any sort
+               {"dimension": f"{axis} : i64", "is_stable": "false"}, [region])
+    sorted_of = {v.name: r for v, r in zip(distinct, res)}
+    out = [sorted_of[v.name] for v in operands]
+    return out + [c.binop("stablehlo.subtract", last, res[-1])] if positions is not None else out
 
 
 def _not(c: Ctx, v: Val) -> Val:
@@ -145,7 +186,7 @@ def _argsort_rule(c: Ctx, e: Expr, x: Val):
                          _iota(c, x.shape, S64, axis))
         (s,) = _sort(c, [packed], axis, "asc")
         return c.convert(c.convert(s, S32), e.type)
-    _, idx = _sort(c, [x, _iota(c, x.shape, S64, axis)], axis, direction)
+    _, idx = _sort(c, [x], axis, direction, positions=S64)
     return c.convert(idx, e.type)
 
 
@@ -163,7 +204,12 @@ def _top_k_rule(c: Ctx, e: Expr, x: Val):
     t = x.type
     y = _canonical(c, x) if t.is_float else (c.convert(x, U8) if t.is_pred else x)
     shape = x.shape[:-1] + (k,)
-    v, i = c.op("chlo.top_k", [y], [(shape, y.type), (shape, S32)], {"k": f"{k} : i64"})
+    if c.stable_sort:
+        v, i = c.op("chlo.top_k", [y], [(shape, y.type), (shape, S32)], {"k": f"{k} : i64"})
+    else:  # XLA's order (NaN first, ties by position) as a sort with a tie-break, cut
+        axis = len(x.shape) - 1
+        v, i = _sort(c, [y], axis, "desc", positions=S32)
+        v, i = _slice_axis(c, v, axis, 0, k), _slice_axis(c, i, axis, 0, k)
     return [c.convert(v, I1) if t.is_pred else v, i]
 
 

@@ -114,6 +114,14 @@ class Ctx:
         custom-call registry (rules with a portable form lower it instead)."""
         return self.info.get("custom_calls", True)
 
+    @property
+    def stable_sort(self) -> bool:
+        """Whether the target's ``stablehlo.sort`` keeps equal elements in order (honours
+        ``is_stable``) and its ``chlo.top_k`` orders as XLA's (``lower_module``'s
+        ``stable_sort``): False makes the sorting rules give every sort a unique order
+        (the positions as a tie-break operand) and lower ``top_k`` as such a sort."""
+        return self.info.get("stable_sort", True)
+
     # --- values ------------------------------------------------------------------------
     def lookup(self, e: Expr):
         c = self
@@ -770,7 +778,8 @@ def donation_aliases(graph: Fn, in_shardings=None, out_shardings=None) -> dict:
 def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
                  arg_attrs=None, result_attrs=None, preamble: str = "", info=None,
                  in_shardings=None, out_shardings=None, platform=None,
-                 custom_calls: bool = True, compiler: str | None = None) -> str:
+                 custom_calls: bool = True, stable_sort: bool = True,
+                 compiler: str | None = None) -> str:
     """The whole module for ``graph`` as ``main``, lowered for ``platform`` (``cpu``,
     ``cuda``, ``rocm``, ``tpu``; default :func:`default_platform`); ``arg_attrs``/
     ``result_attrs`` are optional per-position attribute dicts (shardings). Donated
@@ -779,7 +788,9 @@ def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
     callbacks. With ``custom_calls=False`` (for ``compiler``, a name for errors) the module
     calls no ``stablehlo.custom_call``: ops with a portable form (the linear-algebra
     solvers) lower it, and any other custom call (host callbacks) is a
-    :class:`LoweringError` naming the op (``nxpy.extend.lower_stablehlo``)."""
+    :class:`LoweringError` naming the op (``nxpy.extend.lower_stablehlo``). With
+    ``stable_sort=False`` sorts and ``top_k`` take a form that needs no stable sort
+    (:attr:`Ctx.stable_sort`)."""
     platform = check_platform(platform)
     if graph.donated:
         arg_attrs = [dict(a) for a in arg_attrs] if arg_attrs else \
@@ -789,7 +800,8 @@ def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
     b = Builder()
     # one list for the whole module (sub-contexts share it, copies of ``info`` too)
     info = {**(info or {}), "host_callbacks": [], "platform": platform,
-            "custom_calls": bool(custom_calls), "compiler": compiler}
+            "custom_calls": bool(custom_calls), "stable_sort": bool(stable_sort),
+            "compiler": compiler}
     ctx = Ctx(b, {}, info=info)
     params = [Val(f"%arg{i}", p.shape, p.type) for i, p in enumerate(graph.params)]
     outs = ctx.lower_body(graph, params)

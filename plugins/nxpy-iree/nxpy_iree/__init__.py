@@ -148,8 +148,10 @@ class IreeCompiler(Compiler):
         text = graph.cache.get(key)
         if text is None:
             try:
+                # IREE's stablehlo.sort ignores is_stable and its chlo.top_k orders
+                # neither NaN nor ties as XLA: nxpy's forms with a unique order
                 text = graph.cache[key] = lower_stablehlo(graph, custom_calls=False,
-                                                          compiler="iree")
+                                                          stable_sort=False, compiler="iree")
             except LoweringError as err:
                 raise LoweringError(f"nxpy-iree plugin: {err}") from None
         return text
@@ -185,8 +187,11 @@ class IreeCompiler(Compiler):
                 res = main(*arrays)
             if not isinstance(res, (tuple, list)):
                 res = (res,) if res is not None else ()
-            return [backend.from_numpy(np.asarray(r.to_host() if hasattr(r, "to_host") else r)
-                                       .reshape(s), t, n) for r, (s, t, n) in zip(res, outs)]
+            # copied: to_host() maps IREE's result buffer, whose memory IREE's allocator
+            # hands to a later call's results once the DeviceArray is gone
+            return [backend.from_numpy(np.array(r.to_host() if hasattr(r, "to_host") else r,
+                                                copy=True).reshape(s), t, n)
+                    for r, (s, t, n) in zip(res, outs)]
 
         run.module = vmfb
         run.copies_inputs = True

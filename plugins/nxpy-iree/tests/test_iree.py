@@ -148,3 +148,32 @@ def test_options_and_cache():
     before = len(nxpy_iree._COMPILED)
     got = jit(f, compiler="iree", driver="local-sync")(nx.tensor([5.0, 6.0]))
     assert len(nxpy_iree._COMPILED) == before and got.tolist() == [14.0, 17.0]
+
+
+def test_sorts_order_ties_and_nans_as_exla():
+    """IREE's sort is not stable and its top_k ranks neither NaN nor ties as XLA's: the
+    plugin lowers with ``stable_sort=False`` (nxpy's unique-order forms), so top_k,
+    permute_by_key (a key given twice too) and the 64-bit argsort match EXLA bit for bit
+    on data full of ties."""
+    x = np.round(RNG.uniform(-3, 3, (3, 40)).astype(np.float32))
+    x[0, :4] = [np.nan, -0.0, np.nan, 0.0]
+    k = np.round(RNG.uniform(-3, 3, (3, 40))).astype(np.int32)
+
+    def f(x, k):
+        return (*nx.top_k(x, k=6), *nx.top_k(k, k=6), nx.permute_by_key(k, x, axis=1),
+                nx.permute_by_key(k, k, axis=1), nx.argsort(x.astype("f64"), axis=1),
+                nx.permute_by_key(x, nx.iota(x.shape, axis=0), axis=0, direction="desc"))
+    got = both(f, x, k, exact=True)
+    assert np.isnan(got[0].to_numpy()[0, :2]).all() and got[1].to_numpy()[0, :2].tolist() == [0, 2]
+
+
+def test_results_survive_later_calls():
+    """Each call's results are the caller's: IREE reuses a result buffer's memory for a
+    later call once its DeviceArray is gone, so the plugin copies results out."""
+    f = jit(lambda v: v * 2, compiler="iree")
+    x = np.arange(2100.0, dtype=np.float32).reshape(3, 700)
+    first = f(x).to_numpy()
+    kept = first.copy()
+    for i in range(3):
+        f(x + i + 1)
+    np.testing.assert_array_equal(first, kept)
