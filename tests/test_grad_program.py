@@ -310,3 +310,51 @@ def test_picked_grad_clamps_as_gather():
     for got in (n(nx.tensor(x), nx.tensor(idx)),
                 jit(n, compiler="exla")(nx.tensor(x), nx.tensor(idx))):
         np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------
+# einsum: the dot jnp.einsum emits
+# ----------------------------------------------------------------------------------------
+def dot_generals(module: str) -> list:
+    """``(operand and result types, lhs batch, rhs batch, lhs contracting, rhs
+    contracting)`` of each dot_general of a StableHLO module's text (generic or pretty)."""
+    out = []
+    for line in module.splitlines():
+        if "dot_general" not in line:
+            continue
+        types = re.search(r": (\(tensor<[^)]*\) -> tensor<[^>]*>)", line).group(1)
+        if "dot_dimension_numbers" in line:  # nxpy's generic form; empty lists left out
+            lb, rb, lc, rc = (re.search(rf"{k} = \[([\d, ]*)\]", line) for k in (
+                "lhs_batching_dimensions", "rhs_batching_dimensions",
+                "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
+            lb, rb, lc, rc = (m.group(1) if m else "" for m in (lb, rb, lc, rc))
+        else:  # JAX's pretty form
+            b = re.search(r"batching_dims = \[([\d, ]*)\] x \[([\d, ]*)\]", line)
+            c = re.search(r"contracting_dims = \[([\d, ]*)\] x \[([\d, ]*)\]", line)
+            lb, rb = b.groups() if b else ("", "")
+            lc, rc = c.groups()
+        out.append((types,) + tuple(tuple(int(i) for i in s.split(",") if i.strip())
+                                    for s in (lb, rb, lc, rc)))
+    return out
+
+
+@pytest.mark.parametrize("spec,shapes", [
+    ("BNTS,BSNH->BTNH", [(2, 3, 4, 5), (2, 5, 3, 6)]),    # attention's value product
+    ("bthd,bshd->bhts", [(2, 4, 3, 6), (2, 5, 3, 6)]),    # its logits
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,kj->ki", [(3, 4), (5, 4)]),
+    ("bij,bjk->bki", [(2, 3, 4), (2, 4, 5)]),
+    ("abc,cba->b", [(2, 3, 4), (4, 3, 2)]),
+])
+def test_einsum_emits_jaxs_dot(spec, shapes):
+    # nxpy.numpy.einsum (nx.einsum) puts the operands, batch and contracting dims of its
+    # dot where jnp.einsum does: the probabilities-by-value product was dot(probs, value)
+    # against JAX's dot(value, probs), which has XLA lay the value out differently
+    import nxpy.numpy as xnp
+    args = [_f32(*s) for s in shapes]
+    temps = [nx.template(a.shape, "f32") for a in args]
+    mine = dot_generals(to_mlir(lambda *xs: xnp.einsum(spec, *xs), *temps))
+    theirs = dot_generals(jax.jit(lambda *xs: jnp.einsum(spec, *xs)).lower(*args).as_text())
+    assert mine == theirs
+    got = jit(lambda *xs: xnp.einsum(spec, *xs), compiler="exla")(*map(nx.tensor, args))
+    np.testing.assert_allclose(got.to_numpy(), np.einsum(spec, *args), rtol=1e-5, atol=1e-5)

@@ -815,9 +815,19 @@ def einsum(subscripts: str, *operands) -> Tensor:
         shared = [c for c in la if c in lb]
         batch = [c for c in shared if c in out or builtins.any(c in terms[k][1] for k in rest)]
         contract = [c for c in shared if c not in batch]
+        fa, fb = [c for c in la if c not in shared], [c for c in lb if c not in shared]
+        if not rest:
+            # the last product as jnp.einsum emits it: the batch dims in the result's
+            # order, the contracted ones sorted, and the operands swapped unless that
+            # leaves a transpose after the dot (XLA lays the operands out for the dot it
+            # is given: another order can cost a copy of one of them)
+            batch = [c for c in out if c in batch]
+            contract = sorted(contract)
+            if batch + fa + fb != out:
+                (a, la, fa), (b, lb, fb) = (b, lb, fb), (a, la, fa)
         r = dot(a, [la.index(c) for c in contract], [la.index(c) for c in batch],
                 b, [lb.index(c) for c in contract], [lb.index(c) for c in batch])
-        lr = batch + [c for c in la if c not in shared] + [c for c in lb if c not in shared]
+        lr = batch + fa + fb
         terms[:2] = [(r, lr)]
     x, ls = terms[0]
     gone = [i for i, c in enumerate(ls) if c not in out]
