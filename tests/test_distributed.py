@@ -551,3 +551,40 @@ def test_gpt_example_2x2_over_2_processes(tmp_path):
     for a, b in zip(gpt.leaves(saved["params"]) + gpt.leaves(saved["opt_state"]),
                     gpt.leaves(params) + gpt.leaves(state)):
         np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-5, atol=1e-7)
+
+
+@multiprocess
+def test_gpt_example_resumes_over_2_processes(tmp_path):
+    """examples/gpt.py --resume as 2 processes x 2 devices: every process reads the
+    checkpoint a 2-step run wrote and places its shards; the 2 steps after it give the
+    uninterrupted 4-step run's losses and parameters."""
+    gpt = load_example("gpt")
+    size = dict(layers=2, width=32, heads=4, context=16, batch=8)
+    cfg = gpt.Config(steps=4, warmup=2, **size)
+    ck, losses_path = tmp_path / "ck.nx", tmp_path / "losses.json"
+    tr = gpt.Trainer(cfg, mesh=gpt.parse_mesh("2x2"))
+    _, params, state, _ = gpt.run(cfg, trainer=tr, steps=2)
+    gpt.save(ck, params, state, 2)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nxpy.launch", "-n", "2", "--local-devices", "2", "--timeout",
+         "150", str(ROOT / "examples" / "gpt.py"), "--mesh", "2x2", "--steps", "4",
+         "--warmup", "2", *(f"--{k}={v}" for k, v in size.items()), "--every", "2",
+         "--val-batches", "0", "--sample", "0", "--plot", "", "--checkpoint", str(ck),
+         "--resume", "--losses", str(losses_path)],
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:   # the uninterrupted run while the processes run
+        want, params, state, _ = gpt.run(cfg, trainer=tr)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]
+    assert "over 2 processes" in out and "from step 2 to 4" in out
+    np.testing.assert_allclose(json.loads(losses_path.read_text()), want[2:], rtol=1e-5,
+                               atol=0)
+    saved = nx.load(ck)
+    assert int(saved["step"].to_numpy()) == 4
+    for a, b in zip(gpt.leaves(saved["params"]) + gpt.leaves(saved["opt_state"]),
+                    gpt.leaves(params) + gpt.leaves(state)):
+        np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-5, atol=1e-7)
