@@ -25,6 +25,10 @@ An op is described once (its shape/type rule) and implemented per backend or com
   ``custom_calls=False`` the module calls no XLA custom-call target (the linear-algebra
   solvers lower their portable form; an op with none is an error naming it), and with
   ``stable_sort=False`` sorts that need no stable ``stablehlo.sort``.
+* :class:`Deferred` (``nxpy.tensor.Deferred``) is tensor data made on first use: a
+  compiler plugin's results may keep its device buffer in one (copied to the host only
+  when read) and take it back as it is when the tensor is passed to its next program
+  (the IREE plugin does).
 
 This module is a facade over the layers that own each registry (the op table in
 :mod:`nxpy.ops.core`, the rule tables of the compilers and of sharding propagation), so
@@ -56,12 +60,12 @@ from .defn.grad_rules import non_differentiable, register_grad_rule
 from .defn.jvp_rules import register_jvp_rule, zero_tangent
 from .defn.sharding import register_sharding_rule
 from .ops.core import OPS, PRIMITIVES, RESERVED, OpSpec, dispatch, fallback, to_tensor
-from .tensor import Tensor
+from .tensor import Deferred, Tensor
 
 __all__ = ["OpSpec", "OPS", "register_op", "implement", "fallback", "register_lowering",
            "register_eval_rule", "register_spmd_rule", "register_sharding_rule",
            "register_grad_rule", "non_differentiable", "register_batch_rule", "template_of",
-           "register_jvp_rule", "zero_tangent", "lower_stablehlo", "LoweringError"]
+           "register_jvp_rule", "zero_tangent", "lower_stablehlo", "LoweringError", "Deferred"]
 
 
 def template_of(result) -> Tensor:

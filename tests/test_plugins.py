@@ -17,8 +17,10 @@ from nxpy import pjrt
 from nxpy.compilers.exla import LOWERINGS, to_mlir
 from nxpy.backends.numpy import NumpyBackend
 from nxpy.defn import Compiler, jit
+from nxpy import extend
 from nxpy.extend import implement, register_lowering, register_op
 from nxpy.stablehlo import parse
+from nxpy.tensor import Deferred
 
 # one worker runs them all under pytest-xdist: they pip-install the example plugin
 pytestmark = pytest.mark.xdist_group("pip")
@@ -319,3 +321,23 @@ def test_builtin_collectives_use_the_public_mechanism():
     for op in ("all_gather", "all_reduce", "reduce_scatter", "all_to_all", "collective_permute",
                "collective_broadcast", "axis_index", "all_slice"):
         assert op in SPMD_RULES and op in LOWERINGS
+
+
+def test_extend_deferred_is_data_made_on_first_read():
+    """``nxpy.extend.Deferred``: a compiler plugin's result may keep its device buffer
+    until the tensor is read (the IREE plugin's ``OnIree``); ops read it like any data."""
+    class OnDevice(extend.Deferred):
+        __slots__ = ("reads",)
+
+        def __init__(self):
+            self.reads = 0
+
+        def resolve(self):
+            self.reads += 1
+            return np.array([1.0, 2.0], np.float32)
+
+    assert extend.Deferred is Deferred and "Deferred" in extend.__all__
+    d = OnDevice()
+    t = nx.Tensor(d, (2,), nx.types.parse("f32"), None, nx.get_backend("numpy"))
+    assert t.raw_data is d and d.reads == 0
+    assert (t * 2).tolist() == [2.0, 4.0] and t.tolist() == [1.0, 2.0] and d.reads == 1

@@ -9,14 +9,17 @@ nxpy's public plugin API:
   portable implementation (the linear-algebra primitives) reach it as compositions;
 * :func:`nxpy.extend.lower_stablehlo` with ``custom_calls=False``: nxpy's own StableHLO,
   with no XLA custom-call target in it (an op that would need one, such as a host
-  callback, is an error naming the op and this plugin);
+  callback, is an error naming the op and this plugin), and ``stable_sort=False``
+  (IREE's sort is not stable: sorts are lowered with a unique order);
 * :func:`iree.compiler.compile_str` (``input_type="stablehlo"``) for the target backend
   (option ``target``, default ``llvm-cpu``), and :mod:`iree.runtime` on the driver
   (option ``driver``, default ``local-task``) to run it.
 
 Compiled modules are cached per module text, so per argument templates (``defn`` already
 keeps one program per templates; a second ``jit`` of the same function reuses the
-compiled module). Results are NumPy-backed tensors on nxpy's default backend.
+compiled module). Results are tensors of the NumPy backend whose data stays in IREE's
+buffer until read (:class:`OnIree`); passed to another program of this compiler, it
+goes to IREE as it is.
 
 >>> import nxpy as nx
 >>> from nxpy.defn import jit
@@ -34,10 +37,10 @@ import numpy as np
 
 import nxpy as nx
 from nxpy.defn import Compiler
-from nxpy.extend import LoweringError, lower_stablehlo
+from nxpy.extend import Deferred, LoweringError, lower_stablehlo
 
 __all__ = ["IreeCompiler", "IreeCompileError", "IreeUnsupported", "UNSUPPORTED",
-           "compile_module"]
+           "OnIree", "compile_module"]
 
 #: nxpy ops this plugin does not run, with the reason (the plugin's declared unsupported
 #: set; the README lists it). A graph using one is refused before IREE sees it, with a
@@ -79,6 +82,24 @@ def _graph_nodes(graph):
         yield e
         for fn in getattr(e, "fns", None) or ():
             yield from _graph_nodes(fn)
+
+
+class OnIree(Deferred):
+    """The data of a result tensor still in IREE's device buffer (``array``, an
+    ``iree.runtime.DeviceArray`` of ``device``): copied to the host the first time the
+    tensor is read (``finish`` makes the tensor data of that copy), and passed to IREE as
+    it is when the tensor is an argument of a program on the same device (no round trip
+    through the host between calls)."""
+
+    __slots__ = ("array", "device", "finish")
+
+    def __init__(self, array, device, finish):
+        self.array, self.device, self.finish = array, device, finish
+
+    def resolve(self):
+        # copied: to_host() maps IREE's buffer, whose memory IREE's allocator hands to a
+        # later call's results once the DeviceArray is gone
+        return self.finish(np.array(self.array.to_host(), copy=True))
 
 
 _COMPILED: dict = {}  # (module text, target, flags) -> vmfb bytes, for the whole process
@@ -177,21 +198,30 @@ class IreeCompiler(Compiler):
         dtypes = [p.type.dtype for p in graph.params]
         lock = threading.Lock()  # one call at a time per program (IREE's invoker state)
 
-        def host(a, dtype):
+        device = config.device
+
+        def arg(a, dtype):
+            data = getattr(a, "raw_data", None)  # a result of an earlier call, unread
+            if type(data) is OnIree and data.device is device:
+                return data.array
             arr = a if isinstance(a, np.ndarray) else a.to_numpy()
             return np.asarray(arr, dtype=dtype, order="C")  # 0-d stays 0-d
 
+        def result(r, shape, type_, names):
+            if not hasattr(r, "to_host"):  # a host value
+                return backend.from_numpy(np.asarray(r).reshape(shape), type_, names)
+
+            def finish(arr):
+                return backend.from_numpy(arr.reshape(shape), type_, names).data
+            return nx.Tensor(OnIree(r, device, finish), shape, type_, names, backend)
+
         def run(args):
-            arrays = [host(a, d) for a, d in zip(args, dtypes)]
+            arrays = [arg(a, d) for a, d in zip(args, dtypes)]
             with lock:
                 res = main(*arrays)
             if not isinstance(res, (tuple, list)):
                 res = (res,) if res is not None else ()
-            # copied: to_host() maps IREE's result buffer, whose memory IREE's allocator
-            # hands to a later call's results once the DeviceArray is gone
-            return [backend.from_numpy(np.array(r.to_host() if hasattr(r, "to_host") else r,
-                                                copy=True).reshape(s), t, n)
-                    for r, (s, t, n) in zip(res, outs)]
+            return [result(r, s, t, n) for r, (s, t, n) in zip(res, outs)]
 
         run.module = vmfb
         run.copies_inputs = True

@@ -177,3 +177,20 @@ def test_results_survive_later_calls():
     for i in range(3):
         f(x + i + 1)
     np.testing.assert_array_equal(first, kept)
+
+
+def test_results_stay_on_iree_between_calls():
+    """A result is kept in IREE's buffer (``OnIree`` data) until read; passed to another
+    program on the same device it goes in as it is, without a copy to the host."""
+    f = jit(lambda v: v * 2 + 1, compiler="iree")
+    g = jit(lambda v, w: nx.sum(v * w, axes=[1]), compiler="iree")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = f(x)
+    assert type(y.raw_data) is nxpy_iree.OnIree
+    z = g(f(y), y)  # two programs, device buffers in
+    assert type(y.raw_data) is nxpy_iree.OnIree  # not read: not copied to the host
+    want = np.sum((4 * x + 3) * (2 * x + 1), axis=1)
+    np.testing.assert_allclose(z.to_numpy(), want, rtol=1e-6)
+    np.testing.assert_array_equal(y.to_numpy(), 2 * x + 1)  # read: copied once
+    assert isinstance(y.raw_data, np.ndarray)
+    np.testing.assert_array_equal((f(x) + 1).to_numpy(), 2 * x + 2)  # eager ops read it
