@@ -163,6 +163,52 @@ def test_like_jax(group):
                 _close_off_exla(got[name].to_numpy(), wants[name], t, f"{name} evaluator")
 
 
+#: Python-number parameters: constants of the compiled program, which XLA folds into the
+#: rejection loops' arithmetic as it folds JAX's (parameters enter through a call boundary,
+#: as an argument of JAX's jitted ``_gamma``/``_chisquare``/... does)
+NUMBER_PARAMS = {
+    "gamma": (lambda k: R.gamma_split(k, 9.0, shape=(20,)),
+              lambda k: jax.random.gamma(k, 9.0, (20,))),
+    "chisquare": (lambda k: R.chisquare_split(k, 1.5, shape=(20,)),
+                  lambda k: jax.random.chisquare(k, 1.5, (20,))),
+    "t": (lambda k: R.t_split(k, 1.5, shape=(20,)), lambda k: jax.random.t(k, 1.5, (20,))),
+    "generalized_normal": (lambda k: R.generalized_normal_split(k, 1.5, shape=(20,)),
+                           lambda k: jax.random.generalized_normal(k, 1.5, (20,))),
+    "beta": (lambda k: R.beta_split(k, 2.0, 3.0, shape=(20,)),
+             lambda k: jax.random.beta(k, 2.0, 3.0, (20,))),
+    "f": (lambda k: R.f_split(k, 2.0, 7.0, shape=(20,)),
+          lambda k: jax.random.f(k, 2.0, 7.0, (20,))),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMBER_PARAMS))
+def test_python_number_params_like_jax(name):
+    """Parameters given as Python numbers give ``jax.jit``'s bits on EXLA, one sampler per
+    program (docs/random.md: several samplers of one key in one program, and an f of (3,
+    5), are still an ulp or two apart in a few elements)."""
+    f, j = NUMBER_PARAMS[name]
+    want = np.asarray(jax.jit(j)(_jkey(3)))
+    _bits_equal(jit(f, compiler="exla")(R.key(3)).to_numpy(), want, name)
+
+
+def test_call_boundary_lowering():
+    """``optimization_barrier(call=True)``: one private identity function per signature,
+    called (no ``stablehlo.optimization_barrier``); the identity on every path; a clear
+    error for a non-bool."""
+    from nxpy.compilers.exla import to_mlir
+    f = lambda x, y: [nx.optimization_barrier(v, call=True) for v in (x, y, x)]  # noqa: E731
+    x = nx.tensor([1.0, 2.0])
+    text = to_mlir(f, x, x)
+    assert text.count("func.func private") == 1 and text.count('"func.call"') == 3
+    assert "optimization_barrier" not in text
+    for compiler in ("exla", "evaluator"):
+        assert [v.tolist() for v in jit(f, compiler=compiler)(x, x)] == [[1.0, 2.0]] * 3
+    assert grad(lambda v: nx.sum(nx.optimization_barrier(v, call=True) ** 2))(x).tolist() \
+        == [2.0, 4.0]
+    with pytest.raises(TypeError, match="expected call to be a bool"):
+        nx.optimization_barrier(x, call="yes")
+
+
 def test_grad_a():
     """The gradient with respect to ``a`` is JAX's implicit reparameterization: its bits
     on EXLA (gamma), its values through the Evaluator (loggamma, and beta, which also

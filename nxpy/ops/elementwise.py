@@ -605,7 +605,7 @@ def bitcast(x, type) -> Tensor:
     return dispatch("bitcast", _out(x.shape, t, x.names), x)
 
 
-def optimization_barrier(x):
+def optimization_barrier(x, *, call=False):
     """``x`` (a tensor, or a tuple or list of them), as values the compiler may not look
     through (``stablehlo.optimization_barrier``, as ``jax.lax.optimization_barrier``):
     computations on the results are not merged with the same computations on ``x``, and
@@ -614,19 +614,33 @@ def optimization_barrier(x):
     that XLA neither folds the recomputation back into the forward pass nor runs it before
     the backward pass reaches it). Its gradient is the identity.
 
+    ``call=True`` is the lighter barrier of a value passed to a nested ``jax.jit``
+    function: the compiled program passes ``x`` through a call of a private function, which
+    the StableHLO module's constant folders do not look through and XLA inlines before it
+    optimizes. A constant reaches XLA's own folding and loop passes as it does in JAX's
+    program (``nxpy.random`` passes distribution parameters so, for JAX's bits). Eagerly,
+    and for the Evaluator, both are the identity.
+
     >>> import nxpy as nx
     >>> nx.optimization_barrier(nx.tensor([1.0, 2.0])).tolist()
     [1.0, 2.0]
     >>> a, b = nx.optimization_barrier((nx.tensor(1), nx.tensor([2.0])))
     >>> a.tolist(), b.tolist()
     (1, [2.0])
+    >>> from nxpy.defn import jit
+    >>> jit(lambda v: nx.optimization_barrier(v, call=True) * 2)(nx.tensor(3.0)).tolist()
+    6.0
     """
     many = isinstance(x, (tuple, list))
     xs = [to_tensor(v, f"x[{i}]" if many else "x") for i, v in enumerate(x if many else [x])]
     if many and not xs:
         return type(x)()
+    if not isinstance(call, bool):
+        raise TypeError(f"optimization_barrier: expected call to be a bool, got {call!r}")
+    # the attribute only where set: a backend's kernel of the plain barrier takes none
+    attrs = {"call": True} if call else {}
     outs = dispatch_multi("optimization_barrier", [(v.shape, v.type, v.names) for v in xs],
-                          *xs)
+                          *xs, **attrs)
     return type(x)(outs) if many else outs[0]
 
 

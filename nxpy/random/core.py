@@ -123,15 +123,13 @@ def _jit_argument(v: Tensor) -> Tensor:
     * what JAX computes from the parameter (``a - 1/3``, ``log d``, ``1 / p``) is XLA's
       arithmetic, never NumPy's (whose ``log`` and ``pow`` round an ulp apart), so while
       tracing a concrete ``v`` enters the graph;
-    * XLA inlines the jitted function into its caller only after simplifying its body, so
-      a constant parameter is not yet folded into the arithmetic when XLA reassociates it
-      (``mean**2 * y / 2`` stays a product by 1/2) or sinks it into a loop. Here ``v``
-      goes behind an optimization barrier, which XLA removes at about that stage. That
-      matches JAX's bits for most constant parameters, not all (docs/random.md: a value
-      passed as an argument of the jitted function matches always).
+    * a constant parameter reaches XLA through a call, which the StableHLO module's folders
+      do not look through and XLA inlines first, so XLA folds it into the arithmetic and
+      the rejection loops as it folds JAX's (``optimization_barrier(call=True)``;
+      docs/random.md).
 
     Eagerly it is ``v``."""
-    return O.optimization_barrier(EXPR.lift(v)) if _context.tracing() else v
+    return O.optimization_barrier(EXPR.lift(v), call=True) if _context.tracing() else v
 
 
 def _finish(x, shape, names, op):

@@ -525,7 +525,8 @@ def dirichlet(key, alpha, *, shape=None, type=None, names=None):
 # chisquare, t, f, generalized_normal
 # ----------------------------------------------------------------------------------------
 def _chisquare(key, df, shape, t):
-    half = O.divide(df, O.tensor(2, type=t))
+    """``jax.random._chisquare`` (a jitted function of ``df``)."""
+    half = O.divide(_jit_argument(df), O.tensor(2, type=t))
     return O.multiply(O.exp(_gamma(key, half, shape, t, True)), O.tensor(2, type=t))
 
 

@@ -362,7 +362,7 @@ class BaseKernels(Backend):
     def as_type(self, out, x):
         return self._wrap(out, convert(x.data, out.type))
 
-    def optimization_barrier(self, outs, *xs):
+    def optimization_barrier(self, outs, *xs, call=False):
         return [self._wrap(o, x.data) for o, x in zip(outs, xs)]
 
     def bitcast(self, out, x):

@@ -123,6 +123,23 @@ class Ctx:
         return self.info.get("stable_sort", True)
 
     # --- values ------------------------------------------------------------------------
+    def call_identity(self, vals) -> list:
+        """``vals`` passed through a call of a private identity function (``func.call``),
+        as values crossing a nested ``jax.jit`` do: the StableHLO module's folders do not
+        see through the call, and XLA inlines it before it optimizes (so it folds what
+        JAX's program folds). One function per signature, added after ``main``."""
+        tys = tuple(v.ty for v in vals)
+        fns = self.info["functions"]
+        name = fns.get(tys)
+        if name is None:
+            name = fns[tys] = f"@identity_{len(fns)}"
+            args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(tys))
+            self.info["function_texts"].append(
+                f"  func.func private {name}({args}) -> ({', '.join(tys)}) {{\n    return "
+                + ", ".join(f"%a{i}" for i in range(len(tys))) + f" : {', '.join(tys)}\n  }}")
+        return self.op("func.call", list(vals), [(v.shape, v.type) for v in vals],
+                       {"callee": name})
+
     def lookup(self, e: Expr):
         c = self
         while c is not None:
@@ -486,6 +503,8 @@ def _float_to_int(c: Ctx, e: Expr, x: Val):
 
 @register_lowering("optimization_barrier")
 def _optimization_barrier(c: Ctx, e: Expr, *xs: Val):
+    if e.attrs.get("call"):
+        return c.call_identity(xs)
     return c.op("stablehlo.optimization_barrier", list(xs), [(s, t) for s, t, _ in e.outs])
 
 
@@ -799,7 +818,8 @@ def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
             arg_attrs[i]["tf.aliasing_output"] = f"{j} : i32"
     b = Builder()
     # one list for the whole module (sub-contexts share it, copies of ``info`` too)
-    info = {**(info or {}), "host_callbacks": [], "platform": platform,
+    info = {**(info or {}), "host_callbacks": [], "functions": {}, "function_texts": [],
+            "platform": platform,
             "custom_calls": bool(custom_calls), "stable_sort": bool(stable_sort),
             "compiler": compiler}
     ctx = Ctx(b, {}, info=info)
@@ -819,7 +839,7 @@ def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
             f"mhlo.num_replicas = 1 : i32}} {{")
     body = b.text()
     text = "\n".join(x for x in [head, preamble, f"  func.func public @main({sig}) -> ({res}) {{",
-                                 body, ret, "  }", "}"] if x)
+                                 body, ret, "  }", *info["function_texts"], "}"] if x)
     return pjrt.module_text(text, info["host_callbacks"])
 
 
