@@ -184,8 +184,8 @@ NUMBER_PARAMS = {
 @pytest.mark.parametrize("name", list(NUMBER_PARAMS))
 def test_python_number_params_like_jax(name):
     """Parameters given as Python numbers give ``jax.jit``'s bits on EXLA, one sampler per
-    program (docs/random.md: several samplers of one key in one program, and an f of (3,
-    5), are still an ulp or two apart in a few elements)."""
+    program (docs/random.md: a second sampler in one program, as an f of (3, 5) has, is
+    still an ulp or two apart in a few elements)."""
     f, j = NUMBER_PARAMS[name]
     want = np.asarray(jax.jit(j)(_jkey(3)))
     _bits_equal(jit(f, compiler="exla")(R.key(3)).to_numpy(), want, name)
