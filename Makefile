@@ -30,8 +30,14 @@ $(STAMP): pyproject.toml
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# SLICE: which slice of the suite (tests/helpers.py TEST_SLICE). 0, the default: every case.
+# SLICE=1, CI's newest leg: half of each parametrized test's cases (every test function,
+# every value of an outer parameter), the covered products rotated one choice on, so the
+# two legs meet more pairs than one; tests of jax's own behaviour (its programs imported,
+# to_jax/from_jax, its random bits, ...: tests/conftest.py WHOLE_*) whole
+SLICE ?= 0
 test: $(STAMP)
-	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
+	NXPY_TEST_SLICE=$(SLICE) $(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
 
 # the fast slice's covered products in full (tests/helpers.py `covering`): every case on
 # every path and dtype where `make test` takes each case on one, rotating; run before a stop
@@ -45,13 +51,16 @@ distributed: $(STAMP)
 # the suite's op tests again (every op family and dtype, random, collectives, sharding,
 # control flow), every EXLA program also emitted -> parsed -> loaded -> rerun; gradients,
 # vmap and the rest of the suite build programs of the same ops (their emitter and parser
-# paths are these), and the fuzzer round-trips its own. `make roundtrip ROUNDTRIP=tests`: all
+# paths are these), and the fuzzer round-trips its own. `make roundtrip ROUNDTRIP=tests`: all.
+# On slice 2 (SLICE above): half of each op test's cases, every test function and every op
+# family still round-tripped, the other half than the newest leg's; ROUNDTRIP_SLICE=0: all
+ROUNDTRIP_SLICE ?= 2
 ROUNDTRIP ?= $(filter-out tests/test_ops_compositions.py,$(wildcard tests/test_ops*.py)) \
 	tests/test_random.py tests/test_collectives.py tests/test_sharding.py \
 	tests/test_sharded_tensors.py tests/test_stablehlo.py tests/test_cond_clauses.py \
 	tests/test_defn.py
 roundtrip: $(STAMP)
-	$(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" -p nxpy.stablehlo.roundtrip $(ROUNDTRIP)
+	NXPY_TEST_SLICE=$(ROUNDTRIP_SLICE) $(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" -p nxpy.stablehlo.roundtrip $(ROUNDTRIP)
 
 # threads, memory, cache bounds and interrupts under load (tests/test_soak.py); every
 # benchmark of bench/ set up and run once, untimed (tests/test_bench.py); every function

@@ -1,12 +1,88 @@
 """Test session set-up: start nxpy's XLA client (8 host CPU devices) before any test
-uses jax as an oracle, so both share one client with enough devices."""
+uses jax as an oracle, so both share one client with enough devices; on a slice of the
+suite (``make test SLICE=1``), leave out the half of each parametrized test's cases."""
+import re
+
 import numpy as np
 import pytest
 
 import nxpy as nx
+from helpers import FULL_PRODUCT, TEST_SLICE, in_half
 from nxpy import pjrt
 
 pjrt.devices()
+
+#: run whole on the newest leg's slice (1): modules whose subject is jax or jaxlib itself,
+#: whose results change with its version (importing the programs it emits, to_jax and
+#: from_jax, its random bits, what differs between jaxlib releases, its CUDA lowering, its
+#: buffer assignment, its sharding objects, jax.numpy's and jax.nn's names and semantics:
+#: sinc and cross changed between 0.10 and 0.12, tests/test_numpy_math.py). The round
+#: trip's slice (2) halves them too: it reruns on the oldest leg what make test ran whole
+WHOLE_MODULES = {
+    "test_stablehlo_jax.py", "test_interop.py", "test_interop_optax.py",
+    "test_interop_transforms.py", "test_random.py", "test_random_distributions.py",
+    "test_random_gamma.py", "test_nn_initializers.py", "test_versions.py",
+    "test_xla_crashes.py", "test_cuda_lowering.py", "test_memory_stats.py",
+    "test_checkpoint.py", "test_partition_spec.py", "test_sharded_tensors.py",
+    "test_numpy.py", "test_numpy_math.py"}
+#: ... and tests of this name elsewhere: jax's programs imported (its corpus, its recorded
+#: and exported modules), exact bits, jax's signatures. A test comparing values with JAX as
+#: an oracle of the math is halved like one comparing with NumPy: leg 1 runs it whole
+WHOLE_TESTS = re.compile(r"import|corpus|recorded|programs?_load|exported|bits|signature")
+
+
+#: pytest.param's class, for the values of a parametrize mark
+_PARAM = type(pytest.param())
+_ABSENT = object()
+
+
+def _indices(item, ordinal):
+    """The case's index in each of its test's ``parametrize`` marks (found by identity:
+    pytest's own ``callspec.indices`` number the combinations); where parameters come from
+    elsewhere (a hook's ``metafunc.parametrize``, a fixture's params), its ordinal among
+    its test's cases."""
+    spec = getattr(item, "callspec", None)
+    if spec is None:
+        return [ordinal]
+    indices, named = [], set()
+    for mark in item.iter_markers("parametrize"):
+        names = mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0]
+        names = [n.strip() for n in names]
+        got = tuple(spec.params.get(n, _ABSENT) for n in names)
+        sets = [tuple(v.values) if isinstance(v, _PARAM) else
+                (v,) if len(names) == 1 else tuple(v) for v in mark.args[1]]
+        found = [k for k, v in enumerate(sets) if len(v) == len(got)
+                 and all(a is b for a, b in zip(v, got))]
+        if not found:
+            return [ordinal]
+        indices.append(found[0])
+        named.update(names)
+    return indices if named >= set(spec.params) else [ordinal]
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected
+def pytest_collection_modifyitems(config, items):
+    """On slice ``TEST_SLICE`` (1: CI's newest leg; 2: ``make roundtrip``), each test
+    function (but, on slice 1, ``WHOLE_MODULES`` and ``WHOLE_TESTS``) runs the half of its
+    cases ``in_half`` of the slice's parity picks (at least one): every value of every
+    parameter of a test of two parameters or more. With ``covering``'s rotation started
+    ``TEST_SLICE`` choices on, the newest leg meets pairs that leg 1's run does not."""
+    if not TEST_SLICE or FULL_PRODUCT:
+        return
+    cases: dict = {}
+    for item in items:
+        cases.setdefault((item.path, getattr(item, "originalname", item.name)), []).append(item)
+    taken = set()
+    for (path, name), its in cases.items():
+        if TEST_SLICE == 1 and (path.name in WHOLE_MODULES or WHOLE_TESTS.search(name)):
+            taken.update(map(id, its))
+            continue
+        half = [it for k, it in enumerate(its) if in_half(_indices(it, k), TEST_SLICE % 2)]
+        taken.update(map(id, half or its[:1]))
+    left = [item for item in items if id(item) not in taken]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = [item for item in items if id(item) in taken]
 
 
 @pytest.fixture

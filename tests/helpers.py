@@ -173,9 +173,14 @@ def run(f, *arrays, paths=PATHS, names=None):
 # ----------------------------------------------------------------------------------------
 #: ``make exhaustive`` (NXPY_TEST_PRODUCT=full) runs every combination of a covered product
 FULL_PRODUCT = os.environ.get("NXPY_TEST_PRODUCT", "") == "full"
+#: which slice of the suite this run takes (``make test SLICE=1``: NXPY_TEST_SLICE): 0, the
+#: default, every case with the rotations starting at the first choice; CI's newest leg
+#: takes slice 1, ``make roundtrip`` slice 2: each rotation starts ``SLICE`` choices on, and
+#: each parametrized test runs the half of its cases ``in_half`` picks (tests/conftest.py)
+TEST_SLICE = int(os.environ.get("NXPY_TEST_SLICE") or 0)
 
 
-def covering(items, choices, full=None, by=None):
+def covering(items, choices, full=None, by=None, offset=None):
     """``(item, choice)`` pairs: every pair under ``make exhaustive``; otherwise each item
     with one choice, rotating through ``choices`` in order, so that every choice is taken
     by about ``len(items) / len(choices)`` items and, where several items exercise the same
@@ -184,24 +189,46 @@ def covering(items, choices, full=None, by=None):
     adds is mostly compile time. ``full=True`` forces the whole product. With ``by`` (an
     item's function or op), the rotation runs within each ``by`` group, so every group
     meets every choice (a group with fewer items than choices takes some items twice).
+    The rotation starts ``offset`` choices on (default: the run's ``TEST_SLICE``), so a
+    slice of the suite on another leg meets the pairs the default slice leaves out.
 
-    >>> covering(["a", "b", "c", "d"], ("x", "y"), full=False)
+    >>> covering(["a", "b", "c", "d"], ("x", "y"), full=False, offset=0)
     [('a', 'x'), ('b', 'y'), ('c', 'x'), ('d', 'y')]
     >>> len(covering(["a", "b"], ("x", "y", "z"), full=True))
     6
-    >>> covering(["a1", "a2", "b1"], ("x", "y"), full=False, by=lambda i: i[0])
+    >>> covering(["a1", "a2", "b1"], ("x", "y"), full=False, by=lambda i: i[0], offset=0)
     [('a1', 'x'), ('a2', 'y'), ('b1', 'x'), ('b1', 'y')]
+    >>> covering(["a", "b", "c", "d"], ("x", "y"), full=False, offset=1)
+    [('a', 'y'), ('b', 'x'), ('c', 'y'), ('d', 'x')]
     """
     items, choices = list(items), list(choices)
     if FULL_PRODUCT if full is None else full:
         return [(i, c) for i in items for c in choices]
+    start = TEST_SLICE if offset is None else offset
     if by is None:
-        return [(i, choices[k % len(choices)]) for k, i in enumerate(items)]
+        return [(i, choices[(start + k) % len(choices)]) for k, i in enumerate(items)]
     groups: dict = {}
     for i in items:
         groups.setdefault(by(i), []).append(i)
-    return [(g[k % len(g)], choices[k % len(choices)]) for g in groups.values()
+    return [(g[k % len(g)], choices[(start + k) % len(choices)]) for g in groups.values()
             for k in range(max(len(g), len(choices)))]
+
+
+def in_half(indices, parity=1) -> bool:
+    """Whether the case of parameter ``indices`` (its index in each parametrized parameter)
+    is in the half of the cases a slice of parity ``parity`` runs: the parity of the number
+    of 1 bits of its indices (the Thue-Morse sequence along each parameter). All but one
+    parameter fixed, exactly one of each aligned pair ``2k, 2k + 1`` of the other's values
+    is in and no three in a row are out, so with two parameters or more every value of
+    every parameter is met; and, where taking every other case would meet one choice of
+    two, the cases taken of a ``covering`` rotation meet each choice.
+
+    >>> [k for k in range(8) if in_half([k])], [k for k in range(8) if in_half([k], 0)]
+    ([1, 2, 4, 7], [0, 3, 5, 6])
+    >>> [(i, j) for i in range(3) for j in range(2) if in_half([i, j])]
+    [(0, 1), (1, 0), (2, 0)]
+    """
+    return sum(bin(k).count("1") for k in indices) % 2 == parity
 
 
 # ----------------------------------------------------------------------------------------

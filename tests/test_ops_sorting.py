@@ -49,10 +49,11 @@ def data(shape, dtype, seed=0, special=True):
 # ----------------------------------------------------------------------------------------
 # sort / argsort vs jnp (stable, NaN last, -0.0 == 0.0)
 # ----------------------------------------------------------------------------------------
-#: NumPy and the Evaluator take every dtype; float32 and int32 every path; the other dtypes
-#: jit with EXLA every other one, in rotation (all of them: make exhaustive)
-SORT_EXLA = {"float32", "int32"} | {t for t, on in covering(
-    [t for t in DTYPES if t not in ("float32", "int32")], (False, True)) if on}
+#: NumPy and the Evaluator take every dtype; float32, int32 and bool (the one of its kind)
+#: every path; the other dtypes jit with EXLA every other one, in rotation, so that each
+#: slice of the suite meets every kind (all of them: make exhaustive)
+SORT_EXLA = {"float32", "int32", "bool"} | {t for t, on in covering(
+    [t for t in DTYPES if t not in ("float32", "int32", "bool")], (False, True)) if on}
 
 
 def test_sort_exla_meets_every_kind_of_dtype():

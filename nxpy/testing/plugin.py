@@ -28,7 +28,9 @@ def targets(config):
 
 #: without a chosen target (nxpy's own suite), EXLA's eager backend, which compiles one
 #: program per op and signature, runs every ``EAGER_EXLA_EVERY``-th case (its ops are
-#: checked on every dtype by nxpy's op tests); ``NXPY_TEST_PRODUCT=full``: every case
+#: checked on every dtype by nxpy's op tests), from the ``NXPY_TEST_SLICE``-th on (another
+#: slice of the suite, ``make test SLICE=1``, takes others); ``NXPY_TEST_PRODUCT=full``:
+#: every case
 EAGER_EXLA_EVERY = 4
 
 
@@ -38,8 +40,9 @@ def _pairs(config):
     ts = targets(config)
     every = 1 if config.getoption("nxpy_backend") or config.getoption("nxpy_compiler") \
         or os.environ.get("NXPY_TEST_PRODUCT", "") == "full" else EAGER_EXLA_EVERY
+    start = int(os.environ.get("NXPY_TEST_SLICE") or 0)
     return [(c, t) for i, c in enumerate(CASES) for t in ts
-            if t != ("backend", "exla") or i % every == 0]
+            if t != ("backend", "exla") or (i - start) % every == 0]
 
 
 def pytest_generate_tests(metafunc):
