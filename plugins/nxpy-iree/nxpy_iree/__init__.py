@@ -53,6 +53,19 @@ _SCATTER = ("IREE's stablehlo.select_and_scatter puts the source at another posi
             "case differs from EXLA): refused rather than silently different")
 UNSUPPORTED = {**{op: _FFT for op in ("fft", "ifft", "fft2", "ifft2", "rfft", "irfft")},
                "window_scatter_max": _SCATTER, "window_scatter_min": _SCATTER}
+_PADDED_WINDOW = ("XLA leaves a window's padded positions out, IREE (as the StableHLO spec "
+                  "reads) reduces them as copies of the initial value, so with an initial "
+                  "value that is not the reduction's identity the results differ: refused "
+                  "rather than silently different (window_reduce without padding runs)")
+
+
+def _refused(e):
+    """Why this plugin does not run node ``e`` of a graph (beyond :data:`UNSUPPORTED`'s
+    whole ops), or None: a ``window_reduce`` with padding (its reduction is the user's
+    function, whose identity the plugin cannot know)."""
+    if e.op == "window_reduce" and any(lo or hi for lo, hi in e.attrs.get("padding", ())):
+        return _PADDED_WINDOW
+    return None
 
 #: the IREE flags every compile gets: keep f64 and i64 (IREE demotes them by default)
 BASE_FLAGS = ("--iree-input-demote-f64-to-f32=false", "--iree-input-demote-i64-to-i32=false")
@@ -165,6 +178,12 @@ class IreeCompiler(Compiler):
         for op in sorted(used & set(UNSUPPORTED)):
             raise NotImplementedError(f"the nxpy-iree plugin (compiler 'iree') does not run op "
                                       f"{op!r}: {UNSUPPORTED[op]}")
+        for e in _graph_nodes(graph):
+            why = _refused(e)
+            if why is not None:
+                raise NotImplementedError(f"the nxpy-iree plugin (compiler 'iree') does not run "
+                                          f"op {e.op!r} with padding "
+                                          f"{tuple(e.attrs['padding'])}: {why}")
         key = ("iree_module",)
         text = graph.cache.get(key)
         if text is None:

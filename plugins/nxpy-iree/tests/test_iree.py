@@ -130,6 +130,20 @@ def test_host_callbacks_are_refused_with_the_op_named():
         f(nx.tensor([1.0]))
 
 
+def test_padded_window_reduce_is_refused_unpadded_runs():
+    """IREE reduces padded positions as the initial value where XLA leaves them out: a
+    padded window_reduce is refused, not silently different; without padding it runs."""
+    x = np.arange(1, 8, dtype=np.int32)
+    f = jit(lambda t: nx.window_reduce(t, 1, (2,), {"strides": (2,), "padding": [(0, 1)]},
+                                       lambda a, b: a + b), compiler="iree")
+    with pytest.raises(NotImplementedError, match=r"op 'window_reduce' with padding "
+                                                  r"\(\(0, 1\),\): XLA leaves"):
+        f(nx.tensor(x))
+    got = both(lambda t: nx.window_reduce(t, 1, (2,), {"strides": (2,)}, lambda a, b: a + b),
+               x[:6], exact=True)
+    assert got.tolist() == [4, 8, 12]
+
+
 def test_shard_map_is_refused_by_the_protocol():
     """No compile_sharded: nxpy's protocol refuses shard_map (collectives) for the plugin."""
     mesh = nx.Mesh("m", (1,), ("x",))
