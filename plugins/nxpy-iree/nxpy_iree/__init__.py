@@ -39,7 +39,7 @@ import nxpy as nx
 from nxpy.defn import Compiler
 from nxpy.extend import Deferred, LoweringError, lower_stablehlo
 
-__all__ = ["IreeCompiler", "IreeCompileError", "IreeUnsupported", "UNSUPPORTED",
+__all__ = ["IreeCompiler", "IreeCompileError", "IreeUnsupported", "IREE_LIMITS", "UNSUPPORTED",
            "OnIree", "compile_module"]
 
 #: nxpy ops this plugin does not run, with the reason (the plugin's declared unsupported
@@ -77,8 +77,9 @@ class IreeCompileError(RuntimeError):
 
 class IreeUnsupported(NotImplementedError):
     """IREE lacks what a module needs: a math function its llvm-cpu target links from no
-    library (``iree-lld: undefined symbol``: f64 ``cos``, ``tan``, ``asin``, ...). A
-    ``NotImplementedError``, which the conformance kit reports as an unsupported op."""
+    library (``iree-lld: undefined symbol``: f64 ``cos``, ``tan``, ``asin``, ...), or one
+    of the known compile failures of :data:`IREE_LIMITS`. A ``NotImplementedError``, which
+    the conformance kit reports as an unsupported op."""
 
 
 def _graph_ops(graph, seen=None):
@@ -119,6 +120,24 @@ _COMPILED: dict = {}  # (module text, target, flags) -> vmfb bytes, for the whol
 _LOCK = threading.Lock()
 
 
+#: IREE compile failures on valid modules (XLA compiles and runs each), by what IREE
+#: reports, with the case that showed them: reported as unsupported (``IreeUnsupported``)
+#: with the reason, not as a failure of nxpy's module. Narrow on purpose: any other
+#: compile failure stays an ``IreeCompileError``.
+IREE_LIMITS = (
+    (r"'iree_linalg_ext\.scatter' op shape of update value",
+     "IREE's scatter takes no update window of another rank than the operand's (the "
+     "conformance kit's indexed_add with update windows)"),
+    (r"LLVM Translation failed for operation: builtin\.unrealized_conversion_cast",
+     "IREE's llvm-cpu leaves an unrealized conversion in the f64 code it generates (the "
+     "conformance kit's f64 eigh)"),
+    (r"'arith\.subf' op requires the same type for all operands",
+     "IREE's code generation produces an ill-typed arith.subf (the conformance kit's solve "
+     "of a vector right-hand side through the portable fallback, whose module XLA "
+     "compiles and runs)"),
+)
+
+
 def compile_module(text: str, target: str = "llvm-cpu", flags=()) -> bytes:
     """The IREE VM flatbuffer of StableHLO module ``text`` for ``target`` (cached)."""
     key = (str(text), target, tuple(flags))
@@ -140,6 +159,10 @@ def compile_module(text: str, target: str = "llvm-cpu", flags=()) -> bytes:
                     f"math function(s) {', '.join(missing)} the module needs (an undefined "
                     f"symbol when linking, or a math op it cannot lower: IREE approximates "
                     f"f32 math, not f64)") from None
+            for pattern, why in IREE_LIMITS:
+                if re.search(pattern, msg):
+                    raise IreeUnsupported(f"IREE (nxpy-iree plugin, target {target}) cannot "
+                                          f"compile this module: {why}") from None
             ops = sorted(set(re.findall(r"'(stablehlo\.[a-z_]+)'", msg)))
             first = next((ln.strip() for ln in msg.splitlines() if "error:" in ln), msg[:300])
             raise IreeCompileError(

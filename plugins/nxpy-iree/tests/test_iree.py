@@ -144,6 +144,20 @@ def test_padded_window_reduce_is_refused_unpadded_runs():
     assert got.tolist() == [4, 8, 12]
 
 
+def test_known_iree_compile_failures_are_unsupported():
+    """An IREE compile failure of IREE_LIMITS (here its scatter's update windows) is an
+    IreeUnsupported naming the plugin and the reason; the same program runs on EXLA."""
+    x = np.zeros((2, 3, 4), np.float32)
+    i = np.array([[1], [1]], np.int32)
+    u = np.ones((2, 2, 3), np.float32)
+    f = lambda x, i, u: nx.indexed_add(x, i, u, axes=[1])  # noqa: E731
+    with pytest.raises(nxpy_iree.IreeUnsupported, match=r"nxpy-iree plugin.*cannot compile "
+                                                        r"this module: IREE's scatter"):
+        jit(f, compiler="iree")(nx.tensor(x), nx.tensor(i), nx.tensor(u))
+    assert float(jit(f, compiler="exla")(nx.tensor(x), nx.tensor(i), nx.tensor(u)).sum()) \
+        == 12.0
+
+
 def test_shard_map_is_refused_by_the_protocol():
     """No compile_sharded: nxpy's protocol refuses shard_map (collectives) for the plugin."""
     mesh = nx.Mesh("m", (1,), ("x",))
