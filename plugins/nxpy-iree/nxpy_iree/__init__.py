@@ -60,11 +60,12 @@ _PADDED_WINDOW = ("XLA leaves a window's padded positions out, IREE (as the Stab
 
 
 def _refused(e):
-    """Why this plugin does not run node ``e`` of a graph (beyond :data:`UNSUPPORTED`'s
-    whole ops), or None: a ``window_reduce`` with padding (its reduction is the user's
-    function, whose identity the plugin cannot know)."""
-    if e.op == "window_reduce" and any(lo or hi for lo, hi in e.attrs.get("padding", ())):
-        return _PADDED_WINDOW
+    """What of node ``e`` of a graph this plugin does not run and why (beyond
+    :data:`UNSUPPORTED`'s whole ops), or None: a ``window_reduce`` with padding (its
+    reduction is the user's function, whose identity the plugin cannot know)."""
+    padding = tuple(e.attrs.get("padding", ())) if e.op == "window_reduce" else ()
+    if any(lo or hi for lo, hi in padding):
+        return f"op {e.op!r} with padding {padding}: {_PADDED_WINDOW}"
     return None
 
 #: the IREE flags every compile gets: keep f64 and i64 (IREE demotes them by default)
@@ -80,15 +81,6 @@ class IreeUnsupported(NotImplementedError):
     library (``iree-lld: undefined symbol``: f64 ``cos``, ``tan``, ``asin``, ...), or one
     of the known compile failures of :data:`IREE_LIMITS`. A ``NotImplementedError``, which
     the conformance kit reports as an unsupported op."""
-
-
-def _graph_ops(graph, seen=None):
-    seen = set() if seen is None else seen
-    for e in graph.nodes:
-        seen.add(e.op)
-        for fn in getattr(e, "fns", None) or ():
-            _graph_ops(fn, seen)
-    return seen
 
 
 def _graph_nodes(graph):
@@ -197,19 +189,16 @@ class IreeCompiler(Compiler):
 
     def lower(self, graph) -> str:
         """The StableHLO of ``graph``, with no custom calls (refused ops named)."""
-        used = _graph_ops(graph)
-        for op in sorted(used & set(UNSUPPORTED)):
-            raise NotImplementedError(f"the nxpy-iree plugin (compiler 'iree') does not run op "
-                                      f"{op!r}: {UNSUPPORTED[op]}")
-        for e in _graph_nodes(graph):
-            why = _refused(e)
-            if why is not None:
-                raise NotImplementedError(f"the nxpy-iree plugin (compiler 'iree') does not run "
-                                          f"op {e.op!r} with padding "
-                                          f"{tuple(e.attrs['padding'])}: {why}")
         key = ("iree_module",)
         text = graph.cache.get(key)
         if text is None:
+            nodes = list(_graph_nodes(graph))
+            for op in sorted({e.op for e in nodes} & set(UNSUPPORTED)):
+                raise NotImplementedError(f"the nxpy-iree plugin (compiler 'iree') does not run "
+                                          f"op {op!r}: {UNSUPPORTED[op]}")
+            for what in filter(None, map(_refused, nodes)):
+                raise NotImplementedError(f"the nxpy-iree plugin (compiler 'iree') does not run "
+                                          f"{what}")
             try:
                 # IREE's stablehlo.sort ignores is_stable and its chlo.top_k orders
                 # neither NaN nor ties as XLA: nxpy's forms with a unique order
