@@ -355,12 +355,6 @@ def _param(v, arg, op, t):
     return _jit_argument(O.tensor(float(v), type=t))
 
 
-def _number(v, arg, op):
-    if isinstance(v, complex):
-        raise TypeError(f"{op}: expected {arg} to be a real number or tensor, got {v!r}")
-    return float(v)
-
-
 def _out_shape(op, shape, *params):
     """``shape`` (checked: the parameters broadcast to it, as JAX's ``_check_shape``), or
     the parameters' shapes broadcast together when it is None."""
@@ -629,16 +623,10 @@ def generalized_normal_split(key, p, *, shape=(), type=None, names=None) -> Tens
     op = "generalized_normal_split"
     key = check_key(key, op)
     t = _float_param_type(op, type, p)
-    p = _tensorish(p, "p", op)
-    if isinstance(p, Tensor):
-        p = _param(p, "p", op, t)
-        shape = _out_shape(op, shape, p)
-    else:
-        p = _number(p, "p", op)
-        shape = check_shape(shape, op)
+    number = not isinstance(_tensorish(p, "p", op), Tensor)
+    p = _param(p, "p", op, t)
+    shape = check_shape(shape, op) if number else _out_shape(op, shape, p)
     ks = split(key)
-    if not isinstance(p, Tensor):
-        p = _jit_argument(O.tensor(p, type=t))
     inv = O.divide(O.tensor(1, type=t), p)
     g = _gamma(ks[0], inv, shape, t, False)
     r = _rademacher(ks[1], shape, t)
