@@ -355,6 +355,21 @@ def test_a_callers_timeout_cancels_its_rows():
         assert s.batched_run(Batch.stack([np.float32(3)]), timeout=WAIT).tolist() == [6.0]
 
 
+def test_a_cancelled_submit_future_drops_its_rows_and_the_serving_goes_on():
+    # an event loop cancelling its task cancels the future of submit(): queued rows leave
+    # the queue; rows already running finish unseen (their future stays cancelled)
+    s, running = _slow_serving(0.3)
+    with s:
+        fut = s.submit(Batch.stack([np.float32(1)] * 2))
+        assert running.wait(WAIT)  # its batch runs
+        queued = s.submit(Batch.stack([np.float32(2)] * 3))
+        assert fut.cancel() and queued.cancel()
+        assert s.stats()["queue"] == 0  # its rows left the queue
+        assert s.batched_run(Batch.stack([np.float32(3)]), timeout=WAIT).tolist() == [6.0]
+        assert fut.cancelled() and queued.cancelled()
+        assert all(p.thread.is_alive() for p in s._partitions)
+
+
 # ---- streaming -----------------------------------------------------------------------------
 def test_stream_hands_each_caller_its_rows():
     def model(x):

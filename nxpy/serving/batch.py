@@ -75,6 +75,21 @@ def _leaf_array(v, what: str) -> np.ndarray:
     return np.asarray(O.to_tensor(v, what).to_numpy())
 
 
+#: templates by ``(tree, leaves)``: batches of one shape share one template object, so
+#: that a serving's queue lookups compare them by identity (a bounded cache)
+_TEMPLATES: dict = {}
+
+
+def _template(tree, leaves: tuple) -> Template:
+    key = (tree, leaves)
+    t = _TEMPLATES.get(key)
+    if t is None:
+        if len(_TEMPLATES) >= 1024:
+            _TEMPLATES.clear()
+        t = _TEMPLATES[key] = Template(tree, leaves)
+    return t
+
+
 def _arrays(entry, what: str, stacked: bool):
     """``(tree, [array per leaf], rows)`` of one entry; ``stacked``: the entry is one
     example (it gains a batch axis), otherwise its leaves share a leading batch axis."""
@@ -140,22 +155,32 @@ class Batch:
             raise TypeError(f"{what}: expected a list of entries, got {type(entries).__name__}")
         b = cls()
         for i, entry in enumerate(entries):
+            if type(entry) is np.ndarray and (stacked or entry.ndim):
+                # the common entry, one array: no container to walk
+                a = entry[None] if stacked else entry
+                b._add(_template(tree_mod.LEAF, ((a.shape[1:], a.dtype),)), [a], a.shape[0],
+                       what, i)
+                continue
             if isinstance(entry, Batch):
                 b = cls.merge([b, entry])
                 continue
             tree, arrays, rows = _arrays(entry, f"{what}: entry {i}", stacked)
-            tmpl = Template(tree, [(a.shape[1:], a.dtype) for a in arrays])
-            b._add(tmpl, arrays, rows, f"{what}: entry {i}")
+            tmpl = _template(tree, tuple([(a.shape[1:], a.dtype) for a in arrays]))
+            b._add(tmpl, arrays, rows, what, i)
         return b
 
-    def _add(self, tmpl, arrays, rows, what):
-        if self.padding:
-            raise ValueError(f"{what}: cannot add entries to a padded batch")
+    def _add(self, tmpl, arrays, rows, what, entry=None):
+        """Appends an entry's arrays; ``what`` (and ``entry``, its position) name it in
+        errors."""
+        if self.padding or (self.template is not None and tmpl is not self.template
+                            and tmpl != self.template):
+            where = what if entry is None else f"{what}: entry {entry}"
+            if self.padding:
+                raise ValueError(f"{where}: cannot add entries to a padded batch")
+            raise ValueError(f"{where}: expected entries of template {self.template!r}, "
+                             f"got {tmpl!r}")
         if self.template is None:
             self.template = tmpl
-        elif tmpl != self.template:
-            raise ValueError(f"{what}: expected entries of template {self.template!r}, got "
-                             f"{tmpl!r}")
         if rows:
             self._parts.append(arrays)
             self.size += rows

@@ -101,50 +101,87 @@ def stream(x, name: str):
 
 
 class _Request:
-    """One caller's batch: its pieces' results gather here until all have arrived."""
+    """One caller's batch: its pieces' results gather here until all have arrived.
+
+    The caller waits on ``ready``, a lock held until the request completes (a plain lock
+    is the cheapest thing a thread can block on and another release); ``future`` is a
+    :class:`concurrent.futures.Future` only for :meth:`Serving.submit`'s callers."""
 
     __slots__ = ("batch", "future", "parts", "remaining", "events", "done", "lock",
-                 "cancelled", "_out_tree")
+                 "cancelled", "ready", "value", "error")
 
-    def __init__(self, batch, events):
+    def __init__(self, batch, events=None, future=None):
         self.batch = batch
-        self.future: cf.Future = cf.Future()
-        self.parts: dict = {}
+        self.future = future
+        self.parts = None  # {offset: leaves} once a request's rows come in several pieces
         self.remaining = batch.size
         self.events = events  # a queue.Queue when the caller streams
         self.done = False
         self.lock = threading.Lock()
         self.cancelled = False
-        self._out_tree = None
+        self.ready = threading.Lock()
+        self.ready.acquire()
+        self.value = self.error = None
+
+    def result(self, timeout=None):
+        """The result (or its error raised) once complete; raises :class:`_Pending`
+        after ``timeout`` seconds."""
+        if not self.ready.acquire(timeout=-1 if timeout is None else timeout):
+            raise _Pending
+        self.ready.release()  # complete for good: a later call returns at once
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def _complete(self, value, error) -> None:
+        """(Once, after ``done`` was set.) Hands the outcome to whoever waits for it."""
+        self.value, self.error = value, error
+        self.ready.release()
+        if self.future is not None:
+            try:
+                if error is None:
+                    self.future.set_result(value)
+                else:
+                    self.future.set_exception(error)
+            except cf.InvalidStateError:  # its caller cancelled it
+                pass
+        if self.events is not None:
+            self.events.put(("batch", value) if error is None else ("error", error))
 
     def fail(self, exc):
         with self.lock:
             if self.done:
                 return
             self.done = True
-        self.future.set_exception(exc)
-        if self.events is not None:
-            self.events.put(("error", exc))
+        self._complete(None, exc)
 
-    def deliver(self, offset, leaves, n):
+    def deliver(self, offset, leaves, n, out_tree):
+        """Rows ``[offset, offset + n)`` of the result, as one array per leaf of
+        ``out_tree`` (views of the batch's output: no copy when a request runs whole)."""
         with self.lock:
             if self.done:
                 return
-            self.parts[offset] = leaves
-            self.remaining -= n
-            if self.remaining > 0:
-                return
-            self.done = True
-        parts = self.parts
-        order = [parts[k] for k in sorted(parts)] if len(parts) > 1 else list(parts.values())
-        out = [_host_tensor(order[0][i] if len(order) == 1
-                            else np.concatenate([p[i] for p in order]))
-               for i in range(len(order[0]))]
-        tree = self._out_tree
-        result = out[0] if tree == tree_mod.LEAF else tree_mod.unflatten(tree, out)
-        self.future.set_result(result)
-        if self.events is not None:
-            self.events.put(("batch", result))
+            if self.parts is None and n == self.remaining:  # all of it in one piece
+                self.done = True
+            else:
+                if self.parts is None:
+                    self.parts = {}
+                self.parts[offset] = leaves
+                self.remaining -= n
+                if self.remaining > 0:
+                    return
+                self.done = True
+                order = [self.parts[k] for k in sorted(self.parts)]
+                leaves = [np.concatenate([p[i] for p in order]) for i in range(len(leaves))]
+        if out_tree == tree_mod.LEAF:
+            result = _host_tensor(leaves[0])
+        else:
+            result = tree_mod.unflatten(out_tree, [_host_tensor(a) for a in leaves])
+        self._complete(result, None)
+
+
+class _Pending(Exception):
+    """A request not complete within its caller's timeout."""
 
 
 def _host_tensor(a: np.ndarray) -> Tensor:
@@ -176,20 +213,27 @@ class _Partition:
 
 
 def _gather(pieces, template, pad) -> list:
-    """One array per leaf: the pieces' rows in order, then ``pad`` rows of zeros."""
-    columns = [[] for _ in template.leaves]
+    """One array per leaf: the pieces' rows in order, then ``pad`` rows of zeros (one
+    copy of the rows into the batch's arrays)."""
+    entries = []  # per piece, its rows' array per leaf
     for p in pieces:
         b = p.request.batch
-        if len(b._parts) == 1 and p.offset == 0 and p.n == b.size:
-            for col, a in zip(columns, b._parts[0]):
-                col.append(a)
+        if p.n == b.size and len(b._parts) == 1:  # a one-entry request, whole
+            entries.append(b._parts[0])
         else:
-            for col, a in zip(columns, b._slice(p.offset, p.offset + p.n).arrays()):
-                col.append(a)
-    if pad:
-        for col, (shape, dtype) in zip(columns, template.leaves):
-            col.append(np.zeros((pad, *shape), dtype))
-    return [col[0] if len(col) == 1 else np.concatenate(col) for col in columns]
+            entries.append(b._slice(p.offset, p.offset + p.n).arrays())
+    rows = sum(p.n for p in pieces)
+    out = []
+    for i, (shape, dtype) in enumerate(template.leaves):
+        col = [arrays[i] for arrays in entries]
+        if not pad:
+            out.append(col[0] if len(col) == 1 else np.concatenate(col))
+            continue
+        a = np.empty((rows + pad, *shape), dtype)
+        np.concatenate(col, out=a[:rows])
+        a[rows:] = 0
+        out.append(a)
+    return out
 
 
 def _check_positive(v, what, kind=int):
@@ -339,7 +383,7 @@ class Serving:
             n = min(self.batch_size, batch.size - start)
             piece = _Piece(req, start, n, 0.0)
             self._run_batch(part, batch.batch_key, batch.template, [piece])
-        return self._finish(req.future.result())
+        return self._finish(req.result())
 
     def _run_batch(self, part, key, template, pieces) -> None:
         """Runs the pieces as one batch padded to ``batch_size`` and hands out the rows."""
@@ -383,9 +427,14 @@ class Serving:
                 part.latencies.append(time.perf_counter() - t0)
                 self._padded += pad
                 self._largest = max(self._largest, pos)
-        for p in pieces:
-            p.request._out_tree = out_tree
-            p.request.deliver(p.offset, [a[p.pos:p.pos + p.n] for a in arrays], p.n)
+        if len(arrays) == 1:
+            a = arrays[0]
+            for p in pieces:
+                p.request.deliver(p.offset, [a[p.pos:p.pos + p.n]], p.n, out_tree)
+        else:
+            for p in pieces:
+                pos, end = p.pos, p.pos + p.n
+                p.request.deliver(p.offset, [a[pos:end] for a in arrays], p.n, out_tree)
 
     # ---- the batching threads ------------------------------------------------------------
     def start(self) -> "Serving":
@@ -450,22 +499,19 @@ class Serving:
                     and not self._stopping:
                 self._cond.wait(deadline - now)
                 continue
-            q, room, pieces = self._queues[k], self.batch_size, []
+            q, room, pieces, dropped = self._queues[k], self.batch_size, [], 0
             while q and room:
-                p = q[0]
-                if p.request.cancelled or p.request.done:
-                    q.popleft()
-                    self._queued_rows[k] -= p.n
+                p = q.popleft()
+                r = p.request
+                if r.cancelled or r.done:
+                    dropped += p.n
                     continue
-                if p.n <= room:
-                    q.popleft()
-                    pieces.append(p)
-                else:  # the rest of it waits for the next batch
-                    head = _Piece(p.request, p.offset, room, p.arrived)
-                    p.offset, p.n = p.offset + room, p.n - room
-                    pieces.append(head)
-                room -= pieces[-1].n
-                self._queued_rows[k] -= pieces[-1].n
+                if p.n > room:  # the rest of it waits for the next batch
+                    q.appendleft(_Piece(r, p.offset + room, p.n - room, p.arrived))
+                    p.n = room
+                pieces.append(p)
+                room -= p.n
+            self._queued_rows[k] -= self.batch_size - room + dropped
             if not q:
                 del self._queues[k]
                 del self._queued_rows[k]
@@ -519,8 +565,8 @@ class Serving:
         if stream:
             return self._events(req, timeout)
         try:
-            result = req.future.result(timeout)
-        except cf.TimeoutError:
+            result = req.result(timeout)
+        except _Pending:
             self._cancel(req)
             raise TimeoutError(f"Serving.batched_run: no result within {timeout} s") from None
         return self._finish(result)
@@ -537,33 +583,44 @@ class Serving:
         [4]
         """
         batch = self._prepare(batch, "submit")
-        req = _Request(batch, None)
+        req = _Request(batch, None, cf.Future())
         self._submit(req)
+        # cancelling the future (an event loop's task cancelled) drops its queued rows
+        req.future.add_done_callback(lambda f: f.cancelled() and self._cancel(
+            req, cf.CancelledError("Serving.submit: the future was cancelled")))
         return req.future
 
     def _submit(self, req) -> None:
         batch = req.batch
+        size, bs = batch.size, self.batch_size
         k = (batch.batch_key, batch.template)
         now = time.monotonic()
         with self._cond:
             if not self._running or self._stopping:
                 raise ServingStopped("Serving.batched_run: the serving is not running "
                                      "(start it, or use it as a context manager)")
-            q = self._queues.setdefault(k, collections.deque())
-            before = self._queued_rows.setdefault(k, 0)
-            for start in range(0, batch.size, self.batch_size):
-                n = min(self.batch_size, batch.size - start)
-                q.append(_Piece(req, start, n, now))
-            self._queued_rows[k] = after = before + batch.size
+            q = self._queues.get(k)
+            if q is None:
+                q = self._queues[k] = collections.deque()
+                before = 0
+            else:
+                before = self._queued_rows[k]
+            if size <= bs:
+                q.append(_Piece(req, 0, size, now))
+            else:
+                for start in range(0, size, bs):
+                    q.append(_Piece(req, start, min(bs, size - start), now))
+            self._queued_rows[k] = after = before + size
             self._requests += 1
-            self._rows += batch.size
+            self._rows += size
             # the batching threads wake for a new deadline (the first rows of a key) or a
             # full batch; rows in between wait for the deadline they are already waiting for
             if before == 0 or before < self.batch_size <= after:
                 self._cond.notify_all()
 
-    def _cancel(self, req) -> None:
-        """Drops the caller's rows that have not run (those running finish unseen)."""
+    def _cancel(self, req, exc=None) -> None:
+        """Drops the caller's rows that have not run (those running finish unseen) and
+        fails the request with ``exc`` (by default: the caller timed out)."""
         with self._cond:
             req.cancelled = True
             k = (req.batch.batch_key, req.batch.template)
@@ -576,7 +633,7 @@ class Serving:
                 if not q:
                     del self._queues[k]
                     del self._queued_rows[k]
-        req.fail(TimeoutError("Serving.batched_run: the caller timed out"))
+        req.fail(exc or TimeoutError("Serving.batched_run: the caller timed out"))
 
     def _events(self, req, timeout):
         deadline = None if timeout is None else time.monotonic() + timeout
