@@ -136,6 +136,13 @@ def table(rows, clients, requests, rounds=1) -> str:
         out.append(f"\nThe ceiling, no threads: one row takes {c['t1_ms']:.2f} ms, "
                    f"{c['n']} rows {c['tn_ms']:.2f} ms: batching gains at most "
                    f"{c['gain']:.1f}x here.")
+        full = [r for r in rows if r["what"] == f"Serving, batch_size={c['n']}"]
+        if full:  # what the threads and the serving's Python add to a full batch
+            per = c["n"] / full[0]["rps"] * 1e3
+            out.append(f"batch_size={c['n']} took {per:.2f} ms per {c['n']} requests "
+                       f"against {c['tn_ms']:.2f} ms of compute: "
+                       f"{(per - c['tn_ms']) / c['n'] * 1e3:.0f} µs a request of "
+                       f"client threads and serving.")
     out.append(f"\n{clients} client threads x {requests} requests of one 1024-wide f32 "
                f"example each, medians of {rounds} round(s); load average before the "
                f"run: {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
