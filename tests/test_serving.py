@@ -370,6 +370,36 @@ def test_a_cancelled_submit_future_drops_its_rows_and_the_serving_goes_on():
         assert all(p.thread.is_alive() for p in s._partitions)
 
 
+def test_the_callers_of_a_batch_wake_one_another_though_one_stopped_waiting():
+    # the batching thread wakes a batch's first waiting caller and each the next: a
+    # caller that stopped waiting after its rows ran (it timed out) still passes it on
+    import collections
+
+    from nxpy.defn import tree as tree_mod
+    from nxpy.serving import core
+    reqs = [core._Request(Batch.stack([np.float32(i)])) for i in range(5)]
+    wakes = collections.deque()
+    for i, r in enumerate(reqs):
+        r.deliver(0, [np.array([i * 10], np.float32)], 1, tree_mod.LEAF, wakes)
+    assert len(wakes) == 5  # delivered, all asleep
+    for stopped in (0, 2):  # its caller gave up (as batched_run does on a timeout)
+        reqs[stopped].pass_on()
+    core._wake_next(wakes)  # the batching thread's one wake
+    got = callers(3, lambda i: reqs[(1, 3, 4)[i]].result(WAIT).tolist())
+    assert got == [[10.0], [30.0], [40.0]] and not wakes
+
+
+def test_a_caller_timing_out_in_a_batch_leaves_the_others_answered():
+    def f(x):
+        time.sleep(0.3)
+        return nx.from_numpy(x.to_numpy() * 2)
+    with Serving(f, batch_size=4, batch_timeout=0.2) as s:
+        got = callers(4, lambda i: s.batched_run(Batch.stack([np.float32(i)]),
+                                                 timeout=0.1 if i == 1 else WAIT))
+    assert isinstance(got[1], TimeoutError), got[1]
+    assert [got[i].tolist() for i in (0, 2, 3)] == [[0.0], [4.0], [6.0]]
+
+
 # ---- streaming -----------------------------------------------------------------------------
 def test_stream_hands_each_caller_its_rows():
     def model(x):

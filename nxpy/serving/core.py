@@ -105,10 +105,16 @@ class _Request:
 
     The caller waits on ``ready``, a lock held until the request completes (a plain lock
     is the cheapest thing a thread can block on and another release); ``future`` is a
-    :class:`concurrent.futures.Future` only for :meth:`Serving.submit`'s callers."""
+    :class:`concurrent.futures.Future` only for :meth:`Serving.submit`'s callers.
+
+    The callers of a batch wake one another: the batching thread wakes the first, and
+    each caller, once awake, wakes the next (``wakes``, the batch's queue of requests
+    still asleep) — so one thread at a time waits for the GIL, rather than all of the
+    batch's callers at once (which costs each of them more thread switches). A caller
+    that stops waiting for any reason still wakes the next (:meth:`pass_on`)."""
 
     __slots__ = ("batch", "future", "parts", "remaining", "events", "done", "lock",
-                 "cancelled", "ready", "value", "error")
+                 "cancelled", "ready", "value", "error", "wakes")
 
     def __init__(self, batch, events=None, future=None):
         self.batch = batch
@@ -122,16 +128,26 @@ class _Request:
         self.ready = threading.Lock()
         self.ready.acquire()
         self.value = self.error = None
+        self.wakes = None
 
     def result(self, timeout=None):
         """The result (or its error raised) once complete; raises :class:`_Pending`
-        after ``timeout`` seconds."""
+        after ``timeout`` seconds (then the caller cancels the request and calls
+        :meth:`pass_on`)."""
         if not self.ready.acquire(timeout=-1 if timeout is None else timeout):
             raise _Pending
         self.ready.release()  # complete for good: a later call returns at once
+        self.pass_on()
         if self.error is not None:
             raise self.error
         return self.value
+
+    def pass_on(self) -> None:
+        """Wakes the next caller of the batch that completed this request, if any (once
+        this request is complete or failed)."""
+        wakes, self.wakes = self.wakes, None
+        if wakes is not None:
+            _wake_next(wakes)
 
     def _complete(self, value, error) -> None:
         """(Once, after ``done`` was set.) Hands the outcome to whoever waits for it."""
@@ -155,9 +171,10 @@ class _Request:
             self.done = True
         self._complete(None, exc)
 
-    def deliver(self, offset, leaves, n, out_tree):
+    def deliver(self, offset, leaves, n, out_tree, wakes):
         """Rows ``[offset, offset + n)`` of the result, as one array per leaf of
-        ``out_tree`` (views of the batch's output: no copy when a request runs whole)."""
+        ``out_tree`` (views of the batch's output: no copy when a request runs whole).
+        A caller waiting in :meth:`result` is not woken here but queued on ``wakes``."""
         with self.lock:
             if self.done:
                 return
@@ -173,11 +190,26 @@ class _Request:
                 self.done = True
                 order = [self.parts[k] for k in sorted(self.parts)]
                 leaves = [np.concatenate([p[i] for p in order]) for i in range(len(leaves))]
-        if out_tree == tree_mod.LEAF:
-            result = _host_tensor(leaves[0])
-        else:
-            result = tree_mod.unflatten(out_tree, [_host_tensor(a) for a in leaves])
+            if out_tree == tree_mod.LEAF:
+                result = _host_tensor(leaves[0])
+            else:
+                result = tree_mod.unflatten(out_tree, [_host_tensor(a) for a in leaves])
+            if self.future is None and self.events is None:  # its caller waits in result
+                # (under the lock: a caller that timed out finds itself queued, or failed)
+                self.value = result
+                self.wakes = wakes
+                wakes.append(self)
+                return
         self._complete(result, None)
+
+
+def _wake_next(wakes) -> None:
+    """Wakes the first request of ``wakes`` (a deque) still asleep."""
+    try:
+        req = wakes.popleft()
+    except IndexError:
+        return
+    req.ready.release()
 
 
 class _Pending(Exception):
@@ -427,14 +459,17 @@ class Serving:
                 part.latencies.append(time.perf_counter() - t0)
                 self._padded += pad
                 self._largest = max(self._largest, pos)
+        wakes = collections.deque()  # the callers to wake: the first, then one another
         if len(arrays) == 1:
             a = arrays[0]
             for p in pieces:
-                p.request.deliver(p.offset, [a[p.pos:p.pos + p.n]], p.n, out_tree)
+                p.request.deliver(p.offset, [a[p.pos:p.pos + p.n]], p.n, out_tree, wakes)
         else:
             for p in pieces:
                 pos, end = p.pos, p.pos + p.n
-                p.request.deliver(p.offset, [a[pos:end] for a in arrays], p.n, out_tree)
+                p.request.deliver(p.offset, [a[pos:end] for a in arrays], p.n, out_tree,
+                                  wakes)
+        _wake_next(wakes)
 
     # ---- the batching threads ------------------------------------------------------------
     def start(self) -> "Serving":
@@ -568,7 +603,14 @@ class Serving:
             result = req.result(timeout)
         except _Pending:
             self._cancel(req)
+            req.pass_on()  # (after the cancel: it either failed or is queued on wakes)
             raise TimeoutError(f"Serving.batched_run: no result within {timeout} s") from None
+        except BaseException:  # its error, or an interrupt: the batch's others still wake
+            if not req.done:
+                self._cancel(req, ServingError("Serving.batched_run: the caller was "
+                                               "interrupted"))
+            req.pass_on()
+            raise
         return self._finish(result)
 
     def submit(self, batch) -> cf.Future:
