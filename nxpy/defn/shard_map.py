@@ -35,7 +35,7 @@ from .collectives import current_mesh, mesh_context
 from .core import jit
 from .static_args import check_static_options
 from .tracing import _arg_names, check_donate_argnums
-from .expr import EXPR, Expr, trace_fn
+from .expr import EXPR, trace_fn
 from .varying import analyze, divergent_collective, op_axes
 
 __all__ = ["shard_map", "ShardMap", "spec_to_dict", "varying_axes"]
@@ -239,10 +239,7 @@ def varying_axes(fn, param_axes, mesh) -> list[frozenset]:
     return [memo.get(o.data.id, frozenset()) for o in fn.outputs]
 
 
-@SH.register_sharding_rule("elem")
-def _propagate_elem(prop, e, args):
+@SH.register_result_rule("shard_map")
+def _propagate_result(prop, e, index):
     """Global view: a shard_map result is laid out as its out_spec says."""
-    parent = e.args[0]
-    if isinstance(parent, Expr) and parent.op == "shard_map":
-        return parent.attrs["out_specs"][e.attrs["index"]]
-    return SH.replicated(len(e.shape))
+    return e.attrs["out_specs"][index]

@@ -29,7 +29,7 @@ from .expr import Expr
 __all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argument_specs",
            "output_specs", "normalize_list", "local_shape", "global_shape", "shard_array",
            "unshard_arrays", "to_dict", "to_p", "AmbiguousSpecError", "Propagator",
-           "SHARDING_RULES",
+           "SHARDING_RULES", "RESULT_RULES", "register_result_rule",
            "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec",
            "block_index", "shard_index", "check_divisible", "factor", "spec_key"]
 
@@ -342,12 +342,26 @@ register_sharding_rule("reverse", "put_slice", "hook", "window_reduce", "window_
                        "window_scatter_min")(_same)
 
 
+#: how each result of an op with several results is laid out, by op:
+#: ``rule(prop, node, index) -> sharding``; the results of other ops are replicated
+RESULT_RULES: dict = {}
+
+register_result_rule = rule_registrar(
+    RESULT_RULES, "register_result_rule", "a sharding rule for the results of an op",
+    """Decorator: ``rule(prop, node, index) -> sharding`` of result ``index`` of ``node``
+    (an op with several results) for the ops named.""")
+
+
 @register_sharding_rule("elem")
 def _elem(prop, e, args):
     parent = e.args[0]
-    if parent.op == "optimization_barrier":  # each result is laid out as its operand
-        return prop.memo[parent.tensor_args()[e.attrs["index"]].id]
-    return replicated(len(e.shape))
+    rule = RESULT_RULES.get(parent.op)
+    return rule(prop, parent, e.attrs["index"]) if rule else replicated(len(e.shape))
+
+
+@register_result_rule("optimization_barrier")
+def _barrier_result(prop, e, index):
+    return prop.memo[e.tensor_args()[index].id]  # each result is laid out as its operand
 
 
 @register_sharding_rule("broadcast")
