@@ -231,8 +231,10 @@ def test_grad_matches_finite_differences(c):
 # Every op has a rule, or is declared non-differentiable, or is the engine's own
 # ----------------------------------------------------------------------------------------
 #: ops the engine (nxpy/defn/grad.py) differentiates itself: control flow, the leaves of
-#: multi-result ops, parameters, the custom_grad marker and checkpoint (nxpy/defn/checkpoint.py)
-ENGINE_OPS = {"cond", "while", "shard_map", "elem", "parameter", "custom_grad", "checkpoint"}
+#: multi-result ops, parameters, the custom_grad marker, checkpoint (nxpy/defn/checkpoint.py)
+#: and call (nxpy/defn/call.py)
+ENGINE_OPS = {"cond", "while", "shard_map", "elem", "parameter", "custom_grad", "checkpoint",
+              "call"}
 
 
 def test_every_primitive_has_a_gradient_rule():

@@ -183,12 +183,44 @@ NUMBER_PARAMS = {
 
 @pytest.mark.parametrize("name", list(NUMBER_PARAMS))
 def test_python_number_params_like_jax(name):
-    """Parameters given as Python numbers give ``jax.jit``'s bits on EXLA, one sampler per
-    program (docs/random.md: a second sampler in one program, as an f of (3, 5) has, is
-    still an ulp or two apart in a few elements)."""
+    """Parameters given as Python numbers give ``jax.jit``'s bits on EXLA."""
     f, j = NUMBER_PARAMS[name]
     want = np.asarray(jax.jit(j)(_jkey(3)))
     _bits_equal(jit(f, compiler="exla")(R.key(3)).to_numpy(), want, name)
+
+
+#: samplers with Python-number parameters, many to a program: each gives JAX's bits, as
+#: its sampler is a function of the program (``nxpy.defn.call``: JAX's ``_gamma``, called
+#: at each site), whose constants XLA does not merge with another sampler's
+PAIRS = {
+    "gamma": (lambda k: R.gamma_split(k, 0.75, shape=(20,)),
+              lambda k: jax.random.gamma(k, 0.75, (20,))),
+    "f": (lambda k: R.f_split(k, 3.0, 5.0, shape=(20,)),
+          lambda k: jax.random.f(k, 3.0, 5.0, (20,))),
+    "beta": (lambda k: R.beta_split(k, 0.5, 3.0, shape=(20,)),
+             lambda k: jax.random.beta(k, 0.5, 3.0, (20,))),
+    "loggamma": (lambda k: R.loggamma_split(k, 2.0, shape=(20,)),
+                 lambda k: jax.random.loggamma(k, 2.0, (20,))),
+    "dirichlet": (lambda k: R.dirichlet_split(k, nx.tensor([0.5, 2.0, 3.0]), shape=(7,)),
+                  lambda k: jax.random.dirichlet(k, np.array([0.5, 2.0, 3.0], np.float32),
+                                                 (7,))),
+    "poisson": (lambda k: R.poisson_split(k, 3.0, shape=(20,)),
+                lambda k: jax.random.poisson(k, 3.0, (20,))),
+}
+
+
+def test_many_samplers_in_one_program_like_jax():
+    names = ["gamma", "t"] + list(PAIRS)
+    fs = [NUMBER_PARAMS["gamma"], NUMBER_PARAMS["t"]] + list(PAIRS.values())
+
+    def program(split, k, n):
+        ks = split(k, len(fs))
+        return [f[n](ks[i]) for i, f in enumerate(fs)]
+    want = jax.jit(lambda k: program(jax.random.split, k, 1))(_jkey(3))
+    got = jit(lambda k: program(lambda k, n: list(R.split(k, n)), k, 0),
+              compiler="exla")(R.key(3))
+    for g, w, name in zip(got, want, names):
+        _bits_equal(g.to_numpy(), np.asarray(w), f"{name} (with {', '.join(names)})")
 
 
 def test_call_boundary_lowering():

@@ -304,6 +304,11 @@ def _cond(ev, e, out, args, env, backend, **ctx):
     return ev.run_fn(e.fns[taken_branch(args)], [], env, backend, **ctx)
 
 
+@register_eval_rule("call")
+def _call(ev, e, out, args, env, backend, **ctx):
+    return ev.run_fn(e.fns[0], args, env, backend, **ctx)
+
+
 def taken_branch(preds) -> int:
     """The branch a ``cond`` node takes: the first clause whose predicate holds, else the
     last (the node's args are the predicates of all clauses but the last)."""

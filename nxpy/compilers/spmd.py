@@ -139,6 +139,11 @@ def _cond(s: Spmd, e, out, per, active, env):
     return res
 
 
+@register_spmd_rule("call")
+def _call(s: Spmd, e, out, per, active, env):
+    return s.run(e.fns[0], per, active, env)
+
+
 @register_spmd_rule("hook")
 def _hook(s: Spmd, e, out, per, active, env):
     fn = e.attrs["fn"]

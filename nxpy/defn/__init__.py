@@ -15,6 +15,7 @@ This package is the defn layer's public face; the pieces live in its modules:
 ``grad_rules``  the gradient rule of each op
 ``custom_vjp``  custom_vjp: JAX's fwd/bwd rules, over custom_grad
 ``checkpoint``  checkpoint (remat), checkpoint_name, checkpoint_policies: rematerialization
+``call``        call: a function traced once, called as a function of the program
 ``vmap``        vmap: automatic batching, a transform of Expr graphs (and batch_paths)
 ``jvp_rules``   the forward-mode (JVP) rule of each op
 ``jvp``         jvp, linearize: the forward-mode transform
@@ -60,6 +61,7 @@ from .core import (Compiled, Jit, compatible, compile, debug_expr, default_optio
 from .expr import EXPR, Expr, Fn
 from .grad import custom_grad, grad, stop_grad, value_and_grad
 from .custom_vjp import custom_vjp
+from .call import call
 from .checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
 from .kernel import cond, fori_loop, hook, print_expr, print_value, runtime_call, while_loop
 from .shard_jit import ShardJit, shard_jit
@@ -83,5 +85,5 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler"
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
            "ppermute", "shift", "collective_broadcast", "axis_index", "all_slice",
            "device_put", "with_sharding_constraint", "scan", "associative_scan", "checkpoint",
-           "remat", "checkpoint_name", "checkpoint_policies", "jvp", "linearize", "jacfwd",
+           "call", "remat", "checkpoint_name", "checkpoint_policies", "jvp", "linearize", "jacfwd",
            "jacrev", "custom_jvp"]

@@ -97,6 +97,9 @@ class Scope:
         #: :func:`nxpy.defn.core.expansions`); sub-functions inherit the set
         self.expand = expand if expand is not None else (
             parent.expand if parent is not None else frozenset())
+        #: the closed functions ``nxpy.defn.call`` traced in this program, by what selects
+        #: them (function, argument templates, static keywords): one per program
+        self.calls = parent.calls if parent is not None else {}
 
     def __enter__(self):
         _context.stack().append(self)

@@ -109,7 +109,7 @@ class Forward:
             return self._while(e)
         if e.op == "shard_map":
             return self._shard_map(e)
-        if e.op == "checkpoint":
+        if e.op in ("checkpoint", "call"):
             return self._inline(e, e.fns[0])
         poison = next((t for t in ts if isinstance(t, Poison)), None)
         if e.op == "custom_grad" and e.attrs.get("jvp") == "custom_vjp":

@@ -70,7 +70,7 @@ ZERO_TANGENT: set = NON_DIFFERENTIABLE
 
 #: ops the engine (:mod:`nxpy.defn.jvp`) differentiates itself: control flow and
 #: sub-functions, the graph's own nodes, the markers
-ENGINE = {"cond", "while", "shard_map", "checkpoint", "elem", "custom_grad",
+ENGINE = {"cond", "while", "shard_map", "checkpoint", "call", "elem", "custom_grad",
           "checkpoint_name", "runtime_call", "hook"}
 
 register_jvp_rule = rule_registrar(

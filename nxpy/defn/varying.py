@@ -114,7 +114,7 @@ def _node(e, get, mesh, memo):
             carry = new
     if e.op == "custom_grad":  # its value is its first argument's (the rest: for grad)
         return get(args[0])
-    if e.op == "checkpoint":  # a call: its function runs on its arguments
+    if e.op in ("checkpoint", "call"):  # a call: its function runs on its arguments
         (f,) = e.fns
         analyze(f, [get(a) for a in args], mesh, get, memo)
         return [get(o.data) for o in f.outputs]

@@ -299,9 +299,15 @@ def _checkpoint(ctx, e, copier, dims, caps, count):
     return [(o, 0) for o in outs]
 
 
+def _call(ctx, e, copier, dims, caps, count):
+    # the body batched in place
+    return batch_fn(e.fns[0], [(copier.fwd(x), dims.get(x.id)) for x in e.tensor_args()],
+                    ctx.size, caps, count)
+
+
 #: ops whose sub-functions vmap batches itself (counted as rules)
 _CONTROL = {"cond": _cond, "while": _while, "custom_grad": _custom_grad,
-            "checkpoint": _checkpoint}
+            "checkpoint": _checkpoint, "call": _call}
 
 
 # ----------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import types as T
+from ..defn.call import call
 from ..defn.custom_vjp import custom_vjp
 from ..defn.kernel import while_loop
 from ..defn.scan import scan
@@ -310,8 +311,12 @@ _SAMPLERS = {False: _sampler(False), True: _sampler(True)}
 
 def _gamma(key, a, shape, t, log_space):
     """``jax.random._gamma``: ``a`` (of type ``t``) broadcast to ``shape``, one key per
-    element."""
-    a = _jit_argument(a)
+    element. As JAX's, a function of the program (``nxpy.defn.call``): two samplers of
+    one shape and type call one function, whose constants are its own."""
+    return call(_gamma_fn, key, a, shape=shape, t=t, log_space=log_space)
+
+
+def _gamma_fn(key, a, *, shape, t, log_space):
     if a.shape != shape:
         a = O.broadcast(a, shape)
     if math.prod(shape) == 0:

@@ -26,7 +26,7 @@ from ..compilers.exla import to_mlir
 from ..compilers.exla.lowering import LOWERINGS
 from ..compilers.spmd import SPMD_RULES
 from ..defn.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
-from ..defn.sharding import SHARDING_RULES
+from ..defn.sharding import RESULT_RULES, SHARDING_RULES
 from ..ops.core import (BATCH_RULES, GRAD_RULES, NON_DIFFERENTIABLE, OP_PROPERTIES,
                         PORTABLE, PRIMITIVES)
 from ..stablehlo import load
@@ -72,12 +72,12 @@ GAPS = {
         "a program's input, not an op that computes": ("parameter",),
     },
     "grad": {
-        "differentiated by the grad engine itself (nxpy.defn.grad, nxpy.defn.checkpoint)":
-            _ENGINE + ("custom_grad", "checkpoint"),
+        "differentiated by the grad engine itself (nxpy.defn.grad, nxpy.defn.checkpoint, "
+        "nxpy.defn.call)": _ENGINE + ("custom_grad", "checkpoint", "call"),
     },
     "batch": {
         "batched by the vmap engine itself (bodies and several results)":
-            _ENGINE + ("custom_grad", "checkpoint"),
+            _ENGINE + ("custom_grad", "checkpoint", "call"),
         "no tensor operand: the same value for every example": _CREATION,
         "a program's input, not an op that computes": ("parameter",),
         "a per-device op of shard_map bodies: vmap runs it once per example": _COLLECTIVES,
@@ -87,8 +87,7 @@ GAPS = {
         "a per-device op of shard_map bodies: no global layout to propagate":
             tuple(c for c in _COLLECTIVES if c != "all_gather"),
         "a body or several results: its results are replicated": (
-            "cond", "while", "shard_map", "custom_grad", "checkpoint", "optimization_barrier",
-            "runtime_call"),
+            "cond", "while", "custom_grad", "checkpoint", "runtime_call"),
         "no tensor operand: replicated": _CREATION,
         "a program's input: laid out by in_shardings": ("parameter",),
         "no rule yet: a result computed by it is replicated unless out_shardings says "
@@ -101,6 +100,8 @@ GAPS = {
         "not lowered to an op of its own": ("parameter", "elem", "tensor"),
         "a host call: loaded as a custom call (tests/test_stablehlo.py)": (
             "hook", "runtime_call"),
+
+        "a function of the program: tests/test_call.py loads func.call back": ("call",),
     },
     "conformance": {
         "per-device op: tests/test_collectives.py compares each device with JAX's":
@@ -110,11 +111,15 @@ GAPS = {
         "not an op a program calls by name": ("parameter", "elem", "tensor"),
         "a host call: tests/test_print_hook.py, tests/test_runtime_call.py": (
             "hook", "runtime_call"),
+
+        "a function of the program: tests/test_call.py compares it with JAX's nested jit "
+        "on every path": ("call",),
     },
     "fuzz": {
         "a gradient marker: removed before a program runs": _MARKERS,
         "not an op a program calls by name": ("parameter", "elem", "tensor", "constant"),
         "a host call: its result is the host's": ("hook", "runtime_call"),
+        "a function of the program: its body is what is fuzzed": ("call",),
         "per-device sharding machinery, not generated": (
             "shard_map", "sharding_constraint", "all_slice", "collective_broadcast"),
         "needs structured inputs (SPD, triangular, well-conditioned): "
@@ -153,7 +158,7 @@ _CHECKS = {
     "grad": lambda op: op in GRAD_RULES or op in NON_DIFFERENTIABLE,
     "jvp": lambda op: op in JVP_RULES or op in ZERO_TANGENT or op in ENGINE,
     "batch": lambda op: op in BATCH_RULES,
-    "sharding": lambda op: op in SHARDING_RULES,
+    "sharding": lambda op: op in SHARDING_RULES or op in RESULT_RULES,
     "importer": lambda op: op in _first_cases() and _imports(op),
     "conformance": lambda op: op in _first_cases(),
     "fuzz": lambda op: op in fuzz.OPS or op in _FUZZ_SHARDED,

@@ -736,6 +736,38 @@ def _cond(c: Ctx, e: Expr, *preds: Val):
     return res
 
 
+@register_lowering("call")
+def _call(c: Ctx, e: Expr, *args: Val):
+    """A private function per called sub-function (``nxpy.defn.call``), emitted once and
+    called with ``func.call`` at each site; its captures are passed as extra arguments. A
+    body with side effects is lowered in place (its effects keep the caller's order)."""
+    (fn,) = e.fns
+    if has_effects(fn):
+        return c.lower_body(fn, list(args))
+    caps = [c.lookup(x) for x in fn.captures]
+    calls = c.info["calls"]
+    got = calls.get(id(fn))
+    if got is None:
+        name = base = e.attrs.get("name") or "call"
+        taken = {n for _, n in calls.values()}
+        k = 0
+        while name in taken or name == "main":
+            k += 1
+            name = f"{base}_{k}"
+        calls[id(fn)] = got = (fn, name)  # keeps ``fn`` alive while its id names it
+        b = Builder()
+        params = [Val(f"%arg{i}", v.shape, v.type) for i, v in enumerate(list(args) + caps)]
+        sub = Ctx(b, {x.id: p for x, p in zip(fn.captures, params[len(args):])}, info=c.info)
+        outs = sub.lower_body(fn, params[:len(args)])
+        sig = ", ".join(f"{p.name}: {p.ty}" for p in params)
+        tys = ", ".join(v.ty for v in outs)
+        c.info["function_texts"].append(
+            f"  func.func private @{name}({sig}) -> ({tys}) {{\n{b.text()}\n    return "
+            f"{', '.join(v.name for v in outs)} : {tys}\n  }}")
+    return c.op("func.call", list(args) + caps, [(s, t) for s, t, _ in e.outs],
+                {"callee": f"@{got[1]}"})
+
+
 @register_lowering("while")
 def _while(c: Ctx, e: Expr, init):
     c_fn, b_fn = e.fns
@@ -819,6 +851,7 @@ def lower_module(graph: Fn, *, name: str = "nxpy", num_partitions: int = 1,
     b = Builder()
     # one list for the whole module (sub-contexts share it, copies of ``info`` too)
     info = {**(info or {}), "host_callbacks": [], "functions": {}, "function_texts": [],
+            "calls": {},
             "platform": platform,
             "custom_calls": bool(custom_calls), "stable_sort": bool(stable_sort),
             "compiler": compiler}
