@@ -31,10 +31,11 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 # SLICE: which slice of the suite (tests/helpers.py TEST_SLICE). 0, the default: every case.
-# SLICE=1, CI's newest leg: half of each parametrized test's cases (every test function,
-# every value of an outer parameter), the covered products rotated one choice on, so the
-# two legs meet more pairs than one; tests of jax's own behaviour (its programs imported,
-# to_jax/from_jax, its random bits, ...: tests/conftest.py WHOLE_*) whole
+# SLICE=1, CI's newest leg, and SLICE=3, its oldest: each half of each parametrized test's
+# cases (every test function, every value of an outer parameter), the two halves
+# complementary, the covered products rotated 1 and 3 choices on, so the two legs run every
+# case and meet more pairs than one; tests of jax's own behaviour (its programs imported,
+# to_jax/from_jax, its random bits, ...: tests/conftest.py WHOLE_*) whole on both
 SLICE ?= 0
 test: $(STAMP)
 	NXPY_TEST_SLICE=$(SLICE) $(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"

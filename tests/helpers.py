@@ -175,7 +175,8 @@ def run(f, *arrays, paths=PATHS, names=None):
 FULL_PRODUCT = os.environ.get("NXPY_TEST_PRODUCT", "") == "full"
 #: which slice of the suite this run takes (``make test SLICE=1``: NXPY_TEST_SLICE): 0, the
 #: default, every case with the rotations starting at the first choice; CI's newest leg
-#: takes slice 1, ``make roundtrip`` slice 2: each rotation starts ``SLICE`` choices on, and
+#: takes slice 1, its oldest slice 3 (the other half), ``make roundtrip`` slice 2: each
+#: rotation starts ``SLICE`` choices on, and
 #: each parametrized test runs the half of its cases ``in_half`` picks (tests/conftest.py)
 TEST_SLICE = int(os.environ.get("NXPY_TEST_SLICE") or 0)
 
