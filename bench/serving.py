@@ -124,7 +124,9 @@ def ceiling(f, n: int, calls: int = 30) -> dict:
     return {"n": n, "t1_ms": t1 * 1e3, "tn_ms": tn * 1e3, "gain": n * t1 / tn}
 
 
-def table(rows, clients, requests, rounds=1) -> str:
+def table(rows, clients, requests, rounds=1, load=None) -> str:
+    """The README's table; ``load``: ``os.getloadavg()`` taken before the run (by
+    default, now)."""
     base = rows[0]["rps"]
     out = ["| setting | requests/s | vs per request | p50 | p99 | batches run |",
            "|---|---|---|---|---|---|"]
@@ -144,9 +146,14 @@ def table(rows, clients, requests, rounds=1) -> str:
                        f"{(per - c['tn_ms']) / c['n'] * 1e3:.0f} µs a request of "
                        f"client threads and serving.")
     out.append(f"\n{clients} client threads x {requests} requests of one 1024-wide f32 "
-               f"example each, medians of {rounds} round(s); load average before the "
-               f"run: {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
+               f"example each, medians of {rounds} round(s); load average "
+               + (f"before the run: {_load(load)}; after it: " if load else "after the run: ")
+               + _load(os.getloadavg()))
     return "\n".join(out)
+
+
+def _load(avg) -> str:
+    return ", ".join(f"{v:.1f}" for v in avg)
 
 
 def main(argv=None) -> None:
@@ -158,7 +165,8 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     requests = a.requests or (5 if a.quick else 20)
     rounds = a.rounds or (1 if a.quick else 5)
-    print(table(run(a.clients, requests, rounds=rounds), a.clients, requests, rounds))
+    load = os.getloadavg()
+    print(table(run(a.clients, requests, rounds=rounds), a.clients, requests, rounds, load))
 
 
 if __name__ == "__main__":
