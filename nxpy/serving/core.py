@@ -153,12 +153,13 @@ class _Request:
         """(Once, after ``done`` was set.) Hands the outcome to whoever waits for it."""
         self.value, self.error = value, error
         self.ready.release()
-        if self.future is not None:
+        future, self.future = self.future, None  # (its callback holds the request)
+        if future is not None:
             try:
                 if error is None:
-                    self.future.set_result(value)
+                    future.set_result(value)
                 else:
-                    self.future.set_exception(error)
+                    future.set_exception(error)
             except cf.InvalidStateError:  # its caller cancelled it
                 pass
         if self.events is not None:
@@ -625,12 +626,13 @@ class Serving:
         [4]
         """
         batch = self._prepare(batch, "submit")
-        req = _Request(batch, None, cf.Future())
+        future = cf.Future()
+        req = _Request(batch, None, future)
         self._submit(req)
         # cancelling the future (an event loop's task cancelled) drops its queued rows
-        req.future.add_done_callback(lambda f: f.cancelled() and self._cancel(
+        future.add_done_callback(lambda f: f.cancelled() and self._cancel(
             req, cf.CancelledError("Serving.submit: the future was cancelled")))
-        return req.future
+        return future
 
     def _submit(self, req) -> None:
         batch = req.batch
