@@ -132,27 +132,15 @@ def _body(bp: Backprop, e) -> Backprop:
 
 def _backward(bp: Backprop, e, gs, ct, dep):
     """The backward pass: the body's, from the values its forward pass kept."""
-    (body,) = e.fns
-    inputs = e.tensor_args()
-    want = [i for i, x in enumerate(inputs) if x.id in dep and x.type.is_inexact]
-    caps = bp._captured([body], dep)
+    want, caps = bp.body_wants(e, dep)
     if not (want or caps) or all(g is None for g in gs):
         return
-    wanted = [body.params[i].data.id for i in want] + [c.id for c in caps]
     sub = bp.aug.get(e.id)
     if sub is None:  # the forward pass kept the call (a nested grad keeps nodes): run it here
         sub = _body(bp, e)
-        sub.replay(sub.depends(wanted))
-    seeds = {}
-    for o, g in zip(body.outputs, gs):
-        if g is not None and o.type.is_inexact:
-            seeds[o.data.id] = g if o.data.id not in seeds else seeds[o.data.id] + g
-    cts = sub.backward(seeds, wanted, sub.depends(wanted))
-    # in a shard_map body, ``sub`` summed each cotangent over the mesh axes along which
-    # its value was used as a replicated copy: they are the values' own here
-    bp._accumulate_summed(e, [inputs[i] for i in want] + caps,
-                          [cts.get(body.params[i].data.id) for i in want]
-                          + [cts.get(c.id) for c in caps], ct, dep)
+        (body,) = e.fns
+        sub.replay(sub.depends([body.params[i].data.id for i in want] + [c.id for c in caps]))
+    bp.backward_body(e, sub, gs, want, caps, ct, dep)
 
 
 ENGINE_RULES["call"] = (_replay, _backward)

@@ -236,8 +236,7 @@ def _backward(bp: Backprop, e, gs, ct, dep):
     saved intermediates, and differentiated."""
     (body,) = e.fns
     inputs = e.tensor_args()
-    want = [i for i, x in enumerate(inputs) if x.id in dep and x.type.is_inexact]
-    caps = bp._captured([body], dep)
+    want, caps = bp.body_wants(e, dep)
     if not (want or caps) or all(g is None for g in gs):
         return
     policy = e.attrs["policy"] if bp.aug.get(e.id) == "inlined" else None
@@ -264,16 +263,7 @@ def _backward(bp: Backprop, e, gs, ct, dep):
     for n in body.nodes:
         if n.op != "parameter" and n.id not in saved:
             sub.env[n.id] = sub._replay(n, augment=n.id in sub_dep)
-    seeds = {}
-    for o, g in zip(body.outputs, gs):
-        if g is not None and o.type.is_inexact:
-            seeds[o.data.id] = g if o.data.id not in seeds else seeds[o.data.id] + g
-    cts = sub.backward(seeds, wanted, sub_dep)
-    # in a shard_map body, ``sub`` summed each cotangent over the mesh axes along which
-    # its value was used as a replicated copy: they are the values' own here
-    bp._accumulate_summed(e, [inputs[i] for i in want] + caps,
-                          [cts.get(body.params[i].data.id) for i in want]
-                          + [cts.get(c.id) for c in caps], ct, dep)
+    bp.backward_body(e, sub, gs, want, caps, ct, dep, sub_dep)
 
 
 ENGINE_RULES["checkpoint"] = (_replay, _backward)

@@ -496,6 +496,31 @@ class Backprop:
         cts = rule(self.ctx, e, [self.fwd(x) for x in xs_f], self.value(e), gs)
         self._accumulate(e, xs_f, cts, ct, dep)
 
+    def body_wants(self, e, dep):
+        """For ``e``, a node whose one sub-function runs on its arguments (``checkpoint``,
+        ``call``): the positions of its arguments that need a cotangent and the values its
+        body captures that do, ``(want, caps)``."""
+        want = [i for i, x in enumerate(e.tensor_args()) if x.id in dep and x.type.is_inexact]
+        return want, self._captured(e.fns, dep)
+
+    def backward_body(self, e, sub, gs, want, caps, ct, dep, sub_dep=None):
+        """The cotangents ``gs`` of ``e``'s results (``e`` as in :meth:`body_wants`) taken
+        back through ``sub``, the engine of its body (which has replayed it), to its
+        arguments ``want`` and captures ``caps``, added to ``ct``."""
+        (body,) = e.fns
+        inputs = e.tensor_args()
+        wanted = [body.params[i].data.id for i in want] + [c.id for c in caps]
+        seeds = {}
+        for o, g in zip(body.outputs, gs):
+            if g is not None and o.type.is_inexact:
+                seeds[o.data.id] = g if o.data.id not in seeds else seeds[o.data.id] + g
+        cts = sub.backward(seeds, wanted, sub.depends(wanted) if sub_dep is None else sub_dep)
+        # in a shard_map body, ``sub`` summed each cotangent over the mesh axes along which
+        # its value was used as a replicated copy: they are the values' own here
+        self._accumulate_summed(e, [inputs[i] for i in want] + caps,
+                                [cts.get(body.params[i].data.id) for i in want]
+                                + [cts.get(c.id) for c in caps], ct, dep)
+
     def _captured(self, fns, dep):
         """The values ``fns`` capture that need a cotangent, in a fixed order."""
         found = {}
