@@ -10,8 +10,8 @@ import pytest
 import nxpy as nx
 from helpers import CHEAP, normal, run
 from nxpy.compilers.exla import to_mlir
-from nxpy.defn import (call, cond, grad, hook, jit, jvp, psum, shard_map, value_and_grad,
-                       vmap, while_loop)
+from nxpy.defn import (call, cond, custom_grad, grad, hook, jit, jvp, psum, shard_map,
+                       value_and_grad, vmap, while_loop)
 from nxpy.defn.compiler import get_compiler
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.defn.tracing import expansions, trace
@@ -122,6 +122,23 @@ def test_grad_equals_jax(compiler):
     h = jit(grad(grad(lambda x: nx.sum(call(nx.sin, x) * x))), compiler=compiler)(
         nx.tensor(0.7))
     close(h, jax.grad(jax.grad(lambda x: jnp.sin(x) * x))(0.7), rtol=1e-5)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_a_body_traced_under_grad_is_not_reused_outside(compiler):
+    # under grad a body records its gradient markers (custom_grad); outside, none: the two
+    # contexts trace two functions, in either order
+    def body(x):
+        return custom_grad(nx.sin(x), [x], lambda g: [g * 2.0])
+
+    def g(x):
+        return grad(lambda v: nx.sum(call(body, v)))(x)
+    x = nx.tensor([0.5, 1.0])
+    grad_first = jit(lambda x: (g(x), call(body, x)), compiler=compiler)(x)
+    value_first = jit(lambda x: (call(body, x), g(x)), compiler=compiler)(x)[::-1]
+    for dx, y in (grad_first, value_first):
+        assert dx.tolist() == [2.0, 2.0]
+        close(y, np.sin([0.5, 1.0]), rtol=1e-6)
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)

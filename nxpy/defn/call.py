@@ -3,7 +3,8 @@
 
 Inside a defn, ``call(fun, *args, **static)`` records one ``call`` node holding ``fun``
 traced as a sub-function. The same ``fun`` with the same static keywords and argument
-templates, called again in the same program, reuses that sub-function, so the EXLA
+templates, called again in the same program (in the same context: under ``grad`` or not,
+in the same mesh), reuses that sub-function, so the EXLA
 compiler emits it once as a private ``func.func`` and calls it with ``func.call`` at each
 site (as JAX emits a nested jit: ``_gamma`` called twice is one function). XLA inlines
 calls before it optimizes, so a call costs nothing at run time; what it changes is what the
@@ -36,6 +37,7 @@ from .. import ops as O
 from ..ops import primitive
 from ..ops.core import PORTABLE, register_portable
 from . import tree as tree_mod
+from .collectives import current_mesh
 from .expr import EXPR, trace_fn
 from .grad import ENGINE_RULES, Backprop
 from .sharding import register_result_rule
@@ -74,7 +76,10 @@ def call(fun, *args, **static):
     leaves = [EXPR.lift(O.to_tensor(x, f"argument leaf {j}")) for j, x in enumerate(leaves)]
     templates = tuple((t.shape, t.type, t.names) for t in leaves)
     scope = _context.current()
-    key = (fun, tree, templates, tuple(sorted(static.items())))
+    # what else shapes the trace: markers are recorded only under grad, and collectives
+    # read their mesh's groups
+    key = (fun, tree, templates, tuple(sorted(static.items())), _context.grad_depth() > 0,
+           current_mesh())
     body = scope.calls.get(key)
     if body is None:
         body = trace_fn(lambda a: fun(*a, **static), templates, tree=tree, parent=scope)
