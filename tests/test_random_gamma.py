@@ -21,11 +21,12 @@ import pytest
 
 import nxpy as nx
 from nxpy import random as R
-from nxpy.defn import grad, jit, vmap
+from nxpy.defn import grad, jit, value_and_grad, vmap
 
 from helpers import covering
 
 import jax  # after nxpy (conftest)
+import jax.numpy as jnp
 
 A = np.array([0.01, 0.3, 0.5, 1.0, 1.5, 2.0, 5.0, 100.0, 1e-3, 0.9] * 2)
 B = np.array([0.7, 3.0, 9.0, 1.0] * 5)
@@ -221,6 +222,25 @@ def test_many_samplers_in_one_program_like_jax():
               compiler="exla")(R.key(3))
     for g, w, name in zip(got, want, names):
         _bits_equal(g.to_numpy(), np.asarray(w), f"{name} (with {', '.join(names)})")
+
+
+def test_samplers_inside_a_differentiated_function_like_jax():
+    """Samplers the gradient does not go through stay functions of the program under
+    ``grad`` too (JAX's program keeps them so), so they keep ``jax.jit``'s bits."""
+    def f(split, gamma, f_dist, total):
+        def loss(w, k):
+            k1, k2 = split(k)
+            a, b = gamma(k1), f_dist(k2)
+            return total(w * a) + total(w * b), (a, b)
+        return loss
+    w = np.linspace(0.5, 1.5, 20).astype(np.float32)
+    jl = f(jax.random.split, PAIRS["gamma"][1], PAIRS["f"][1], jnp.sum)
+    want = jax.jit(jax.value_and_grad(jl, has_aux=True))(w, _jkey(3))
+    nl = f(lambda k: tuple(R.split(k)), PAIRS["gamma"][0], PAIRS["f"][0], nx.sum)
+    got = jit(value_and_grad(nl, has_aux=True), compiler="exla")(nx.tensor(w), R.key(3))
+    for g, want_, name in zip(got[0][1], want[0][1], ("gamma", "f")):
+        _bits_equal(g.to_numpy(), np.asarray(want_), f"{name} under grad")
+    np.testing.assert_allclose(got[1].to_numpy(), np.asarray(want[1]), rtol=1e-6)
 
 
 def test_call_boundary_lowering():

@@ -120,11 +120,14 @@ def _symbol(name: str) -> str:
 # The gradient: the body differentiated where it is called
 # ----------------------------------------------------------------------------------------
 def _replay(bp: Backprop, e, augment):
-    """The forward pass: the body run in place, in a child engine of its own (a body
-    called at several sites keeps each site's values apart)."""
+    """The forward pass. A call the gradient goes through (``augment``: it depends on
+    what is differentiated) runs its body in place, in a child engine of its own (a body
+    called at several sites keeps each site's values apart); any other stays a call."""
+    if not augment:
+        return bp.copy_node(e)
     (body,) = e.fns
     sub = _body(bp, e)
-    sub.replay({n.id for n in body.nodes} if augment else frozenset())
+    sub.replay(sub.depends([p.data.id for p in body.params] + [c.id for c in body.captures]))
     bp.aug[e.id] = sub
     return [sub.value(o) for o in body.outputs]
 

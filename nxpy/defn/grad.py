@@ -259,6 +259,12 @@ class Backprop:
     def _replay(self, e: Expr, augment=False):
         if e.op in ENGINE_RULES and not self.keep:
             return ENGINE_RULES[e.op][0](self, e, augment)
+        return self.copy_node(e, augment)
+
+    def copy_node(self, e: Expr, augment=False):
+        """Node ``e`` copied into the current scope as it is (markers turned back into
+        their argument), its arguments and sub-functions read from ``env``; with
+        ``augment``, a loop also keeps its carries for the backward pass."""
         if e.op == "elem" and isinstance(self.value(e.args[0]), list):
             return self.value(e.args[0])[e.attrs["index"]]  # of an ENGINE_RULES node
         if e.op in MARKERS and not self.keep:
