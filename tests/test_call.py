@@ -228,6 +228,10 @@ def test_side_effects_run_in_order(compiler):
     got = jit(f, compiler=compiler)(nx.tensor([1.0]))
     assert got.tolist() == [3.0]
     assert seen == [("before", [1.0]), ("in", [2.0])]
+    seen.clear()  # a body with effects and no result still runs them
+    jit(lambda x: (call(lambda v: [hook(v, lambda t: seen.append(t.tolist()))], x), x)[1],
+        compiler=compiler)(nx.tensor([5.0]))
+    assert seen == [[5.0]]
 
 
 def test_a_compiler_without_calls_gets_the_body_inlined():

@@ -38,7 +38,7 @@ from ..ops import primitive
 from ..ops.core import PORTABLE, register_portable
 from . import tree as tree_mod
 from .collectives import current_mesh
-from .expr import EXPR, trace_fn
+from .expr import EXPR, has_effects, trace_fn
 from .grad import ENGINE_RULES, Backprop
 from .sharding import register_result_rule
 
@@ -87,9 +87,12 @@ def call(fun, *args, **static):
         if not body.captures:  # closed: any site of this program may call it
             scope.calls[key] = body
     templates = [(o.shape, o.type, o.names) for o in body.outputs]
-    if not templates:
+    if has_effects(body) or "call" in scope.expand:
+        # side effects (a hook: kept in place, in program order, used or not), or a
+        # compiler without calls (its ``supports``): the body inlined
+        outs = PORTABLE["call"](templates, *leaves, body=body)
+    elif not templates:
         outs = []
-    elif "call" in scope.expand:  # the compiler has no calls (its ``supports``): inlined
         outs = PORTABLE["call"](templates, *leaves, body=body)
     else:
         outs = EXPR.multi("call", templates, *leaves, fns=(body,), name=_symbol(body.where))
