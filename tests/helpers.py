@@ -15,6 +15,7 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import nxpy as nx
 from nxpy.defn import jit, jvp
@@ -136,6 +137,17 @@ def is_inexact(t):
 def x64():
     """JAX in 64-bit mode, for the ``with`` block."""
     return jax.enable_x64(True)
+
+
+def meshes_2x2():
+    """A 2x2 mesh with axes ``x`` and ``y`` as nxpy's and as JAX's, over the first four
+    devices (the test is skipped with fewer)."""
+    if len(jax.devices()) < 4:
+        pytest.skip("needs 4 devices")
+    devs = np.empty(4, dtype=object)
+    devs[:] = jax.devices()[:4]
+    return (nx.Mesh("mesh", (2, 2), axis_names=("x", "y")),
+            jax.sharding.Mesh(devs.reshape(2, 2), ("x", "y")))
 
 
 # ----------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from helpers import CHEAP, normal, run
+from helpers import CHEAP, meshes_2x2, normal, run
 from nxpy.compilers.exla import to_mlir
 from nxpy.defn import (call, cond, custom_grad, grad, hook, jit, jvp, psum, shard_map,
                        value_and_grad, vmap, while_loop)
@@ -19,7 +19,7 @@ from nxpy.stablehlo import load
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
-from jax.sharding import Mesh as JMesh, PartitionSpec as P
+from jax.sharding import PartitionSpec as P
 
 COMPILERS = ["evaluator", "exla"]
 
@@ -192,12 +192,7 @@ def test_shard_jit_propagates_through_a_call():
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_call_in_a_shard_map_body_with_its_gradient(compiler):
-    if len(jax.devices()) < 4:
-        pytest.skip("needs 4 devices")
-    mesh = nx.Mesh("mesh", (2, 2), axis_names=("x", "y"))
-    devs = np.empty(4, dtype=object)
-    devs[:] = jax.devices()[:4]
-    jmesh = JMesh(devs.reshape(2, 2), ("x", "y"))
+    mesh, jmesh = meshes_2x2()
 
     def body(lib, red, c):
         def loss(w, x):

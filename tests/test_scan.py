@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from helpers import close_to_jax, covering, normal
+from helpers import close_to_jax, covering, meshes_2x2, normal
 from nxpy.defn import (associative_scan, debug_expr, grad, hessian, jacobian, jit, scan,
                        shard_map, vmap)
 from nxpy.defn import map as nx_map
@@ -15,7 +15,7 @@ from nxpy.stablehlo import load, parse
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
-from jax.sharding import Mesh as JMesh, PartitionSpec as P
+from jax.sharding import PartitionSpec as P
 
 COMPILERS = ["evaluator", "exla"]
 TOL = 1e-5
@@ -234,12 +234,7 @@ def test_vmap_of_grad_of_scan(compiler):
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_scan_in_shard_map(compiler):
-    if len(jax.devices()) < 4:
-        pytest.skip("needs 4 devices")
-    mesh = nx.Mesh("mesh", (2, 2), axis_names=("x", "y"))
-    devs = np.empty(4, dtype=object)
-    devs[:] = jax.devices()[:4]
-    jmesh = JMesh(devs.reshape(2, 2), ("x", "y"))
+    mesh, jmesh = meshes_2x2()
     xs = normal(8, 4)  # each device scans its own (4, 2) block
 
     def body(nxm, sc):
@@ -387,12 +382,7 @@ def _w_loss(nxm, sc):
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_grad_of_scan_in_shard_map(compiler):
-    if len(jax.devices()) < 4:
-        pytest.skip("needs 4 devices")
-    mesh = nx.Mesh("mesh", (2, 2), axis_names=("x", "y"))
-    devs = np.empty(4, dtype=object)
-    devs[:] = jax.devices()[:4]
-    jmesh = JMesh(devs.reshape(2, 2), ("x", "y"))
+    mesh, jmesh = meshes_2x2()
     xs = normal(8, 4)
     want = jax.jit(jax.shard_map(lambda w, x: jax.grad(_w_loss(jnp, jax.lax.scan))(w, x),
                                  mesh=jmesh, in_specs=(P(), P("x", "y")),

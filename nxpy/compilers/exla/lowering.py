@@ -739,11 +739,9 @@ def _cond(c: Ctx, e: Expr, *preds: Val):
 @register_lowering("call")
 def _call(c: Ctx, e: Expr, *args: Val):
     """A private function per called sub-function (``nxpy.defn.call``), emitted once and
-    called with ``func.call`` at each site; its captures are passed as extra arguments. A
-    body with side effects is lowered in place (its effects keep the caller's order)."""
+    called with ``func.call`` at each site; its captures are passed as extra arguments (a
+    body with side effects never gets here: ``call`` traces it in place)."""
     (fn,) = e.fns
-    if has_effects(fn):
-        return c.lower_body(fn, list(args))
     caps = [c.lookup(x) for x in fn.captures]
     calls = c.info["calls"]
     got = calls.get(id(fn))
