@@ -13,7 +13,8 @@ dependencies. It has two parts:
    linear algebra by reconstruction; random bits equal to ``jax.random``'s; donation and
    host callbacks; a 1-GPU ``shard_jit``; the collectives on a mesh of the local GPUs when
    there are two or more), ``examples/demo.py``, and :data:`BENCHMARKS` against
-   ``jax.jit`` on the same GPU, as ratios.
+   ``jax.jit`` on the same GPU, as ratios, and ``bench/serving.py`` (requests/s of a
+   served MLP against per-request calls).
 
 The last line is one summary. ``--platform cpu`` runs part 2 on the host CPU devices
 instead (how the script itself is tested; ``--small`` shrinks the sizes).
@@ -322,6 +323,20 @@ def run_benchmarks(env) -> list[tuple[str, float]]:
     return [(r.case.name, r.ratio) for r in results]
 
 
+def run_serving(env) -> float:
+    """``bench/serving.py`` on this device (issue 30's aim: ``batch_size`` 64 serving
+    ≥ 10x the requests/s of per-request calls, which a 2-core CPU cannot show: its
+    ceiling is below 10x); prints its table, returns that ratio."""
+    from bench import serving
+    small = env["small"]
+    clients, requests, rounds = (8, 3, 1) if small else (64, 20, 3)
+    load = os.getloadavg()
+    rows = serving.run(clients, requests, rounds=rounds)
+    print(serving.table(rows, clients, requests, rounds, load), flush=True)
+    full = next(r for r in rows if r["what"] == "Serving, batch_size=64")
+    return full["rps"] / rows[0]["rps"]
+
+
 # ----------------------------------------------------------------------------------------
 def gpu_part(platform: str, small: bool) -> tuple[list, list]:
     """Part 2 in this process: ``NXPY_PLATFORM=platform``, then every check, the demo and
@@ -355,6 +370,14 @@ def gpu_part(platform: str, small: bool) -> tuple[list, list]:
         traceback.print_exc()
         results.append(("bench", False, f"{type(e).__name__}: {e}"))
         ratios = []
+    try:
+        serving = run_serving(env)
+    except Exception as e:
+        traceback.print_exc()
+        results.append(("serving", False, f"{type(e).__name__}: {e}"))
+    else:
+        results.append(("serving", True, f"batch_size=64 serves {serving:.1f}x the "
+                                         f"requests/s of per-request calls"))
     return results, ratios
 
 
@@ -382,9 +405,10 @@ def main(argv=None) -> int:
     total = len(results) + 1
     import jax
     summary = ", ".join(f"{k} {r:.2f}x" for k, r in ratios)
+    serving = next((d for k, ok, d in results if k == "serving" and ok), "not run")
     print(f"gpu-check: {a.platform} ({n} x {kind}), jax {jax.__version__}: {passed}/{total} "
-          f"checks passed; nxpy/JAX time: {summary or 'no benchmarks'} "
-          f"({time.perf_counter() - t0:.0f} s)")
+          f"checks passed; nxpy/JAX time: {summary or 'no benchmarks'}; serving: "
+          f"{serving} ({time.perf_counter() - t0:.0f} s)")
     return 0 if passed == total else 1
 
 

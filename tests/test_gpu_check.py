@@ -1,7 +1,8 @@
 """``make gpu-check`` (bench/gpu_check.py) run on this CPU machine: without a GPU it
 lowers for CUDA and skips the GPU part with a message; with ``--platform cpu`` its GPU
-part (every check, the demo, the benchmark) runs on the host devices, so the script
-cannot rot between the times it meets a GPU. Slow (a minute): ``make soak`` runs it."""
+part (every check, the demo, the benchmark, the serving bench) runs on the host devices,
+so the script cannot rot between the times it meets a GPU. Slow (a minute): ``make
+soak`` runs it."""
 import os
 import subprocess
 import sys
@@ -33,7 +34,9 @@ def test_the_gpu_part_runs_on_the_host_devices():
     assert rc == 0, out
     last = out.strip().splitlines()[-1]
     assert last.startswith("gpu-check: cpu (8 x host CPU)"), last
-    assert " 8/8 checks passed" in last, out
+    assert " 9/9 checks passed" in last, out
     for name in ("matmul_f32", "matmul_bf16", "mlp_step", "conv", "attention"):
         assert f"{name} " in last
+    assert "| Serving, batch_size=64 |" in out  # bench/serving's table
+    assert "serving: batch_size=64 serves " in last, last
     assert "FAIL" not in out

@@ -87,12 +87,9 @@ def call(fun, *args, **static):
         if not body.captures:  # closed: any site of this program may call it
             scope.calls[key] = body
     templates = [(o.shape, o.type, o.names) for o in body.outputs]
-    if has_effects(body) or "call" in scope.expand:
-        # side effects (a hook: kept in place, in program order, used or not), or a
-        # compiler without calls (its ``supports``): the body inlined
-        outs = PORTABLE["call"](templates, *leaves, body=body)
-    elif not templates:
-        outs = []
+    if has_effects(body) or "call" in scope.expand or not templates:
+        # side effects (a hook: kept in place, in program order, used or not), a compiler
+        # without calls (its ``supports``), or nothing returned: the body inlined
         outs = PORTABLE["call"](templates, *leaves, body=body)
     else:
         outs = EXPR.multi("call", templates, *leaves, fns=(body,), name=_symbol(body.where))
