@@ -42,8 +42,9 @@ test: $(STAMP)
 
 # the fast slice's covered products in full (tests/helpers.py `covering`): every case on
 # every path and dtype where `make test` takes each case on one, rotating; run before a stop
+# (about an hour on 2 cores: its own time limit, 2 h, not the others' 30 min)
 exhaustive: $(STAMP)
-	NXPY_TEST_PRODUCT=full $(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
+	NXPY_TEST_PRODUCT=full timeout -k 30 7200 $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
 
 # meshes across 2 and 4 processes on loopback (tests/test_distributed.py)
 distributed: $(STAMP)
