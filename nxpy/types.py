@@ -231,6 +231,15 @@ def max_value(t: Type):
     return np.iinfo(t.dtype).max
 
 
+def max_finite(t: Type) -> float:
+    """The largest finite value of the floating-point type ``t``.
+
+    >>> max_finite(parse("f16")), max_finite(parse("bf16")) > 3e38
+    (65504.0, True)
+    """
+    return float(ml_dtypes.finfo(t.dtype).max)
+
+
 # ----------------------------------------------------------------------------------------
 # Values: converting NumPy arrays between types with XLA's semantics
 # ----------------------------------------------------------------------------------------

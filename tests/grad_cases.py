@@ -113,8 +113,10 @@ J = Jax(jax)
 
 
 def twin(records, op):
-    """The JAX twin of ``op`` (its record's), as a function of arrays."""
-    return lambda *xs: records[op].jax(J, *xs)
+    """The JAX twin of ``op`` the gradient tests differentiate (its record's), as a
+    function of arrays."""
+    f = records[op].grad_jax or records[op].jax
+    return lambda *xs: f(J, *xs)
 
 
 _J_UNARY = {op: twin(UNARY_RECORDS, op) for op in UNARY_RECORDS}

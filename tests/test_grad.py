@@ -30,6 +30,7 @@ from nxpy.defn import (custom_grad, debug_expr, grad, jit, stop_grad, value_and_
 from nxpy import pjrt
 from nxpy.defn.grad_rules import GRAD_RULES, NON_DIFFERENTIABLE
 from nxpy.ops import BINARY, PRIMITIVES, UNARY
+from nxpy.testing.records import ANY, BINARY_RECORDS, UNARY_RECORDS, Domain, Jax
 
 from grad_cases import (BF16, CASES, F64, Case, arr, needs_x64, nx_args, tleaves, tmap,
                         treplace, u)
@@ -248,6 +249,31 @@ def test_every_primitive_has_a_gradient_rule():
 def test_no_op_is_both_differentiable_and_not():
     both = sorted(set(GRAD_RULES) & NON_DIFFERENTIABLE)
     assert not both, f"ops with a gradient rule that are also non-differentiable: {both}"
+
+
+def test_float_ops_without_a_gradient_have_a_zero_one_in_jax_too():
+    """An elementwise op declared non-differentiable that takes and returns floats must
+    have a zero gradient in JAX too: a float op whose rule is missing gives a silently
+    wrong zero (``zeta`` and ``next_after`` did, against ``jax.scipy.special.zeta``'s and
+    ``lax.nextafter``'s derivatives)."""
+    j, checked = Jax(jax), []
+    for op in sorted(NON_DIFFERENTIABLE & (set(UNARY) | set(BINARY))):
+        record = UNARY_RECORDS.get(op) or BINARY_RECORDS[op]
+        doms = record.domain or ANY
+        doms = [doms] * (op in BINARY and 2 or 1) if isinstance(doms, Domain) else list(doms)
+        xs = [np.linspace(d.lo, d.hi, 5, dtype=np.float32) for d in doms]
+        try:
+            y = getattr(nx, op)(*map(nx.tensor, xs))
+        except TypeError:  # an integer op
+            continue
+        if not y.type.is_inexact:  # a comparison, a predicate: no float cotangent
+            continue
+        twin = record.grad_jax or record.jax
+        g = jax.grad(lambda *a: jnp.sum(twin(j, *a)), argnums=tuple(range(len(xs))))(
+            *map(jnp.asarray, xs))
+        assert all(not np.any(np.asarray(v)) for v in g), (op, g)
+        checked.append(op)
+    assert {"floor", "ceil", "round", "sign"} <= set(checked), checked
 
 
 # ----------------------------------------------------------------------------------------

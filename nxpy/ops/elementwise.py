@@ -266,8 +266,8 @@ DOCS = {
     "next_after": ("The next float after ``a`` in the direction of ``b``.",
                    "``next_after(a, b)`` (``jax.lax.nextafter``, C's ``nextafter``): ``b`` "
                    "where ``a == b``, NaN where either is; the smallest subnormal (signed "
-                   "as ``b``) after 0. Not differentiable: its gradient is 0 (JAX defines "
-                   "none).",
+                   "as ``b``) after 0. Its gradient is JAX's (``lax.nextafter``'s since jax "
+                   "0.12): 1 with respect to ``a``, 0 with respect to ``b``.",
                    "nx.next_after(nx.tensor([1.0, 0.0]), nx.tensor([2.0, -1.0])).tolist()",
                    "[1.0000001192092896, -1.401298464324817e-45]"),
     "zeta": ("The Hurwitz zeta function of ``a`` (the exponent) at ``b`` (the shift).",
@@ -275,8 +275,9 @@ DOCS = {
              "``jax.scipy.special.zeta``): +inf at ``x == 1``, NaN for ``x < 1`` and for "
              "``q <= 0`` with a fractional ``x``; at the poles (integer ``q <= 0``) +inf "
              "for an even ``x``, NaN for an odd one. On XLA it is the ``chlo.zeta`` JAX emits "
-             "(nine terms and the Euler-Maclaurin formula). Not differentiable: its gradient "
-             "is 0 (JAX defines none).",
+             "(nine terms and the Euler-Maclaurin formula). Its gradient, in both arguments, "
+             "is ``jax.scipy.special.zeta``'s: the derivatives of the Euler-Maclaurin "
+             "expansion with 8 terms in f32 and 16 otherwise (``jax.lax.zeta`` has none).",
              "nx.zeta(nx.tensor([2.0, 4.0], type='f64'), 1.0).tolist()",
              "[1.6449340668482264, 1.0823232337111384]"),
     "polygamma": ("The polygamma function of order ``a`` at ``b``.",

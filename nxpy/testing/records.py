@@ -19,6 +19,9 @@ A record holds:
   both; ``polygamma``'s order has no gradient in JAX);
 * ``grad``: where the gradient tests draw (``None``: the domain; a binary op: one per
   operand), for an op with a gradient rule, and ``grad_rtol``, their relative tolerance;
+* ``grad_jax``: the twin the gradient tests differentiate, where ``jax``'s has no
+  derivative (``None``: ``jax``): the public function that defines one (``zeta``:
+  ``jax.scipy.special.zeta``'s series derivative, over ``lax.zeta``'s values);
 * ``edges``: values at and beyond the edges of the domain (overflow, poles, NaN results;
   for a binary op, both operands take every pair of them), checked in f32 and f64;
 * ``specials``: the op tests put NaN, inf and -inf among its float inputs (``"complex"``:
@@ -37,6 +40,7 @@ LookupError: UNARY ops without a record in nxpy/testing/records.py: new_op
 from __future__ import annotations
 
 import decimal
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
@@ -73,6 +77,7 @@ class Record:
     grad: Any = None
     grad_rtol: float = 1e-5
     grad_args: tuple = (0, 1)
+    grad_jax: Any = None
     edges: tuple = ()
     specials: Any = False
 
@@ -82,6 +87,8 @@ class Jax:
 
     def __init__(self, jax):
         self.jax, self.jnp, self.lax = jax, jax.numpy, jax.lax
+        self.special = importlib.import_module(jax.__name__ + ".scipy.special")
+        self.version = tuple(int(v) for v in jax.__version__.split(".")[:2])
 
 
 # ----------------------------------------------------------------------------------------
@@ -130,6 +137,15 @@ def _polygamma(n, x):
     pole = (x <= 0) & (np.floor(x) == x)
     y = np.where(pole, np.where(k == 0, np.nan, np.where(k % 2 == 1, np.inf, np.nan)), y)
     return np.where(natural, y, np.nan)
+
+
+def _next_after_grad_twin(J, a, b):
+    """``lax.nextafter``, whose JVP (since jax 0.12) is 1 in ``a`` and 0 in the direction
+    ``b``; older jax has none, and gets the same derivative spelled out."""
+    if J.version >= (0, 12):
+        return J.lax.nextafter(a, b)
+    a0, b0 = J.lax.stop_gradient(a), J.lax.stop_gradient(b)
+    return a + (J.lax.nextafter(a0, b0) - a0) + 0 * b
 
 
 def _round_afz(x):
@@ -247,10 +263,12 @@ BINARY_RECORDS = {
     "max": R(np.maximum, _jnp("maximum"), (ANY, ANY), grad=_G2, **_ARITH),
     # no edges: the edge test computes f32 oracles in f64 (one f64 step is no f32 step);
     # tests/test_ops.py::test_next_after_bits checks every float type bit for bit
-    "next_after": R(np.nextafter, lambda J, a, b: J.lax.nextafter(a, b), (ANY, ANY)),
+    "next_after": R(np.nextafter, lambda J, a, b: J.lax.nextafter(a, b), (ANY, ANY),
+                    grad_jax=_next_after_grad_twin),
     # XLA's f32 zeta (nine terms and Euler-Maclaurin, in f32) is a few ulps off
     "zeta": R(_zeta, lambda J, x, q: J.lax.zeta(x, q), (Domain(1.5, 6), Domain(0.2, 4)),
-              edges=(1.0, 2.0, 3.0, 0.5, 0.0, -1.0, -2.5, 30.0, np.inf, np.nan)),
+              edges=(1.0, 2.0, 3.0, 0.5, 0.0, -1.0, -2.5, 30.0, np.inf, np.nan),
+              grad_jax=lambda J, x, q: J.special.zeta(x, q)),
     # a float order is NaN unless it is a natural number: tests/test_ops.py::
     # test_polygamma_orders draws integer orders; the gradient flows to x alone
     "polygamma": R(_polygamma, lambda J, n, x: J.lax.polygamma(n, x),
