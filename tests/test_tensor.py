@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
+from nxpy.defn import jit
 
 from helpers import default_backend
 
@@ -373,6 +374,24 @@ def test_incompatible_types_are_rejected():
         nx.tensor([1j]) < 1
     with pytest.raises(TypeError, match="bitwise_not: .*got f32"):
         ~nx.tensor([1.0])
+
+
+def test_a_container_of_tensors_is_no_operand():
+    """``x * nx.random.normal(key)`` (a (values, next_key) pair) used to broadcast the pair
+    into one f32 tensor, the key's bits among the values; in a defn it failed converting
+    a symbolic tensor to NumPy. Lists of numbers are still operands, as in NumPy."""
+    pair = nx.random.normal(nx.random.key(0), shape=(2,))
+    with pytest.raises(TypeError, match=r"^multiply: expected the right operand to be a "
+                                        r"tensor, a number or a NumPy array, got a tuple "
+                                        r"holding tensors; take the tensor out of it"):
+        nx.tensor([1.0, 2.0]) * pair
+    with pytest.raises(TypeError, match="^add: expected the left operand .* got a tuple"):
+        nx.add(pair, 1.0)
+    with pytest.raises(TypeError, match="^subtract: .*right operand.* got a list holding"):
+        nx.subtract(nx.tensor(1.0), [[nx.tensor(1.0)], [nx.tensor(2.0)]])
+    with pytest.raises(TypeError, match="^multiply: expected the right operand"):
+        jit(lambda x, k: x * nx.random.normal(k))(nx.tensor(1.0), nx.random.key(0))
+    assert (nx.tensor([1.0, 2.0]) + [1, 2]).tolist() == [2.0, 4.0]
 
 
 # ----------------------------------------------------------------------------------------

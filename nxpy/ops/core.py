@@ -510,6 +510,8 @@ def _binary_operands(a, b, op="op", args=("left operand", "right operand")):
     argument)."""
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         return a, b
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        _no_tensor_containers(a, b, op, args)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         if isinstance(a, _Number) and not isinstance(a, np.generic):
             a = tensor(a)
@@ -520,3 +522,20 @@ def _binary_operands(a, b, op="op", args=("left operand", "right operand")):
     if isinstance(b, Tensor) and isinstance(a, _Number) and not isinstance(a, np.generic):
         return _scalar_like(a, T.merge_scalar(b.type, a), pick([b]), f"{op}: {args[0]}"), b
     return to_tensor(a, args[0]), to_tensor(b, args[1])
+
+
+def _no_tensor_containers(a, b, op, args):
+    """Lists of numbers are operands (as in NumPy); a list or tuple holding tensors is
+    not (it is most likely an Nx-style ``(values, next_key)`` pair)."""
+    for x, arg in ((a, args[0]), (b, args[1])):
+        if isinstance(x, (list, tuple)) and _holds_tensor(x):
+            raise TypeError(
+                f"{op}: expected the {arg} to be a tensor, a number or a NumPy array, got a "
+                f"{type(x).__name__} holding tensors; take the tensor out of it (Nx-style "
+                f"functions such as nx.random.normal return (values, next_key)) or stack "
+                f"them with nx.stack")
+
+
+def _holds_tensor(x) -> bool:
+    return builtins.any(isinstance(v, Tensor) or (isinstance(v, (list, tuple)) and _holds_tensor(v))
+                        for v in x)
