@@ -43,14 +43,13 @@ import numpy as np
 from . import pjrt
 from . import types as T
 from .backend import get_backend
-from .layout import NamedSharding, P
-from .mesh import Mesh
 from ._context import grad_depth, tracing
 from .compilers.exla import to_mlir
 from .defn import custom_grad, grad, jit
 from .defn import jvp as nx_jvp, vmap as nx_vmap
 from .defn.grad_rules import zeros
 from .ops import multiply, sum as _sum, template, to_tensor
+from .ops.core import from_jax_array as from_jax_array_leaf
 from .stablehlo import UnsupportedOpError, load, parse
 from .tensor import Tensor
 
@@ -269,16 +268,6 @@ def to_jax(fn, compiler="exla"):
 # ----------------------------------------------------------------------------------------
 # Arrays both ways
 # ----------------------------------------------------------------------------------------
-def _one_from_jax(a) -> Tensor:
-    shape, dtype, device, mesh, spec = pjrt.describe_array(a)
-    t, exla = T.parse(dtype), get_backend("exla")
-    if mesh is None:
-        return Tensor(a, tuple(shape), t, None, exla, device)
-    positions, mesh_shape, axis_names = mesh
-    m = Mesh("jax", mesh_shape, axis_names=axis_names, devices=positions)
-    return Tensor(a, tuple(shape), t, None, exla, None, sharding=NamedSharding(m, P(*spec)))
-
-
 def _one_to_jax(t: Tensor):
     if t.backend is not None and t.backend.is_expr:
         raise TypeError("to_jax_array: expected a tensor with values, got one being traced "
@@ -304,7 +293,7 @@ def from_jax_array(a):
     >>> t.backend.name, t.tolist()
     ('exla', [0.0, 1.0, 2.0])
     """
-    return _tree_map(_one_from_jax, a, pjrt.is_jax_array)
+    return _tree_map(from_jax_array_leaf, a, pjrt.is_jax_array)
 
 
 def to_jax_array(t):
@@ -331,7 +320,7 @@ def from_dlpack(obj) -> Tensor:
     [0, 1, 2]
     """
     if pjrt.is_jax_array(obj):
-        return _one_from_jax(obj)
+        return from_jax_array_leaf(obj, "obj")
     if not hasattr(obj, "__dlpack__"):
         raise TypeError(f"from_dlpack: expected an object with __dlpack__ (a jax.Array, a "
                         f"NumPy array, a DLPack producer), got {type(obj).__name__}")

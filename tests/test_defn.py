@@ -126,8 +126,9 @@ def test_arguments_numbers_arrays_and_containers(compiler):
 def test_argument_errors_name_the_argument():
     f = jit(lambda x, t: x)
     with pytest.raises(TypeError, match=r"^argument 1 \(t\[0\]\['k'\]\): expected a tensor, a "
-                                        r"NumPy array, a number or a container of them \(a tuple, "
-                                        r"list, dict, namedtuple, dataclass or a class given "
+                                        r"NumPy array, a jax.Array, a number or a container of "
+                                        r"them \(a tuple, list, dict, namedtuple, dataclass or "
+                                        r"a class given "
                                         r"to nxpy.defn.register_container\), got str$"):
         f(1, ({"k": "a"},))
     with pytest.raises(TypeError, match=r"argument 0 \(x\): .*got object"):

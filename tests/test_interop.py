@@ -240,7 +240,35 @@ def test_sharded_arrays_cross_as_sharded_tensors():
     assert r.sharding.spec == t.sharding.spec
     np.testing.assert_array_equal(r.to_numpy(), np.asarray(a) * 2)
     with pytest.raises(TypeError, match="expected a jax.Array"):
-        nx.interop._one_from_jax(np.ones(2))
+        nx.ops.core.from_jax_array(np.ones(2))
+
+
+def test_ops_and_jit_take_jax_arrays_without_a_copy():
+    """A ``jax.Array`` is an operand and a ``jit`` argument as it is: an EXLA tensor
+    holding its buffer (``from_jax_array``), sharded as it is; a JAX tracer is an error
+    that says to go through ``to_jax``."""
+    a = jnp.arange(4.0, dtype=jnp.float32)
+    assert nx.ops.to_tensor(a).data is a
+    f = jit(lambda x, y: x * 2 + y, compiler="exla")
+    r = f(a, a)
+    assert r.backend.name == "exla" and r.tolist() == [0.0, 3.0, 6.0, 9.0]
+    assert f(a, np.ones(4, np.float32)).tolist() == [1.0, 3.0, 5.0, 7.0]
+    assert f(a, a).tolist() == [0.0, 3.0, 6.0, 9.0] and f.trace_count == 1
+    assert jit(lambda x: x + 1)(a).tolist() == [1.0, 2.0, 3.0, 4.0]      # the Evaluator
+    assert jit(grad(lambda x: nx.sum(x * x)), compiler="exla")(a).tolist() == [0, 2, 4, 6]
+    e = nx.add(a, 1)
+    assert e.backend.name == "exla" and (nx.tensor([1.0] * 4) + a).tolist() == [1, 2, 3, 4]
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:2], dtype=object), ("x",))
+    s = jax.device_put(np.arange(8, dtype=np.float32),
+                       jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x")))
+    rs = jit(lambda v: v * 2, compiler="exla")(s)
+    assert rs.sharding.spec == nx.P("x") and rs.tolist() == list(range(0, 16, 2))
+    with pytest.raises(TypeError, match=r"^expected left operand to be a jax.Array with "
+                                        r"values, got a JAX tracer .* nxpy.interop.to_jax"):
+        jax.jit(lambda x: nx.add(x, 1))(a)
+    with pytest.raises(TypeError, match=r"^argument 0 \(x\): expected it to be a jax.Array "
+                                        r"with values, got a JAX tracer"):
+        jax.jit(lambda x: f(x, x))(a)
 
 
 def test_np_asarray_of_a_cpu_tensor_does_not_copy():

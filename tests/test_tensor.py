@@ -382,8 +382,8 @@ def test_a_container_of_tensors_is_no_operand():
     a symbolic tensor to NumPy. Lists of numbers are still operands, as in NumPy."""
     pair = nx.random.normal(nx.random.key(0), shape=(2,))
     with pytest.raises(TypeError, match=r"^multiply: expected the right operand to be a "
-                                        r"tensor, a number or a NumPy array, got a tuple "
-                                        r"holding tensors; take the tensor out of it"):
+                                        r"tensor, a number, a NumPy array or a jax.Array, "
+                                        r"got a tuple holding tensors; take the tensor out"):
         nx.tensor([1.0, 2.0]) * pair
     with pytest.raises(TypeError, match="^add: expected the left operand .* got a tuple"):
         nx.add(pair, 1.0)

@@ -31,8 +31,14 @@ def _leaf(x, what):
     try:
         return to_tensor(x, what)
     except TypeError:
-        raise TypeError(f"{what}: expected a tensor, a NumPy array, a number or a container "
-                        f"of them ({CONTAINERS}), got {type(x).__name__}") from None
+        if _array_like(x):  # a value of the right kind: its own error
+            raise
+        raise TypeError(f"{what}: expected a tensor, a NumPy array, a jax.Array, a number or "
+                        f"a container of them ({CONTAINERS}), got {type(x).__name__}") from None
+
+
+def _array_like(x) -> bool:
+    return isinstance(x, (np.ndarray, np.generic)) or type(x).__module__.startswith("jax")
 
 
 CONTAINERS = ("a tuple, list, dict, namedtuple, dataclass or a class given to "
@@ -74,13 +80,13 @@ def _leaves_of(fun, args, kwargs_tensors):
     for i, x in enumerate(leaves):
         if not isinstance(x, Tensor):
             try:
-                leaves[i] = to_tensor(x)
+                leaves[i] = to_tensor(x, "it")
             except (TypeError, ValueError, OverflowError) as e:
                 what = _leaf_names(fun, tree, len(args))[i]
-                if not isinstance(e, TypeError) or isinstance(x, (np.ndarray, np.generic)):
+                if not isinstance(e, TypeError) or _array_like(x):
                     raise type(e)(f"{what}: {e}") from None  # a value of the right kind
-                raise TypeError(f"{what}: expected a tensor, a NumPy array, a number or a "
-                                f"container of them ({CONTAINERS}), got "
+                raise TypeError(f"{what}: expected a tensor, a NumPy array, a jax.Array, a "
+                                f"number or a container of them ({CONTAINERS}), got "
                                 f"{type(x).__name__}") from None
     return leaves, tree
 

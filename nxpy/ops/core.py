@@ -22,8 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _context, shape as S, types as T
+from .. import _context, pjrt, shape as S, types as T
 from ..backend import Backend, default_backend, get_backend, pick
+from ..layout import NamedSharding, P
+from ..mesh import Mesh
 from ..registry import rule_registrar
 from ..tensor import Tensor
 
@@ -358,15 +360,43 @@ def op_method(backend: Backend, op: str, needed_by: str = ""):
 # Conversion: values into tensors
 # ----------------------------------------------------------------------------------------
 def to_tensor(x, arg="tensor") -> Tensor:
-    """Tensors pass through; NumPy arrays, numbers and nested lists become tensors."""
+    """Tensors pass through; NumPy arrays, numbers and nested lists become tensors; a
+    ``jax.Array`` becomes an EXLA tensor holding its buffer (:func:`from_jax_array`)."""
     if isinstance(x, Tensor):
         return x
     if isinstance(x, (np.ndarray, np.generic)):
         return from_numpy(np.asarray(x))
     if isinstance(x, (_Number, list, tuple)):
         return tensor(x)
-    raise TypeError(f"expected {arg} to be a tensor, a number or a NumPy array, "
+    if type(x).__module__.startswith("jax") and pjrt.is_jax_array(x):
+        return from_jax_array(x, arg)
+    raise TypeError(f"expected {arg} to be a tensor, a number, a NumPy array or a jax.Array, "
                     f"got {type(x).__name__}")
+
+
+def from_jax_array(a, arg="array") -> Tensor:
+    """A ``jax.Array`` as a tensor of the EXLA backend holding the same device buffer(s),
+    no copy: on its one device, or sharded over an ``nx.Mesh`` of its ``NamedSharding``'s
+    devices, axes and spec (another sharding is a TypeError that says to reshard). What
+    ops and ``jit`` do with a ``jax.Array`` argument (:func:`to_tensor`), and
+    :func:`nxpy.interop.from_jax_array` of one leaf.
+
+    >>> import jax.numpy as jnp
+    >>> t = from_jax_array(jnp.arange(3.0))
+    >>> t.backend.name, t.tolist()
+    ('exla', [0.0, 1.0, 2.0])
+    """
+    if pjrt.is_jax_tracer(a):
+        raise TypeError(f"expected {arg} to be a jax.Array with values, got a JAX tracer (a "
+                        f"value inside a JAX transformation such as jax.jit or jax.grad): "
+                        f"call nxpy functions from JAX programs through nxpy.interop.to_jax")
+    shape, dtype, device, mesh, spec = pjrt.describe_array(a)
+    t, exla = T.parse(dtype), get_backend("exla")
+    if mesh is None:
+        return Tensor(a, tuple(shape), t, None, exla, device)
+    positions, mesh_shape, axis_names = mesh
+    m = Mesh("jax", mesh_shape, axis_names=axis_names, devices=positions)
+    return Tensor(a, tuple(shape), t, None, exla, None, sharding=NamedSharding(m, P(*spec)))
 
 
 def _scalar_like(value, type, backend, what="value") -> Tensor:
@@ -530,7 +560,8 @@ def _no_tensor_containers(a, b, op, args):
     for x, arg in ((a, args[0]), (b, args[1])):
         if isinstance(x, (list, tuple)) and _holds_tensor(x):
             raise TypeError(
-                f"{op}: expected the {arg} to be a tensor, a number or a NumPy array, got a "
+                f"{op}: expected the {arg} to be a tensor, a number, a NumPy array or a jax.Array, "
+                f"got a "
                 f"{type(x).__name__} holding tensors; take the tensor out of it (Nx-style "
                 f"functions such as nx.random.normal return (values, next_key)) or stack "
                 f"them with nx.stack")

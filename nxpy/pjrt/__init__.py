@@ -56,7 +56,7 @@ from .compiler import compile, hlo_text, lapack_ready, memory_stats
 from .buffers import (array_type, assemble, assembler, block_until_ready, device_index_of,
                       global_array, move_blocks, put_sharded, shards_of, to_device, to_host)
 from .execute import dispatcher, executor, sharded_executor
-from .jax_functions import (describe_array, is_jax_array, jax_function, jvp_function,
+from .jax_functions import (describe_array, is_jax_array, is_jax_tracer, jax_function, jvp_function,
                             lower_function, tree_flatten, tree_unflatten, vjp_function)
 
 __all__ = [
@@ -75,7 +75,7 @@ __all__ = [
     "global_array", "move_blocks", "put_sharded", "shards_of", "to_device", "to_host",
     "dispatcher", "executor", "sharded_executor",
     "lower_function", "vjp_function", "jvp_function", "tree_flatten", "tree_unflatten",
-    "describe_array", "is_jax_array", "jax_function",
+    "describe_array", "is_jax_array", "is_jax_tracer", "jax_function",
     # private, for the tests and docs that look inside (state: read or changed in place,
     # never rebound; what a test rebinds it patches on the module that defines it)
     "_state", "_version", "_digest", "_callbacks",

@@ -138,6 +138,12 @@ def is_jax_array(x) -> bool:
     return isinstance(x, oracle().Array)
 
 
+def is_jax_tracer(x) -> bool:
+    """Whether ``x`` is a value inside a JAX transformation (``jax.jit``, ``jax.grad``):
+    a ``jax.Array`` with no buffer behind it."""
+    return isinstance(x, oracle().core.Tracer)
+
+
 def _exported(text, in_specs, out_specs, name):
     """A ``jax.export.Exported`` whose module is ``text`` (nxpy's StableHLO of a function
     of ``in_specs`` returning ``out_specs``, flat ``(shape, dtype)`` lists): JAX embeds it
