@@ -218,6 +218,7 @@ def choose(m, x, c, i, idx, i3):
     return [
         m.where(c, x, -x), m.where(c, x, 0.5), m.where(i, x, 2.0), m.where(c, i, 1),
         m.select([c, x > 1], [x, i], 0), m.select([c], [i], default=-1),
+        m.select(m.stack([c, x > 1]), m.stack([x, -x]), 0.5),  # arrays: their rows
         m.take(x, idx), m.take(x, idx, axis=1), m.take(x, idx, axis=0, mode="clip"),
         m.take(x, idx, axis=-1, mode="wrap"), m.take(x, idx, mode="fill", fill_value=-7.0),
         m.take(i, idx, axis=1), m.take(m.astype(i, "uint8"), idx, axis=1), m.take(c, idx),

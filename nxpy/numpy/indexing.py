@@ -81,7 +81,7 @@ def select(condlist, choicelist, default=0):
     if len(condlist) != len(choicelist):
         raise ValueError(f"select: condlist and choicelist must have the same length, got "
                          f"{len(condlist)} and {len(choicelist)}")
-    if not condlist:
+    if len(condlist) == 0:  # condlist may be an array: its rows are the conditions
         raise ValueError("select: condlist must be non-empty")
     conds = [_t(c, "condlist") for c in condlist]
     for c in conds:
