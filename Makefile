@@ -66,10 +66,11 @@ roundtrip: $(STAMP)
 
 # threads, memory, cache bounds and interrupts under load (tests/test_soak.py); every
 # benchmark of bench/ set up and run once, untimed (tests/test_bench.py); every function
-# of jax.scipy.special, jax.nn and jax.random imported alone, in f32 and f64
+# of jax.scipy.special, jax.nn and jax.random imported alone, in f32 and f64; the
+# gradients of nxpy.numpy against jax.grad
 soak: $(STAMP)
 	timeout -k 30 600 $(PY) -m pytest -q -p no:xdist -m soak tests/test_soak.py tests/test_bench.py tests/test_gpu_check.py
-	$(LIMIT) $(PY) -m pytest -q -n auto -m soak tests/test_import_jax_libraries.py tests/test_import_flax.py
+	$(LIMIT) $(PY) -m pytest -q -n auto -m soak tests/test_import_jax_libraries.py tests/test_import_flax.py tests/test_numpy_math.py
 
 # the differential fuzzer beyond make test's slice: make fuzz N=5000 SEED=3
 N ?= 1000
