@@ -5,6 +5,8 @@ its ops run. :mod:`nxpy.stablehlo.sharding` adds the sharded and collective ops;
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .. import _context
@@ -12,6 +14,7 @@ from .. import ops as nx
 from .. import types as T
 from ..compilers.exla.lowering import BINARY_HLO, COMPARISON_DIRECTIONS, UNARY_HLO
 from ..defn.expr import EXPR
+from ..defn.grad import custom_grad
 from ..registry import rule_registrar
 from ..defn.kernel import cond as nx_cond, while_loop as nx_while_loop
 from ..tensor import Tensor, shape_str
@@ -668,6 +671,16 @@ def _while(scope, op, *init):
     return list(nx_while_loop(cond_fun, body_fun, tuple(init)))
 
 
+#: JAX's private functions that implement a primitive in StableHLO ops (jax 0.12 lowers
+#: f32 ``lax.lgamma`` as ``@lgamma_impl``, bit tricks included): their bodies give the
+#: values, the primitive's derivative the gradient and tangent (the body's own derivative,
+#: through bitcasts, is 0). The name, and ``_N`` when JAX tells apart several of them.
+PRIMITIVE_CALLS = {
+    "lgamma_impl": lambda x: nx.digamma(x),
+}
+_CALL_SUFFIX = re.compile(r"_\d+$")
+
+
 @register_op("func.call")
 def _call(scope, op, *args):
     callee = str(op.attributes["callee"])
@@ -675,4 +688,10 @@ def _call(scope, op, *args):
         f = scope.program.module.func(callee)
     except KeyError as e:
         _fail(op, scope, str(e.args[0]))
-    return scope.program.run_func(f, list(args), scope)
+    outs = scope.program.run_func(f, list(args), scope)
+    derivative = PRIMITIVE_CALLS.get(_CALL_SUFFIX.sub("", callee.lstrip("@")))
+    if derivative is not None and len(args) == 1 and len(outs) == 1:
+        (x,), (y,) = args, outs
+        outs = [custom_grad(y, [x], lambda g: [g * derivative(x)],
+                            jvp=lambda x, t: t * derivative(x))]
+    return outs
