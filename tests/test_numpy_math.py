@@ -544,7 +544,8 @@ _SWEEP_SKIPS = {"unique", "unique_values", "extract", "polyadd", "polyval", "sel
 
 
 @pytest.mark.soak
-def test_every_gradient_of_one_or_two_arrays_like_jax():
+@pytest.mark.parametrize("arity", [1, 2])
+def test_every_gradient_of_one_or_two_arrays_like_jax(arity):
     """Every nxpy.numpy function that jax.numpy differentiates when called with one float
     array (in (0.2, 0.9)), or with two (the second in (1.1, 1.9)), has jnp's gradient
     under EXLA: a sweep, so a function's rule cannot silently drift from JAX's (about a
@@ -555,30 +556,28 @@ def test_every_gradient_of_one_or_two_arrays_like_jax():
     names = sorted(n for n in dir(xnp) if not n.startswith("_") and hasattr(jnp, n)
                    and callable(getattr(xnp, n)) and n not in _SWEEP_SKIPS)
     bad, checked = [], 0
-    for arity in (1, 2):
-        for n in names:
-            jf, nf = getattr(jnp, n), getattr(xnp, n)
-            args = [jnp.asarray(v) for v in xs[:arity]]
-            try:
-                y = jf(*args)
-                if not (isinstance(y, jax.Array) and jnp.issubdtype(y.dtype, jnp.floating)):
-                    continue
-                w = r.standard_normal(y.shape).astype(np.float32)
-                argnums = tuple(range(arity))
-                want = jax.grad(lambda *a: jnp.sum(jf(*a) * w), argnums=argnums)(*args)
-            except Exception:  # not a function of these arrays in JAX either
+    for n in names:
+        jf, nf = getattr(jnp, n), getattr(xnp, n)
+        args = [jnp.asarray(v) for v in xs[:arity]]
+        try:
+            y = jf(*args)
+            if not (isinstance(y, jax.Array) and jnp.issubdtype(y.dtype, jnp.floating)):
                 continue
-            try:
-                got = jit(grad(lambda *a: nx.sum(nf(*a) * nx.tensor(w)), argnums=argnums),
-                          compiler="exla")(*map(nx.tensor, xs[:arity]))
-                for g, v in zip(got, want):
-                    np.testing.assert_allclose(g.to_numpy(), np.asarray(v), rtol=2e-4,
-                                               atol=2e-4)
-            except Exception as e:
-                bad.append(f"{n} ({arity} array(s)): {type(e).__name__}: {str(e)[:200]}")
-            checked += 1
+            w = r.standard_normal(y.shape).astype(np.float32)
+            argnums = tuple(range(arity))
+            want = jax.grad(lambda *a: jnp.sum(jf(*a) * w), argnums=argnums)(*args)
+        except Exception:  # not a function of these arrays in JAX either
+            continue
+        try:
+            got = jit(grad(lambda *a: nx.sum(nf(*a) * nx.tensor(w)), argnums=argnums),
+                      compiler="exla")(*map(nx.tensor, xs[:arity]))
+            for g, v in zip(got, want):
+                np.testing.assert_allclose(g.to_numpy(), np.asarray(v), rtol=2e-4, atol=2e-4)
+        except Exception as e:
+            bad.append(f"{n}: {type(e).__name__}: {str(e)[:200]}")
+        checked += 1
     assert not bad, "\n".join(bad)
-    assert checked >= 150, checked
+    assert checked >= {1: 110, 2: 38}[arity], checked
 
 
 def test_vmap():
