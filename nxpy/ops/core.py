@@ -560,13 +560,12 @@ def _no_tensor_containers(a, b, op, args):
     for x, arg in ((a, args[0]), (b, args[1])):
         if isinstance(x, (list, tuple)) and _holds_tensor(x):
             raise TypeError(
-                f"{op}: expected the {arg} to be a tensor, a number, a NumPy array or a jax.Array, "
-                f"got a "
-                f"{type(x).__name__} holding tensors; take the tensor out of it (Nx-style "
-                f"functions such as nx.random.normal return (values, next_key)) or stack "
-                f"them with nx.stack")
+                f"{op}: expected the {arg} to be a tensor, a number, a NumPy array or a "
+                f"jax.Array, got a {type(x).__name__} holding tensors; take the tensor out "
+                f"of it (Nx-style functions such as nx.random.normal return (values, "
+                f"next_key)) or stack them with nx.stack")
 
 
 def _holds_tensor(x) -> bool:
-    return builtins.any(isinstance(v, Tensor) or (isinstance(v, (list, tuple)) and _holds_tensor(v))
-                        for v in x)
+    return builtins.any(isinstance(v, Tensor)
+                        or (isinstance(v, (list, tuple)) and _holds_tensor(v)) for v in x)
