@@ -29,10 +29,10 @@ def _leaf(x, what):
     if isinstance(x, Tensor):
         return x
     try:
-        return to_tensor(x, what)
-    except TypeError:
+        return to_tensor(x, "it")
+    except TypeError as e:
         if _array_like(x):  # a value of the right kind: its own error
-            raise
+            raise TypeError(f"{what}: {e}") from None
         raise TypeError(f"{what}: expected a tensor, a NumPy array, a jax.Array, a number or "
                         f"a container of them ({CONTAINERS}), got {type(x).__name__}") from None
 
