@@ -14,7 +14,7 @@ import inspect
 
 import numpy as np
 
-from .. import shape as S, telemetry
+from .. import pjrt, shape as S, telemetry
 from ..ops import to_tensor
 from ..ops.core import PORTABLE
 from ..tensor import Tensor, shape_str
@@ -38,7 +38,7 @@ def _leaf(x, what):
 
 
 def _array_like(x) -> bool:
-    return isinstance(x, (np.ndarray, np.generic)) or type(x).__module__.startswith("jax")
+    return isinstance(x, (np.ndarray, np.generic)) or pjrt.is_jax_array(x)
 
 
 CONTAINERS = ("a tuple, list, dict, namedtuple, dataclass or a class given to "

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
-
 from .. import ops as O
 from .. import types as T
 from .common import stop_gradient, tensor
@@ -95,7 +93,7 @@ def _keep(t, s, b, mask, is_causal, q_len, kv_len, window):
 def _large_negative(t):
     """JAX's masked logit: ``-0.7`` times the type's largest finite value, capped at f32's
     (the softmax runs in f32)."""
-    return -0.7 * min(float(ml_dtypes.finfo(t.dtype).max), float(ml_dtypes.finfo("float32").max))
+    return -0.7 * min(T.max_finite(t), T.max_finite(T.F32))
 
 
 def _window(local_window_size):

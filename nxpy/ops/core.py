@@ -368,7 +368,7 @@ def to_tensor(x, arg="tensor") -> Tensor:
         return from_numpy(np.asarray(x))
     if isinstance(x, (_Number, list, tuple)):
         return tensor(x)
-    if type(x).__module__.startswith("jax") and pjrt.is_jax_array(x):
+    if pjrt.is_jax_array(x):
         return from_jax_array(x, arg)
     raise TypeError(f"expected {arg} to be a tensor, a number, a NumPy array or a jax.Array, "
                     f"got {type(x).__name__}")

@@ -135,7 +135,9 @@ def describe_array(a):
 
 
 def is_jax_array(x) -> bool:
-    return isinstance(x, oracle().Array)
+    """Whether ``x`` is a ``jax.Array`` (its class's module first: no import of jax for
+    anything else)."""
+    return type(x).__module__.startswith("jax") and isinstance(x, oracle().Array)
 
 
 def is_jax_tracer(x) -> bool:
