@@ -76,7 +76,10 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
     within a moment, or, when their main thread stays blocked in the runtime for
     :data:`nxpy.watchdog.GRACE` seconds, print why and exit with
     :data:`nxpy.watchdog.EXIT_STATUS`. ``heartbeat_timeout``: how long a process whose
-    host stops answering (TCP keepalives) may take to be declared lost."""
+    host stops answering (TCP keepalives) may take to be declared lost.
+
+    On CPU, gloo listens on this host's address toward the coordinator (or on the
+    interface ``NXPY_GLOO_INTERFACE`` names; :func:`_use_gloo_address`)."""
     if "client" in lib._state:
         raise RuntimeError(
             "nxpy.distributed.initialize must be called before anything starts the XLA "
@@ -85,6 +88,7 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
     if "dist" in lib._state:
         raise RuntimeError("nxpy.distributed.initialize was already called in this process")
     host, port = _split_address(coordinator_address)
+    interface = _gloo_interface()
     if not isinstance(num_processes, int) or num_processes < 1:
         raise ValueError(f"num_processes must be a positive int, got {num_processes!r}")
     if not isinstance(process_id, int) or not 0 <= process_id < num_processes:
@@ -105,6 +109,8 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
     try:
         hub = _start_runtime(jdist.global_state, f"{host}:{port}", bind, num_processes,
                              process_id, wait, int(heartbeat_timeout))
+        gloo = _use_gloo_address(jdist.global_state.client, host, port, interface) \
+            if num_processes > 1 else None
     except DistributedError:
         _reset_jax_distributed(jdist)
         raise
@@ -118,7 +124,7 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
             f"that the port is reachable") from None
     lib._state["dist"] = {"address": f"{host}:{port}", "num_processes": num_processes,
                       "process_id": process_id, "timeout_ms": wait * 1000,
-                      "kv": jdist.global_state.client, "seq": 0}
+                      "kv": jdist.global_state.client, "seq": 0, "gloo": gloo}
     # every process must agree on the number of processes: each compares with process
     # 0's, and process 0 with everyone's
     kv = jdist.global_state.client
@@ -226,6 +232,60 @@ def _start_runtime(gs, address, bind, num_processes, process_id, wait, heartbeat
     finally:
         late.cancel()
     return hub
+
+
+def _route_address(host: str, port: int):
+    """This host's address on its route to ``host`` (a UDP socket's, connected: no packet
+    is sent): the address the other processes reach this one at. None without a route."""
+    try:
+        family, _, _, _, where = socket.getaddrinfo(host.strip("[]"), port,
+                                                    type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect(where)
+            return s.getsockname()[0]
+    except OSError:
+        return None
+
+
+def _gloo_interface():
+    """The network interface ``NXPY_GLOO_INTERFACE`` names for gloo (None: not set),
+    checked to exist here."""
+    name = os.environ.get("NXPY_GLOO_INTERFACE", "").strip()
+    if not name:
+        return None
+    try:
+        socket.if_nametoindex(name)
+    except OSError:
+        raise ValueError(f"NXPY_GLOO_INTERFACE must name a network interface of this host "
+                         f"(the one the other processes reach it on; see `ip addr`), got "
+                         f"{name!r}") from None
+    return name
+
+
+def _use_gloo_address(client, host, port, interface=None):
+    """Makes jax's CPU client (not started yet) take gloo collectives that listen on
+    ``interface`` (``NXPY_GLOO_INTERFACE``), else on this host's address toward the
+    coordinator; returns ``{"interface": ...}`` or ``{"hostname": ...}`` (None: jaxlib's
+    own choice, when jax's CPU client already exists or there is no route).
+
+    Left to itself, jaxlib's gloo listens on (and tells the others) the address this
+    machine's hostname resolves to, often 127.0.0.1 or 127.0.1.1 (/etc/hosts): a process
+    on another host then connects to its own loopback and the first collective fails."""
+    from jax._src import xla_bridge
+    from jax.extend import backend as jeb
+    from jaxlib import _jax
+    where = {"interface": interface} if interface else {"hostname": _route_address(host, port)}
+    if None in where.values():
+        return None
+
+    def cpu_client():
+        return xla_bridge.make_cpu_client(collectives=_jax.make_gloo_tcp_collectives(
+            distributed_client=client, **where))
+    try:
+        jeb.register_backend_factory("cpu", cpu_client, priority=0, fail_quietly=False)
+    except RuntimeError:  # jax started its CPU client itself, before nxpy
+        return None
+    return where
 
 
 def _spawn_coordinator(bind, num_processes, wait, heartbeat, process_id):
