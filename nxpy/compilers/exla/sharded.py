@@ -379,44 +379,62 @@ def lowered(graph, mesh, in_shardings, out_shardings, propagator, platform=None)
     return text
 
 
-def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
-    """``run(per_device_leaves) -> per_device_outputs`` and the module text."""
-    text = lowered(graph, mesh, in_shardings, out_shardings, propagator)
-    exe = pjrt.compile(text, mesh.devices, spmd=True)
-    backend = get_backend("exla")
-    n = mesh.size
-    parts = mesh.local_partitions  # this process's partitions (all of them in one process)
-    if not parts:
-        raise ValueError(f"mesh {mesh.name!r} has no device of this process")
-    devices = [mesh.devices[p] for p in parts]
-    # replicas can be compared only where every partition's shard is at hand
-    check = opts.get("check_replicas", False) and len(parts) == n
-    # per argument: its sharding and a function wrapping its per-partition buffers into
-    # one global array (abstract value and sharding built here, once)
-    arg_specs = [(s, pjrt.assembler(p.shape, p.type.dtype, mesh.devices, mesh.shape,
-                                    mesh.axis_names, SH.partition_spec(s, mesh)))
-                 for p, s in zip(graph.params, in_shardings)]
-    execute = pjrt.sharded_executor(
-        exe, [(o.shape, o.type.dtype, SH.partition_spec(s, mesh))
-              for o, s in zip(graph.outputs, out_shardings)],
-        mesh.devices, mesh.shape, mesh.axis_names)
-    out_t = [(SH.local_shape(o.shape, s, mesh), o.type, o.names, sh)
-             for o, s, sh in zip(graph.outputs, out_shardings, execute.shardings)]
-    move = backend.buffer_on
-    local = range(len(parts))
+class _SpmdProgram:
+    """What both forms of a compiled SPMD program share: the module text and executable,
+    this process's partitions and their devices, each argument's sharding with the
+    assembler of its global array, and the executable's runner (built once, at compile
+    time)."""
 
-    def whole_of(per_device, i, sharding):
-        """The global array argument ``i`` already is: every (local) partition's piece of
-        one result with the sharding this argument needs, in partition order; else None."""
-        d = per_device[0][i].raw_data
-        if type(d) is not Piece or d.p != 0 or d.whole.sharding is not sharding:
+    __slots__ = ("text", "exe", "mesh", "backend", "parts", "devices", "check", "arg_specs",
+                 "execute", "outputs", "out_shardings", "in_shardings")
+
+    def __init__(self, graph, mesh, in_shardings, out_shardings, propagator, opts):
+        self.text = lowered(graph, mesh, in_shardings, out_shardings, propagator)
+        self.exe = pjrt.compile(self.text, mesh.devices, spmd=True)
+        self.mesh, self.backend = mesh, get_backend("exla")
+        self.parts = mesh.local_partitions  # this process's (all of them in one process)
+        if not self.parts:
+            raise ValueError(f"mesh {mesh.name!r} has no device of this process")
+        self.devices = [mesh.devices[p] for p in self.parts]
+        # replicas can be compared only where every partition's shard is at hand
+        self.check = opts.get("check_replicas", False) and len(self.parts) == mesh.size
+        # per argument: its sharding and a function wrapping its per-partition buffers
+        # into one global array (abstract value and sharding built here, once)
+        self.arg_specs = [(s, pjrt.assembler(p.shape, p.type.dtype, mesh.devices, mesh.shape,
+                                             mesh.axis_names, SH.partition_spec(s, mesh)))
+                          for p, s in zip(graph.params, in_shardings)]
+        self.execute = pjrt.sharded_executor(
+            self.exe, [(o.shape, o.type.dtype, SH.partition_spec(s, mesh))
+                       for o, s in zip(graph.outputs, out_shardings)],
+            mesh.devices, mesh.shape, mesh.axis_names)
+        self.outputs, self.out_shardings = list(graph.outputs), out_shardings
+        self.in_shardings = in_shardings
+
+
+def _whole_of(per_device, i, sharding):
+    """The global array argument ``i`` already is: every (local) partition's piece of one
+    result with the sharding this argument needs, in partition order; else None."""
+    d = per_device[0][i].raw_data
+    if type(d) is not Piece or d.p != 0 or d.whole.sharding is not sharding:
+        return None
+    whole = d.whole
+    for p, args in enumerate(per_device):
+        d = args[i].raw_data
+        if type(d) is not Piece or d.whole is not whole or d.p != p:
             return None
-        whole = d.whole
-        for p, args in enumerate(per_device):
-            d = args[i].raw_data
-            if type(d) is not Piece or d.whole is not whole or d.p != p:
-                return None
-        return whole.array
+    return whole.array
+
+
+def _per_device_caller(prog: _SpmdProgram):
+    """Nx's form: ``run(per_device_leaves) -> per_device_outputs``, each partition's
+    argument leaves in, each partition's result tensors out (pieces of the global
+    results, split off when used alone)."""
+    backend, devices, check, mesh = prog.backend, prog.devices, prog.check, prog.mesh
+    arg_specs, execute = prog.arg_specs, prog.execute
+    out_t = [(SH.local_shape(o.shape, s, mesh), o.type, o.names, sh)
+             for o, s, sh in zip(prog.outputs, prog.out_shardings, execute.shardings)]
+    move = backend.buffer_on
+    local = range(len(prog.parts))
 
     def run(per_device):
         """``per_device``: the argument leaves of this process's partitions."""
@@ -425,7 +443,7 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
             if check:
                 SH.unshard_arrays([per_device[p][i].to_numpy() for p in local], sh, mesh,
                                   what=f"argument leaf {i}")
-            array = whole_of(per_device, i, assemble.sharding)
+            array = _whole_of(per_device, i, assemble.sharding)
             if array is None:
                 bufs = []
                 for args, d in zip(per_device, devices):
@@ -437,13 +455,20 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
         wholes = [GlobalResult(g, sh) for g, (_, _, _, sh) in zip(execute(arrays), out_t)]
         return [[Tensor(Piece(w, j), s, t, nm, backend, devices[j])
                  for w, (s, t, nm, _) in zip(wholes, out_t)] for j in local]
+    return run
 
-    # the global form: sharded tensors in (their data is the global array the program
-    # takes), sharded tensors out (each holds the global array the program returned)
+
+def _global_caller(prog: _SpmdProgram):
+    """JAX's form: ``call_global(leaves) -> result tensors``, sharded tensors in (their
+    data is the global array the program takes), sharded tensors out (each holds the
+    global array the program returned); the hot path hands the arrays to PJRT itself."""
+    backend, devices, check, mesh = prog.backend, prog.devices, prog.check, prog.mesh
+    arg_specs, execute = prog.arg_specs, prog.execute
     out_g = [(o.shape, o.type, o.names, template(o.shape, o.type, o.names, ns))
-             for o, ns in zip(graph.outputs, [named(s, mesh) for s in out_shardings])]
+             for o, ns in zip(prog.outputs, [named(s, mesh) for s in prog.out_shardings])]
     array = pjrt.array_type()
-    spec_of = [SH.partition_spec(s, mesh) for s in in_shardings]
+    spec_of = [SH.partition_spec(s, mesh) for s in prog.in_shardings]
+    move = backend.buffer_on
 
     def replicate(x, i):
         """An argument that is not sharded, as the global array of its sharding (its
@@ -495,7 +520,15 @@ def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
                                       mesh, what=f"argument leaf {i}")
         return [Tensor(g, s, t, nm, backend, None, tk, tk.sharding)
                 for g, (s, t, nm, tk) in zip(execute(arrays), out_g)]
+    return call_global
 
-    run.call_global = call_global
+
+def compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts):
+    """``run(per_device_leaves) -> per_device_outputs`` and the module text; the global
+    form is ``run.call_global``. Both call one executable."""
+    prog = _SpmdProgram(graph, mesh, in_shardings, out_shardings, propagator, opts)
+    run = _per_device_caller(prog)
+    run.call_global = _global_caller(prog)
+    exe = prog.exe
     run.memory_stats = lambda: pjrt.memory_stats(exe)
-    return run, text
+    return run, prog.text
