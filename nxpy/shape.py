@@ -21,9 +21,9 @@ import operator
 
 import numpy as np
 
-__all__ = ["integer", "as_int", "dims", "normalize_axis", "normalize_axes", "broadcast",
-           "broadcast_names", "merge_names", "integers", "check_name", "check_names", "size",
-           "window_padding", "window_out_shape"]
+__all__ = ["integer", "as_int", "boolean", "is_traced", "not_traced", "dims", "normalize_axis",
+           "normalize_axes", "broadcast", "broadcast_names", "merge_names", "integers",
+           "check_name", "check_names", "size", "window_padding", "window_out_shape"]
 
 
 def size(shape) -> int:
@@ -57,6 +57,45 @@ def _kind(value) -> str:
     return f"{value!r} ({type(value).__name__})"
 
 
+def is_traced(value) -> bool:
+    """Whether ``value`` is a tensor being traced (inside ``jit``/``defn``): its value
+    exists only when the compiled program runs."""
+    return bool(getattr(getattr(value, "backend", None), "is_expr", False))
+
+
+def not_traced(value, what: str) -> None:
+    """A TypeError naming ``what`` when ``value`` is a traced tensor where a Python value
+    is needed (a shape, an axis, a count, a flag): the fix is a static value, as JAX's
+    ``ConcretizationTypeError`` says.
+
+    >>> not_traced(3, "scan: length")  # a Python value: nothing to say
+    """
+    if is_traced(value):
+        shape = "[" + ", ".join(map(str, value.shape)) + "]"
+        raise TypeError(f"{_expected(what)} to be a Python value, got a traced tensor "
+                        f"{value.type}{shape} (its value exists only when the compiled "
+                        f"program runs): pass a Python number or bool, as a static "
+                        f"argument (jit's static_argnums/static_argnames) or a closure")
+
+
+def boolean(value, what: str) -> bool:
+    """The one check of a flag (``reverse``, ``is_causal``, ...): a Python bool or a NumPy
+    bool (a traced tensor is :func:`not_traced`'s error); anything else, ``1``, ``"yes"``
+    or ``None`` included, is a TypeError naming ``what``, never read by its truth.
+
+    >>> boolean(np.True_, "scan: reverse")
+    True
+    >>> boolean("yes", "scan: reverse")
+    Traceback (most recent call last):
+    ...
+    TypeError: scan: expected reverse to be a bool, got 'yes' (str)
+    """
+    not_traced(value, what)
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{_expected(what)} to be a bool, got {_kind(value)}")
+
+
 def integer(value, what: str, *, minimum=None) -> int:
     """The one check of "a real integer" for every shape, size, axis and count argument:
     Python ints, NumPy integers and 0-d integer arrays are accepted (as an int); bools,
@@ -72,6 +111,7 @@ def integer(value, what: str, *, minimum=None) -> int:
     """
     v = as_int(value)
     if v is None:
+        not_traced(value, what)
         raise TypeError(f"{_expected(what)} to be an integer, got {_kind(value)}")
     if minimum is not None and v < minimum:
         raise ValueError(f"{_expected(what)} to be an integer >= {minimum}, got {v}")
@@ -95,6 +135,7 @@ def integers(values, what: str, expected: str = "a sequence of integers") -> tup
         raise TypeError(f"{_expected(what)} to be {expected}, got {_kind(values)}") from None
     for d in entries:
         if as_int(d) is None:
+            not_traced(d, f"{what} entries")
             raise TypeError(f"{_expected(what)} to be {expected}, got {entries}: "
                             f"{_kind(d)} is not an integer")
     return tuple(as_int(d) for d in entries)
@@ -133,6 +174,7 @@ def normalize_axis(axis, rank: int, names=None) -> int:
         raise ValueError(f"axis name {axis!r} not found in names {tuple(names or ())}")
     a = as_int(axis)
     if a is None:
+        not_traced(axis, "axis")
         raise TypeError(f"axis must be an integer or a name, got {_kind(axis)}")
     if not -rank <= a < rank:
         raise ValueError(f"given axis ({a}) invalid for shape with rank {rank}")

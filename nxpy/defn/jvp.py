@@ -311,6 +311,27 @@ def _leaves(values, name):
     return leaves, tree
 
 
+def _check_zero_tangent(p, t, i):
+    """The tangent of an integer or bool primal ``p``: nxpy's spelling of JAX's ``float0``
+    is a tensor (or array) of ``p``'s own type and shape (``nxpy.numpy.zeros_like(p)``;
+    its values are not read: the tangent is zero), and JAX's ``float0`` array itself is
+    taken too. A float tangent is JAX's TypeError: the primal was meant to be a float."""
+    if _is_float0(t):  # jax.dtypes.float0, recognised without jax
+        shape = tuple(t.shape)
+    else:
+        t = O.to_tensor(t, f"tangent leaf {i}")
+        if t.type != p.type:
+            raise TypeError(f"jvp: tangent leaf {i} has type {t.type}, but its primal is "
+                            f"{p.type}: the tangent of an integer or bool primal is zero, "
+                            f"given as a tensor of the primal's type (nxpy.numpy."
+                            f"zeros_like(primal), nxpy's float0) or a jax float0 array; for a "
+                            f"nonzero tangent make the primal a float")
+        shape = tuple(t.shape)
+    if shape != tuple(p.shape):
+        raise ValueError(f"jvp: tangent leaf {i} has shape {shape_str(shape)}, its primal "
+                         f"{p.type}{shape_str(p.shape)} (they must match)")
+
+
 def _check_pairs(p_leaves, t_leaves, p_tree, t_tree):
     if p_tree != t_tree:
         raise ValueError(f"jvp: primals and tangents must have the same structure, got "
@@ -318,6 +339,7 @@ def _check_pairs(p_leaves, t_leaves, p_tree, t_tree):
     out = []
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         if not p.type.is_inexact:
+            _check_zero_tangent(p, t, i)
             out.append(None)  # an integer primal: its tangent is zero (JAX's float0)
             continue
         t = O.to_tensor(t, f"tangent leaf {i}")
@@ -385,9 +407,12 @@ def jvp(fun, primals, tangents, has_aux=False):
     """``(fun(*primals), J tangents)``: the value of ``fun`` and its directional derivative
     along ``tangents`` (JAX's ``jax.jvp``). ``primals`` and ``tangents`` are tuples (or
     lists) with one entry per positional argument, containers allowed, of the same
-    structure, shapes and types (an integer primal's tangent is ignored: zero). With
-    ``has_aux``, ``fun`` returns ``(output, aux)`` and the result is ``(output,
-    tangent, aux)``. Called outside a defn, it jits itself (the default compiler).
+    structure, shapes and types. The tangent of an integer or bool primal is zero: nxpy
+    spells JAX's ``float0`` as a tensor of the primal's own type
+    (``nxpy.numpy.zeros_like(p)``, its values unread) and takes JAX's ``float0`` arrays
+    too; a float tangent for it is a TypeError, as in JAX. With ``has_aux``, ``fun``
+    returns ``(output, aux)`` and the result is ``(output, tangent, aux)``. Called
+    outside a defn, it jits itself (the default compiler).
 
     >>> import nxpy as nx
     >>> from nxpy.defn import jvp
@@ -402,7 +427,23 @@ def jvp(fun, primals, tangents, has_aux=False):
     _check_args(primals, tangents)
     if _context.tracing():
         return _jvp_traced(fun, primals, tangents, has_aux)
-    return _jitted(fun, has_aux)(tuple(primals), tuple(tangents))
+    return _jitted(fun, has_aux)(tuple(primals), _no_float0(primals, tangents))
+
+
+def _no_float0(primals, tangents):
+    """``tangents`` with JAX's ``float0`` arrays (no tensor holds one) as zeros of their
+    primals' types, so that ``jit`` takes them; checked as any tangent inside."""
+    p_leaves, p_tree = tree_mod.flatten(tuple(primals))
+    t_leaves, t_tree = tree_mod.flatten(tuple(tangents))
+    if p_tree != t_tree or not any(_is_float0(t) for t in t_leaves):
+        return tuple(tangents)
+    return tree_mod.unflatten(t_tree, [
+        zeros(tuple(t.shape), O.to_tensor(p, f"primal leaf {i}").type) if _is_float0(t) else t
+        for i, (p, t) in enumerate(zip(p_leaves, t_leaves))])
+
+
+def _is_float0(t) -> bool:
+    return getattr(getattr(t, "dtype", None), "names", None) == ("float0",)
 
 
 @functools.lru_cache(maxsize=256)

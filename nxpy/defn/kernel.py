@@ -107,6 +107,10 @@ def cond(pred, on_true=_MISSING, on_false=_MISSING):
             continue
         if isinstance(p, Tensor) and p.shape != ():
             raise ValueError(f"cond: expected pred to be a scalar, got shape {p.shape}")
+        if not (isinstance(p, (Tensor, numbers.Real, np.bool_)) or hasattr(p, "dtype")):
+            # read by its truth here: only a number, a tensor or an array, never a string
+            raise TypeError(f"cond: expected pred to be a scalar tensor, a bool or a real "
+                            f"number, got {p!r} ({type(p).__name__})")
         if bool(p):  # known now: this clause wins over every later one
             branches.append(fn)
             break
@@ -231,6 +235,7 @@ def _caller() -> str:
 
 
 def _capped_while(cond_fun, body_fun, state, n):
+    S.not_traced(n, "while_loop: max_iterations")
     if S.as_int(n) is None or S.as_int(n) < 0:
         raise ValueError(f"while_loop: max_iterations must be a non-negative integer, got {n!r}")
     n = S.as_int(n)
@@ -255,6 +260,11 @@ def fori_loop(lower, upper, body_fun, init_val):
     """
     if not callable(body_fun):
         raise TypeError(f"fori_loop: expected body_fun to be a callable, got {body_fun!r}")
+    for arg, v in (("lower", lower), ("upper", upper)):  # the loop index is an integer
+        t = v.type if isinstance(v, Tensor) else None
+        if (t is None and S.as_int(v) is None) or (t is not None and (not t.is_int or v.shape)):
+            raise TypeError(f"fori_loop: expected {arg} to be an integer or a scalar integer "
+                            f"tensor, got {v!r} ({type(v).__name__})")
 
     def cond_fun(s):
         return ops.less(s[0], upper)

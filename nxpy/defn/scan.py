@@ -79,6 +79,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """
     if not callable(f):
         raise TypeError(f"scan: expected f to be a callable, got {f!r}")
+    reverse = S.boolean(reverse, "scan: reverse")
     unroll = _check_unroll(unroll)
     if xs is None:
         x_leaves, x_tree = [], None
@@ -95,6 +96,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
 
 def _check_unroll(unroll):
+    S.not_traced(unroll, "scan: unroll")
     if unroll is True:
         return None  # every step
     if unroll is False:
@@ -108,6 +110,7 @@ def _check_unroll(unroll):
 
 def _length(x_leaves, x_tree, length):
     if length is not None:
+        S.not_traced(length, "scan: length")
         n = S.as_int(length)
         if n is None or n < 0:
             raise ValueError(f"scan: expected length to be a non-negative integer, got "
@@ -588,6 +591,7 @@ def map(f, xs, *, batch_size=None):  # jax.lax.map's name
         raise TypeError(f"map: expected f to be a callable, got {f!r}")
     if batch_size is None:
         return scan(lambda _, x: ((), f(x)), (), xs)[1]
+    S.not_traced(batch_size, "map: batch_size")
     b = S.as_int(batch_size)
     if b is None or b < 1:
         raise ValueError(f"map: expected batch_size to be a positive integer, got "
@@ -632,13 +636,14 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     """
     if not callable(fn):
         raise TypeError(f"associative_scan: expected fn to be a callable, got {fn!r}")
+    reverse = S.boolean(reverse, "associative_scan: reverse")
     leaves, tree = tree_mod.flatten(elems)
     leaves = [O.to_tensor(x, f"elems leaf {i}") for i, x in enumerate(leaves)]
     if not leaves:
         raise ValueError("associative_scan: expected elems to hold at least one tensor")
     rank = leaves[0].rank
-    ax = S.as_int(axis)
-    if ax is None or not -rank <= ax < max(rank, 1):
+    ax = S.integer(axis, "associative_scan: axis")
+    if not -rank <= ax < max(rank, 1):
         raise ValueError(f"associative_scan: axis {axis!r} out of range for rank {rank}")
     ax %= max(rank, 1)
     for i, x in enumerate(leaves):

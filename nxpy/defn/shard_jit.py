@@ -22,6 +22,7 @@ per-device results.
 from __future__ import annotations
 
 from .. import _context
+from .. import shape as S
 from ..cache import FunctionCache, program_cache_size, put_bounded
 from ..mesh import Mesh, as_partition_spec
 from ..ops import template, to_tensor
@@ -76,6 +77,8 @@ class ShardJit:
         self.mesh = mesh
         self.input_shardings = one if one is not None else list(input_shardings)
         self.output_shardings_spec = output_shardings
+        if check_replicas is not None:
+            S.boolean(check_replicas, "shard_jit: check_replicas")
         self.check_replicas = check_replicas
         self.donate_argnums = check_donate_argnums(donate_argnums, "shard_jit")
         self.compiler, self.opts = _resolve(compiler, opts)

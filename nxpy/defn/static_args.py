@@ -26,10 +26,10 @@ TypeError: <lambda>: static argument 1 (n) must be hashable, as it is part of th
 from __future__ import annotations
 
 import inspect
-import operator
 
 import numpy as np
 
+from .. import shape as S
 from ..tensor import Tensor
 from . import tree as tree_mod
 from .tracing import signature_arg_names
@@ -50,15 +50,16 @@ def _signature(fun):
 def _index_tuple(x, option, what) -> tuple:
     if x is None:
         return ()
+    if S.as_int(x) is not None:  # bools are not positions (as for donate_argnums)
+        return (S.as_int(x),)
     try:
-        return (operator.index(x),)
+        nums = tuple(S.as_int(i) for i in x)
     except TypeError:
-        pass
-    try:
-        return tuple(operator.index(i) for i in x)
-    except TypeError:
+        nums = (None,)
+    if None in nums:
         raise TypeError(f"{what}: {option} must be an int or a sequence of ints (positions "
-                        f"of the static arguments), got {x!r}") from None
+                        f"of the static arguments), got {x!r}")
+    return nums
 
 
 def _str_tuple(x, option, what) -> tuple:
