@@ -153,6 +153,8 @@ def meshes_2x2():
 # ----------------------------------------------------------------------------------------
 # The path runner
 # ----------------------------------------------------------------------------------------
+#: the compilers a ``jit`` test runs on
+COMPILERS = ("evaluator", "exla")
 #: eager on the NumPy backend, jit with the Evaluator, jit with EXLA, eager on EXLA's backend
 PATHS = ("numpy", "evaluator", "exla", "exla_eager")
 #: without EXLA's eager backend, which compiles one program per op: for many-op functions

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from helpers import CHEAP, meshes_2x2, normal, run
+from helpers import CHEAP, COMPILERS, meshes_2x2, normal, run
 from nxpy.compilers.exla import to_mlir
 from nxpy.defn import (call, cond, custom_grad, grad, hook, jit, jvp, psum, shard_map,
                        value_and_grad, vmap, while_loop)
@@ -20,8 +20,6 @@ from nxpy.stablehlo import load
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
-
-COMPILERS = ["evaluator", "exla"]
 
 
 def layer(w, x, *, act="tanh"):

@@ -13,11 +13,12 @@ from nxpy.stablehlo import load
 from nxpy.defn import (checkpoint, checkpoint_name, checkpoint_policies, compile, grad, jit,
                        jvp, remat, value_and_grad, vmap)
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name as j_checkpoint_name
 
-COMPILERS = ["evaluator", "exla"]
 CP, JCP = checkpoint_policies, jax.checkpoint_policies
 POLICIES = {
     "none": (None, None),
@@ -301,7 +302,7 @@ def test_the_importer_reads_jax_remat_modules():
 # ----------------------------------------------------------------------------------------
 # optimization_barrier of several values (what the recomputation reads through)
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("compiler", [None] + COMPILERS)
+@pytest.mark.parametrize("compiler", [None, *COMPILERS])
 def test_optimization_barrier_of_several_values(compiler):
     def f(a, b):
         x, n = nx.optimization_barrier((nx.sin(a) * b, nx.tensor(3)))

@@ -16,11 +16,10 @@ import jax  # after nxpy started XLA (conftest), so both share the 8 host device
 from jax.sharding import Mesh as JMesh, PartitionSpec as P
 from nxpy.stablehlo import parse
 
-from helpers import fragment, groups
+from helpers import COMPILERS, fragment, groups
 
 CASES = json.loads((Path(__file__).resolve().parent / "data/collectives_2x2.json")
                    .read_text())["cases"]
-COMPILERS = ["evaluator", "exla"]
 _MESHES = {}
 
 

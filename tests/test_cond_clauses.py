@@ -10,11 +10,12 @@ from nxpy.defn import grad, jit, shard_jit, shard_map, axis_index
 from nxpy.defn import sharding as SH
 from nxpy.stablehlo import load, parse
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
 from jax import lax
 
-COMPILERS = ["evaluator", "exla"]
 POINTS = [-2.5, -0.5, 0.25, 0.75, 1.5, 4.0]
 
 
@@ -35,7 +36,7 @@ def want(fun, v):
     return np.asarray(jax.jit(fun)(np.float32(v)))
 
 
-@pytest.mark.parametrize("compiler", [None] + COMPILERS)
+@pytest.mark.parametrize("compiler", [None, *COMPILERS])
 def test_first_true_clause_wins(compiler):
     f = nx_piecewise if compiler is None else jit(nx_piecewise, compiler=compiler)
     for v in POINTS:
@@ -119,7 +120,7 @@ def test_importer_loads_jax_switch_with_an_index_out_of_range():
                                        np.asarray(jax.jit(f)(np.int32(i), x)), rtol=1e-6)
 
 
-@pytest.mark.parametrize("compiler", [None] + COMPILERS)
+@pytest.mark.parametrize("compiler", [None, *COMPILERS])
 def test_grad_through_clauses_matches_jax(compiler):
     def nx_f(x, y):
         s = nx.sum(x)

@@ -16,10 +16,11 @@ from nxpy.defn import (compile, grad, jit, register_container, shard_jit, shard_
 from nxpy.defn import sharding as SH
 from nxpy.defn import tree as tree_mod
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
 
-COMPILERS = ["evaluator", "exla"]
 Params = namedtuple("Params", "w b")
 Layer = namedtuple("Layer", "w b act")
 
@@ -212,7 +213,7 @@ def _branch(s):
     return nx.cond(nx.sum(s.x) > 0, lambda: Params(s.x, s.i), lambda: Params(-s.x, s.i * 2))
 
 
-@pytest.mark.parametrize("compiler", COMPILERS + ["eager"])
+@pytest.mark.parametrize("compiler", [*COMPILERS, "eager"])
 def test_while_loop_and_cond_with_container_state(compiler):
     run = (lambda f: f) if compiler == "eager" else (lambda f: jit(f, compiler=compiler))
     x = np.array([1.0, -3.0], np.float32)

@@ -9,10 +9,10 @@ import pytest
 import nxpy as nx
 from nxpy.defn import custom_vjp, grad, jit, value_and_grad, vmap
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
-
-COMPILERS = ["evaluator", "exla"]
 
 
 def run(f, compiler, *args):

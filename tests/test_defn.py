@@ -21,9 +21,7 @@ from nxpy.backends.numpy import NumpyBackend
 from nxpy.defn import compile, debug_expr, default_options, defn, jit
 from nxpy.stablehlo import parse
 
-from helpers import default_backend
-
-COMPILERS = ["evaluator", "exla"]
+from helpers import COMPILERS, default_backend
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ import nxpy as nx
 from nxpy.compilers import exla
 from nxpy.defn import compile as aot, jit, shard_jit
 
-COMPILERS = ["evaluator", "exla"]
+from helpers import COMPILERS
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)

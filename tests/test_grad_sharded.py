@@ -23,7 +23,7 @@ from nxpy.defn import (all_gather, all_to_all, axis_index, checkpoint, collectiv
 from nxpy.defn import sharding as SH
 from nxpy.defn.shard_map import spec_to_dict
 
-from helpers import covering
+from helpers import COMPILERS, covering
 
 import jax  # after nxpy started XLA (conftest), so both share the 8 host devices
 import jax.numpy as jnp
@@ -33,7 +33,6 @@ from jax._src.lax import parallel as _parallel
 all_gather_invariant = getattr(_parallel, "all_gather_invariant", None) or \
     _parallel._all_gather_invariant
 
-COMPILERS = ["evaluator", "exla"]
 MESHES = [(2, 2), (2, 4)]
 NAMES = ALL = ("x", "y")
 RTOL, ATOL = 2e-5, 2e-5

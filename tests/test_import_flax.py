@@ -32,6 +32,8 @@ from nxpy.defn import sharding as SH
 from nxpy.stablehlo import load
 from nxpy.stablehlo.sharding import is_sharded
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -39,8 +41,6 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import flax.linen as nn
 import optax
 from flax import nnx
-
-COMPILERS = ["evaluator", "exla"]
 
 
 def _x(*shape, seed=0, dtype=np.float32):

@@ -15,11 +15,12 @@ from nxpy.defn import grad, jit, value_and_grad, vmap
 from nxpy.interop import from_jax, to_jax_array
 from nxpy.stablehlo import UnsupportedOpError
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
 import jax.scipy.special
 
-COMPILERS = ["evaluator", "exla"]
 State = collections.namedtuple("State", ["count", "mu", "nu"])
 
 

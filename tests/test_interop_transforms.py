@@ -20,11 +20,11 @@ import nxpy as nx
 from nxpy.defn import grad, jacfwd, jit, jvp, linearize, shard_map, vmap
 from nxpy.interop import from_jax, to_jax
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
 import jax.scipy.special
-
-COMPILERS = ["evaluator", "exla"]
 
 
 def _close(got, want, rtol=2e-5):

@@ -6,14 +6,12 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from helpers import close_to_jax, normal
+from helpers import COMPILERS, close_to_jax, normal
 from nxpy import telemetry
 from nxpy.defn import grad, hessian, jacobian, jit, vmap
 
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
-
-COMPILERS = ["evaluator", "exla"]
 
 
 _rng = normal
@@ -49,7 +47,7 @@ def _args(args, to):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-@pytest.mark.parametrize("compiler", [None] + COMPILERS)
+@pytest.mark.parametrize("compiler", [None, *COMPILERS])
 def test_jacobian_as_jax(name, compiler):
     nf, jf, args, argnums = CASES[name]
     want = jax.jacrev(jf, argnums=argnums)(*args)

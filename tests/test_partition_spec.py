@@ -14,11 +14,12 @@ from nxpy import P
 from nxpy.defn import axis_index, pmean, psum, shard_jit, shard_map, value_and_grad
 from nxpy.defn import sharding as SH
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
 from jax.sharding import Mesh as JMesh, NamedSharding, PartitionSpec as JP
 
-COMPILERS = ["evaluator", "exla"]
 Params = namedtuple("Params", "w b")
 _MESHES: dict = {}
 

@@ -16,11 +16,12 @@ from nxpy.defn import sharding as SH
 from nxpy.stablehlo import load, parse, roundtrip
 from nxpy.stablehlo.rules import UnsupportedOpError
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
 
-COMPILERS = ["evaluator", "exla"]
-PATHS = [None] + COMPILERS  # None: eagerly, outside any defn
+PATHS = [None, *COMPILERS]  # None: eagerly, outside any defn
 
 
 def run(fun, path, *args):

@@ -12,11 +12,12 @@ from nxpy import random as R
 from nxpy.defn import axis_index, grad, jit, shard_jit, shard_map
 from nxpy.stablehlo import load
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest), so both share the 8 host devices
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-COMPILERS = ["evaluator", "exla"]
 WIDE = {"f64", "s64", "u64"}
 
 
@@ -523,7 +524,7 @@ def test_exla_eager_backend():
         np.asarray(jax.random.randint(kd, (4,), 0, 10)).tolist()
 
 
-@pytest.mark.parametrize("compiler", [None] + COMPILERS)
+@pytest.mark.parametrize("compiler", [None, *COMPILERS])
 def test_threefry_known_answers(compiler):
     """Random123's known-answer vectors for Threefry-2x32, 20 rounds."""
     vectors = [((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),

@@ -12,10 +12,11 @@ from nxpy.defn import sharding as SH
 from nxpy.stablehlo import load
 from nxpy.stablehlo.rules import UnsupportedOpError
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest)
 
-COMPILERS = ["evaluator", "exla"]
-PATHS = [None] + COMPILERS  # None: eagerly, outside any defn
+PATHS = [None, *COMPILERS]  # None: eagerly, outside any defn
 
 
 def run(fun, path, *args):

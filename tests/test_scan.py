@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from helpers import close_to_jax, covering, meshes_2x2, normal
+from helpers import COMPILERS, close_to_jax, covering, meshes_2x2, normal
 from nxpy.defn import (associative_scan, debug_expr, grad, hessian, jacobian, jit, scan,
                        shard_map, vmap)
 from nxpy.defn import map as nx_map
@@ -17,7 +17,6 @@ import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-COMPILERS = ["evaluator", "exla"]
 TOL = 1e-5
 
 
@@ -42,7 +41,7 @@ def _cell(nxm):
 # (every path meets several pairs); ``make exhaustive``: on every path
 @pytest.mark.parametrize("unroll,reverse,compiler", [
     (*opts, c) for opts, c in covering([(u, r) for u in (1, 2, 3, True) for r in (False, True)],
-                                       [None] + COMPILERS)])
+                                       [None, *COMPILERS])])
 def test_forward_containers_reverse_unroll(compiler, reverse, unroll):
     xs = normal(7, 3)
     init_nx = {"h": nx.tensor(np.zeros(3, np.float32)), "n": nx.tensor(0)}
@@ -53,7 +52,7 @@ def test_forward_containers_reverse_unroll(compiler, reverse, unroll):
     close_to_jax(got, want, TOL)
 
 
-@pytest.mark.parametrize("compiler", [None] + COMPILERS)
+@pytest.mark.parametrize("compiler", [None, *COMPILERS])
 def test_xs_containers_and_none(compiler):
     xs = {"a": normal(5, 2), "b": (normal(5, seed=1),)}
 
@@ -249,7 +248,7 @@ def test_scan_in_shard_map(compiler):
     np.testing.assert_allclose(got.to_numpy(), np.asarray(want), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("compiler", [None] + COMPILERS)
+@pytest.mark.parametrize("compiler", [None, *COMPILERS])
 def test_map(compiler):
     xs = normal(5, 3)
     got = run(lambda x: nx_map(lambda r: (nx.sum(r * r), r * 2), x),
@@ -271,7 +270,7 @@ def _matmul2(nxm):
 # on every path
 @pytest.mark.parametrize("n,reverse,compiler", [
     (*opts, c) for opts, c in covering([(n, r) for n in (1, 2, 5, 8, 11) for r in (False, True)],
-                                       [None] + COMPILERS)])
+                                       [None, *COMPILERS])])
 def test_associative_scan(compiler, n, reverse):
     x = normal(n, 3)
     got = run(lambda a: associative_scan(nx.add, a, reverse=reverse), compiler, t(x))

@@ -17,11 +17,10 @@ from nxpy.defn.collectives import all_gather
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import parse
 
-from helpers import assert_contains, only
+from helpers import COMPILERS, assert_contains, only
 
 CASES = json.loads((Path(__file__).resolve().parent / "data/nx_sharding_cases.json")
                    .read_text())
-COMPILERS = ["evaluator", "exla"]
 
 
 def _mesh(spec):

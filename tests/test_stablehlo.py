@@ -20,12 +20,12 @@ from nxpy.stablehlo.__main__ import main as cli_main
 from nxpy.stablehlo.syntax import (CallSiteLoc, DenseElements, EnumAttr, FileLoc, FusedLoc,
                                    LocRef, NameLoc, Sharding, TensorType)
 
+from helpers import COMPILERS
+
 import jax  # after nxpy started XLA (conftest), so both share the 8 host devices
 import jax.numpy as jnp
 from jax import lax
 from jax.sharding import Mesh as JMesh, NamedSharding, PartitionSpec as P
-
-COMPILERS = ["evaluator", "exla"]
 
 
 def fn(body, args="%x: tensor<2xf32>", results="tensor<2xf32>"):

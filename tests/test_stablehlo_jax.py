@@ -22,9 +22,8 @@ from nxpy.stablehlo.syntax import AxisRef, ReplicaGroupMeshAxes
 import jax  # after nxpy started XLA (conftest), so both share the 8 host devices
 from stablehlo_jax_cases import CASES, DATA, jax_mesh, lower_and_run
 
-from helpers import groups
+from helpers import COMPILERS, groups
 
-COMPILERS = ["evaluator", "exla"]
 VERSIONS = sorted(d.name for d in DATA.iterdir() if d.is_dir())
 BY_NAME = {c[0]: c for c in CASES}
 

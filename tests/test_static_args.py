@@ -1,6 +1,8 @@
 """static_argnums / static_argnames on jit, defn, compile, shard_jit, shard_map and jitted
 grad, with JAX's semantics: static values reach the function as themselves, are part of
 the cache key (one trace and compile per distinct value), must be hashable."""
+from helpers import COMPILERS
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,7 +12,6 @@ import nxpy as nx
 from nxpy.defn import compile as nx_compile, defn, grad, jacfwd, jacobian, jit, shard_jit, \
     shard_map, value_and_grad, vmap
 
-COMPILERS = ["evaluator", "exla"]
 X = np.arange(12, dtype=np.float32)
 
 
