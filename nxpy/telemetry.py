@@ -4,9 +4,11 @@ Every trace of a function into a graph, every lowering of a graph to StableHLO, 
 compile and every lookup in the persistent executable cache is an event. Events are
 counted (:func:`counters`), passed to the handlers attached with :func:`attach` (as Nx's
 ``:telemetry`` events: a name, a duration, the cache key and the function's name) and
-logged to the ``nxpy`` logger at DEBUG level. A function traced more than
-:data:`RETRACE_WARNING` times (its argument shapes or types keep changing) gets a warning,
-as EXLA warns.
+logged to the ``nxpy`` logger at DEBUG level. Every buffer copied between the host and a
+device is counted too (``transfer_to_device``, ``transfer_to_host``; :func:`counters` says
+what each counts); on hot call paths by a :func:`tally`, summed when the counters are
+read. A function traced more than :data:`RETRACE_WARNING` times (its argument shapes or
+types keep changing) gets a warning, as EXLA warns.
 
 >>> import nxpy as nx
 >>> from nxpy import telemetry
@@ -23,6 +25,7 @@ as EXLA warns.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import sys
@@ -33,8 +36,8 @@ import weakref
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["Event", "counters", "attach", "event", "count", "timed", "RETRACE_WARNING",
-           "note_trace", "unobserved"]
+__all__ = ["Event", "counters", "attach", "event", "count", "tally", "timed",
+           "RETRACE_WARNING", "note_trace", "unobserved"]
 
 log = logging.getLogger("nxpy")
 
@@ -47,6 +50,11 @@ _handlers: list = []
 # traces per function, held weakly (a recycled id() must not inherit another's count)
 _traces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _traces_strong: dict = {}  # functions without weak references
+# the lazily summed counters of hot call paths (see tally): id -> (name, per, count)
+_tallies: dict = {}
+_retired: list = []  # ids of tallies whose owner is gone (appended without the lock)
+
+
 class _Local(threading.local):
     off = False  # this thread's events are not recorded
 
@@ -67,8 +75,21 @@ class Event:
 
 def counters() -> dict:
     """Cumulative counts of every event since the process started, and of the buffers
-    moved between the host and a device: ``transfer_to_device`` and ``transfer_to_host``
-    (one per buffer: a sharded tensor placed on four devices counts four). A loop whose
+    copied between the host and a device, one per buffer:
+
+    * ``transfer_to_device``: every host array copied to a device: a tensor made on or
+      moved to an EXLA device (``nx.tensor(..., backend="exla")``, ``backend_transfer``,
+      ``device_put``: one per device it is put on), and every NumPy array or NumPy-backend
+      tensor given to a compiled EXLA program, on every call (JAX's dispatch copies them
+      in each time);
+    * ``transfer_to_host``: every read of a device buffer's values to the host
+      (``to_numpy``, ``np.asarray``, printing): one per distinct block of a sharded
+      tensor, one for a replicated or single-device one, counted on every read.
+
+    These are the copies ``jax.transfer_guard`` sees (on the CPU, JAX reads a buffer as a
+    view, which its guard does not see; nxpy counts the read all the same, so a count is
+    the same on every platform). Not counted: copies between devices, and the host
+    callbacks (``hook``, ``print_value``, ``runtime_call``) inside programs. A loop whose
     data stays on the devices shows neither growing::
 
         before = telemetry.counters()
@@ -78,7 +99,45 @@ def counters() -> dict:
         assert after.get("transfer_to_host", 0) == before.get("transfer_to_host", 0)
     """
     with _lock:
-        return dict(_counts)
+        _fold_retired()
+        out = Counter(_counts)
+        for name, per, c in _tallies.values():
+            out[name] += per * _value(c)
+        return dict(out)
+
+
+def tally(name: str, per: int, owner):
+    """A function of no arguments that adds ``per`` to counter ``name`` each call, for
+    call paths where :func:`count`'s lock and frame cost too much: it is a C function (an
+    ``itertools.count``'s ``__next__``), summed into :func:`counters` when they are read.
+    Its calls are counted inside :func:`unobserved` blocks too. When ``owner`` (the only
+    holder of the function) is garbage collected, its total is kept.
+
+    >>> def call(): bump()
+    >>> bump = tally("example_calls", 2, call)
+    >>> before = counters().get("example_calls", 0)
+    >>> call(); call()
+    >>> counters()["example_calls"] - before
+    4
+    """
+    c = itertools.count()
+    key = id(c)
+    with _lock:
+        _tallies[key] = (name, per, c)
+    weakref.finalize(owner, _retired.append, key)  # no lock: it may run inside one
+    return c.__next__
+
+
+def _value(c) -> int:
+    return int(repr(c)[6:-1])  # "count(n)": reading it does not advance it
+
+
+def _fold_retired() -> None:
+    """Moves the totals of the tallies whose owners are gone into the counts (under the
+    lock)."""
+    while _retired:
+        name, per, c = _tallies.pop(_retired.pop())
+        _counts[name] += per * _value(c)
 
 
 def attach(handler):

@@ -9,6 +9,7 @@ import numpy as np
 from .. import telemetry
 from . import lib
 from .client import _client, local_positions, process_index, process_of
+from .distributed import wait_ready
 from .errors import _raise_runtime_failure
 
 
@@ -21,7 +22,15 @@ def _single(device_index: int):
 
 
 def to_device(array: np.ndarray, device_index: int = 0):
-    """A single-device buffer holding ``array`` (64-bit types kept as they are)."""
+    """A single-device buffer holding ``array`` (64-bit types kept as they are); counted
+    as one ``transfer_to_device``."""
+    telemetry.count("transfer_to_device")
+    return _put(array, device_index)
+
+
+def _put(array: np.ndarray, device_index: int):
+    """:func:`to_device` uncounted: for JAX's dispatch, whose callers count the arrays they
+    hand it (see :func:`nxpy.pjrt.execute.dispatcher`)."""
     st = lib._state
     if "avals" not in st:
         _client()
@@ -38,7 +47,6 @@ def to_device(array: np.ndarray, device_index: int = 0):
         aval = st["avals"][key] = st["core"].ShapedArray(array.shape, array.dtype)
     # copied during the call: the buffer never aliases the array (a donated buffer may be
     # overwritten by its program's results, and host tensors share arrays with views)
-    telemetry.count("transfer_to_device")
     return st["J"].batched_device_put(aval, _single(device_index), [array],
                                       [st["devices"][device_index]], True, False,
                                       st["copy_in"], True)
@@ -76,6 +84,7 @@ def to_host(buffer, buffers: int = 1) -> np.ndarray:
     """The values of a buffer (or of a global array whose distinct shards are
     ``buffers`` buffers) on the host."""
     telemetry.count("transfer_to_host", buffers)
+    wait_ready([buffer])  # a lost process raises here, not in a collective that never ends
     try:
         return np.asarray(buffer)
     except Exception as e:  # a program's failure shows when its results are read
@@ -193,6 +202,7 @@ def block_until_ready(buffers) -> None:
     """Waits until every buffer (single-device or global) is computed."""
     st = lib._state
     if buffers:
+        wait_ready(buffers)
         try:
             st["xc"].batched_block_until_ready(list(buffers))
         except Exception as e:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import lib
-from .buffers import _named_sharding, _single, to_device
+from .buffers import _named_sharding, _put, _single
 from .callbacks import is_synchronous
 from .errors import _raise_runtime_failure
 
@@ -56,7 +56,9 @@ _WIDE = {np.dtype(d) for d in (np.int64, np.uint64, np.float64, np.complex128)}
 def dispatcher(exe, inputs, outputs, device_index: int):
     """JAX's own C++ dispatch (the one ``jax.jit`` calls go through) around a
     single-partition executable: ``call(*datas) -> [buffer per output]`` where each data is
-    a buffer on the device or a NumPy array of the input's dtype (copied in by C++).
+    a buffer on the device or a NumPy array of the input's dtype (copied in by C++, on
+    every call). The copies are not counted here: the caller counts the arrays it hands
+    over (``telemetry.tally`` on its hot path), C++ copies them out of Python's sight.
     ``inputs``/``outputs``: ``[(shape, dtype), ...]``. The first call with a new kind of
     arguments runs :func:`executor`'s path and teaches the C++ side. None when the program
     has 64-bit inputs (JAX's dispatch narrows them unless its x64 mode is on) or host
@@ -85,7 +87,7 @@ def dispatcher(exe, inputs, outputs, device_index: int):
     def cache_miss(*datas):
         ours = all(type(d) is np.ndarray or (type(d) is array and d.sharding == single)
                    for d in datas)
-        outs = execute([d if type(d) is array else to_device(d, device_index) for d in datas])
+        outs = execute([d if type(d) is array else _put(d, device_index) for d in datas])
         return outs, (data if ours else None), False
 
     cpp = make("nxpy", None, cache_miss, [], [], keys, registry, shard_arg)

@@ -95,21 +95,24 @@ class ExlaCompiler(Compiler):
 
         def run(args):  # any tensors (of any backend, anywhere), or caller's arrays
             bufs = []
-            host = False
+            host = 0  # arrays JAX's dispatch copies in (counted here: it copies in C++)
             for a in args:
                 if type(a) is ndarray:  # a caller's array (``takes_arrays``), dtype checked
                     bufs.append(a)
-                    host = True
+                    host += 1
                     continue
                 d = a.data
                 if type(d) is array and a.device_id == dev and a.backend is backend:
                     bufs.append(d)
                 elif type(d) is ndarray and cpp is not None and d.dtype == a.type.dtype:
                     bufs.append(d)
-                    host = True
+                    host += 1
                 else:
-                    bufs.append(move(a, dev))
-            return tensors(cpp(*bufs) if host else execute(bufs))
+                    bufs.append(move(a, dev))  # counted where it is copied
+            if host:
+                telemetry.count("transfer_to_device", host)
+                return tensors(cpp(*bufs))
+            return tensors(execute(bufs))
 
         tree = graph.tree
         whole = single and tree is tree_mod.LEAF  # the result is the one output tensor
@@ -131,11 +134,14 @@ class ExlaCompiler(Compiler):
         # call and call_arrays build a lone result inline (not through tensors()): one
         # frame less on the two hot paths
         def call_arrays(arrays):  # NumPy arrays (defn checked their shapes and dtypes)
+            copied()  # every array is copied in: one C call counts them all
             outs = cpp(*arrays)
             if whole:
                 return Tensor(outs[0], s0, t0, n0, backend, dev, k0)
             return tree_mod.unflatten(tree, tensors(outs))
 
+        copied = None if cpp is None else telemetry.tally(
+            "transfer_to_device", len(graph.params), call_arrays)
         run.module = text
         run.executable = exe
         run.memory_stats = lambda: pjrt.memory_stats(exe)
