@@ -5,6 +5,7 @@ helper process, nxpy's watch of the processes (:mod:`nxpy.watchdog`),
 from __future__ import annotations
 
 import atexit
+import ctypes
 import ipaddress
 import os
 import select
@@ -430,11 +431,38 @@ def shutdown_distributed() -> None:
 
 def _abandon():
     """Forgets the runtime client without its shutdown barrier (kept referenced: it was
-    made with shutdown_on_destruction=False, and is never destroyed mid-exit)."""
-    from jax._src import distributed as jdist
+    made with shutdown_on_destruction=False, and is never destroyed mid-exit), and keeps
+    the XLA client from being destroyed at exit: a collective that lost a process may
+    never complete, and destroying the client waits for it (jax's own clean-up at exit
+    would hang until the coordination service goes, which aborts the process)."""
+    from jax._src import api, distributed as jdist
     gs = jdist.global_state
-    lib._state.setdefault("abandoned", []).extend([gs.client, gs.service])
+    kept = [gs.client, gs.service, lib._state.get("client")]
+    lib._state.setdefault("abandoned", []).extend(kept)
+    for obj in kept:  # not freed either when the interpreter clears the modules at exit
+        if obj is not None:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+    atexit.unregister(api.clean_up)
     gs.client = gs.service = None
+
+
+def wait_ready(buffers) -> None:
+    """Returns when every buffer is computed; in a distributed program, raises
+    :class:`ProcessLostError` as soon as the watch hears of a lost process instead: a
+    collective that lost a process may never complete (a psum over local and remote
+    devices waits for a local device that has already failed), and a main thread blocked
+    in it could not take the error. In one process it returns at once (the caller then
+    waits in the runtime)."""
+    w = lib._state.get("watch")
+    if w is None:
+        return
+    pending = [b for b in buffers if not b.is_ready()]
+    delay = 5e-5
+    while pending:
+        if w.wait_lost(delay):
+            raise ProcessLostError()
+        pending = [b for b in pending if not b.is_ready()]
+        delay = min(2 * delay, 1e-3)
 
 
 def _lost_error():
