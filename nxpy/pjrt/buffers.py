@@ -9,6 +9,7 @@ import numpy as np
 from .. import telemetry
 from . import lib
 from .client import _client, local_positions, process_index, process_of
+from .distributed import wait_ready
 from .errors import _raise_runtime_failure
 
 
@@ -83,6 +84,7 @@ def to_host(buffer, buffers: int = 1) -> np.ndarray:
     """The values of a buffer (or of a global array whose distinct shards are
     ``buffers`` buffers) on the host."""
     telemetry.count("transfer_to_host", buffers)
+    wait_ready([buffer])  # a lost process raises here, not in a collective that never ends
     try:
         return np.asarray(buffer)
     except Exception as e:  # a program's failure shows when its results are read
@@ -200,6 +202,7 @@ def block_until_ready(buffers) -> None:
     """Waits until every buffer (single-device or global) is computed."""
     st = lib._state
     if buffers:
+        wait_ready(buffers)
         try:
             st["xc"].batched_block_until_ready(list(buffers))
         except Exception as e:
