@@ -1,20 +1,21 @@
 """Every primitive × every consumer of ops (nxpy/testing/coverage.py): covered, or a gap
-declared with its reason; no declaration outlives its gap; docs/ops.md is the matrix."""
+declared with its reason; no declaration outlives its gap; no consumer handles a name no
+primitive(...) declares; docs/ops.md is the matrix."""
 from pathlib import Path
+
+import numpy as np
 
 import nxpy as nx
 
 import pytest
 
-from nxpy.compilers.evaluator import EVAL_RULES
-from nxpy.compilers.exla.lowering import LOWERINGS
-from nxpy.compilers.spmd import SPMD_RULES
-from nxpy.defn.jvp_rules import JVP_RULES
+from nxpy.backends.numpy import NumpyBackend
 from nxpy.defn import shard_map
 from nxpy.defn.core import trace
 from nxpy.ops import core
-from nxpy.ops.core import PRIMITIVES, primitive
+from nxpy.ops.core import PRIMITIVES, dispatch, primitive
 from nxpy.testing import coverage
+from nxpy.testing.cases import Case
 from nxpy.testing.fuzz.sharded import COLLECTIVE_PRIMITIVES, _nx_collective
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "ops.md"
@@ -34,12 +35,19 @@ WHERE = {
 }
 
 
+def _gaps_report(missing) -> str:
+    lines = []
+    for op, c in missing:
+        note = coverage.gap_note(op, c)
+        lines.append(f"  {op}: no {c} ({coverage.CONSUMERS[c]}); add {WHERE[c]}, or declare "
+                     f"why not" + (f" [{note}]" if note else ""))
+    return ("ops a consumer does not cover, with no reason declared in "
+            "nxpy/testing/coverage.py's GAPS:\n" + "\n".join(lines))
+
+
 def test_every_gap_is_declared():
     missing = coverage.undeclared()
-    assert not missing, "ops a consumer does not cover, with no reason declared in " \
-        "nxpy/testing/coverage.py's GAPS:\n" + "\n".join(
-            f"  {op}: no {c} ({coverage.CONSUMERS[c]}); add {WHERE[c]}, or declare why not"
-            for op, c in missing)
+    assert not missing, _gaps_report(missing)
 
 
 def test_no_declared_gap_is_closed():
@@ -83,16 +91,73 @@ def test_unknown_property_is_refused():
         primitive("test", "nothing", props=("elementwize",))
 
 
-def test_every_rule_is_for_a_declared_op():
+def _stray_report(stray) -> str:
+    return ("names that no primitive(...) declares (an op added without its row in the "
+            "table: declare it with primitive(family, name) in its nxpy/ops/ module, or fix "
+            "the name):\n" + "\n".join(f"  {where}: {', '.join(names)}"
+                                        for where, names in stray.items()))
+
+
+def test_every_rule_kernel_and_node_is_for_a_declared_op():
     """A rule registered for a name that is neither a primitive nor a registered op (a typo,
-    or an op whose primitive(...) declaration was forgotten) is an error."""
-    tables = {"LOWERINGS": LOWERINGS, "GRAD_RULES": core.GRAD_RULES, "JVP_RULES": JVP_RULES,
-              "BATCH_RULES": core.BATCH_RULES, "SHARDING_RULES": coverage.SHARDING_RULES,
-              "EVAL_RULES": EVAL_RULES, "SPMD_RULES": SPMD_RULES, "PORTABLE": core.PORTABLE,
-              "NON_DIFFERENTIABLE": core.NON_DIFFERENTIABLE}
-    stray = {name: sorted(set(t) - set(PRIMITIVES) - set(core.OPS)) for name, t in tables.items()}
-    stray = {k: v for k, v in stray.items() if v}
-    assert not stray, f"rules for names no primitive(...) declares: {stray}"
+    or an op whose primitive(...) declaration was forgotten), a NumPy backend op method of
+    such a name, or such a node in a traced conformance case is an error."""
+    stray = coverage.stray()
+    assert not stray, _stray_report(stray)
+
+
+def _bare_case(op):
+    """A conformance case of an op ``op`` whose front end is a bare dispatch."""
+    def fn(nx, x):
+        return dispatch(op, nx.template(x.shape, x.type), x)
+    return Case(op, fn, (np.array([2.0, 3.0], np.float32),))
+
+
+class _HalvingBackend(NumpyBackend):
+    def half_kernel(self, out, x):   # a kernel whose op no primitive(...) declares
+        return self._wrap(out, x.data / 2)
+
+
+def test_stray_names_a_numpy_kernel_of_an_undeclared_op():
+    stray = coverage.stray(tables={}, backend=_HalvingBackend, cases=[])
+    assert stray == {"NumPy backend": ["half_kernel"]}
+    assert "NumPy backend: half_kernel" in _stray_report(stray)
+    assert coverage.stray(tables={}, backend=NumpyBackend, cases=[]) == {}
+
+
+def test_stray_names_an_undeclared_op_the_expr_backend_records():
+    stray = coverage.stray(tables={}, cases=[_bare_case("half_traced"), _bare_case("negate")])
+    assert stray == {"Expr nodes of the conformance cases": ["half_traced"]}
+    assert "half_traced" in coverage.recorded_ops([_bare_case("half_traced")])
+
+
+def test_stray_names_a_rule_of_an_undeclared_op():
+    stray = coverage.stray(tables={"LOWERINGS": {"half_lowered": None, "add": None}},
+                           cases=[])
+    assert stray == {"LOWERINGS": ["half_lowered"]}
+
+
+def test_import_failure_reports_rather_than_raises():
+    why = coverage.import_failure(_bare_case("half_row"))
+    assert why.startswith("LoweringError: ") and "'half_row'" in why, why
+    assert coverage.import_failure(_bare_case("negate")) is None
+
+
+def test_a_row_with_no_kernel_lowering_or_grad_names_its_gaps(monkeypatch):
+    """A primitive(...) row with a conformance case and nothing else: every gap named (the
+    importer's with the lowering error), none raised."""
+    monkeypatch.setitem(PRIMITIVES, "half_row", "test")
+    cases = {**coverage._first_cases(), "half_row": _bare_case("half_row")}
+    monkeypatch.setattr(coverage, "_first_cases", lambda: cases)
+    try:
+        missing = [(op, c) for op, c in coverage.undeclared() if op == "half_row"]
+        report = _gaps_report(missing)
+    finally:
+        coverage._imports.cache_clear()
+    assert {c for _, c in missing} == set(coverage.CONSUMERS) - {"conformance"}
+    assert "half_row: no kernel" in report and "half_row: no lowering" in report
+    assert "half_row: no grad" in report
+    assert "half_row: no importer" in report and "[LoweringError: " in report
 
 
 def _ops_in(fn) -> set:

@@ -5,13 +5,17 @@ Every built-in op (:data:`nxpy.ops.PRIMITIVES`) is read by up to nine consumers
 batching rule, a sharding rule, the StableHLO importer, a conformance case and a fuzz
 twin. :func:`matrix` finds what each op has; every cell it finds missing must be
 declared in :data:`GAPS` with its reason. ``tests/test_coverage.py`` fails on a gap
-that is not declared (an op added to some consumers only) and on a declaration that no
-longer holds (a gap since closed), and checks that the matrix section of ``docs/ops.md``
-is :func:`render`'s output (``python -m nxpy.testing.coverage`` rewrites it in place).
+that is not declared (an op added to some consumers only), on a declaration that no
+longer holds (a gap since closed) and on a name some consumer handles that no
+``primitive(...)`` declares (:func:`stray`: a rule, a NumPy kernel, a node the Expr
+backend records), and checks that the matrix section of ``docs/ops.md`` is
+:func:`render`'s output (``python -m nxpy.testing.coverage`` rewrites it in place).
 
 >>> from nxpy.testing import coverage
 >>> coverage.matrix()["add"]["lowering"], coverage.matrix()["parameter"]["lowering"]
 (True, "a program's input, not an op that computes")
+>>> coverage.stray()
+{}
 """
 from __future__ import annotations
 
@@ -20,21 +24,24 @@ import sys
 from pathlib import Path
 
 import nxpy as nx
+from ..backend import Backend
 from ..backends.numpy import NumpyBackend
 from ..compilers.evaluator import EVAL_RULES
 from ..compilers.exla import to_mlir
 from ..compilers.exla.lowering import LOWERINGS
 from ..compilers.spmd import SPMD_RULES
+from ..defn.expr import trace_fn
 from ..defn.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
 from ..defn.sharding import RESULT_RULES, SHARDING_RULES
-from ..ops.core import (BATCH_RULES, GRAD_RULES, NON_DIFFERENTIABLE, OP_PROPERTIES,
+from ..ops.core import (BATCH_RULES, GRAD_RULES, NON_DIFFERENTIABLE, OP_PROPERTIES, OPS,
                         PORTABLE, PRIMITIVES)
 from ..stablehlo import load
 from . import fuzz
 from .fuzz.sharded import COLLECTIVE_PRIMITIVES
 from .cases import CASES
 
-__all__ = ["CONSUMERS", "GAPS", "matrix", "undeclared", "stale", "render", "with_matrix",
+__all__ = ["CONSUMERS", "GAPS", "RULE_TABLES", "matrix", "undeclared", "stale", "stray",
+           "import_failure", "gap_note", "backend_ops", "recorded_ops", "render", "with_matrix",
            "BEGIN", "END"]
 
 #: the lines between which docs/ops.md holds the rendered matrix
@@ -141,12 +148,41 @@ def _template(a):
     return nx.template(a.shape, "bf16" if str(a.dtype) == "bfloat16" else str(a.dtype))
 
 
+def import_failure(case) -> str | None:
+    """None where conformance case ``case``, lowered by EXLA, loads back with the StableHLO
+    importer; otherwise why not, in one line: an op without a lowering, or without an
+    importer rule for what it lowers to. It reports rather than raises, so that an op
+    missing several consumers gets its gaps named, not the first one's traceback.
+
+    >>> import numpy as np
+    >>> from nxpy.testing.cases import Case
+    >>> import_failure(Case("add", lambda nx, x: nx.add(x, 1), (np.zeros(2, np.float32),)))
+    """
+    try:
+        text = to_mlir(lambda *xs: case.fn(nx, *xs), *(_template(a) for a in case.inputs))
+        load(text)  # raises for an op without an importer rule
+    except Exception as exc:  # any failure is the importer column's gap, reported
+        first = str(exc).strip().splitlines()[:1]
+        return f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
+    return None
+
+
+#: op -> why its first conformance case does not load back (see :func:`gap_note`)
+_IMPORT_FAILURES: dict = {}
+
+
 @functools.lru_cache(maxsize=None)
 def _imports(op) -> bool:
-    case = _first_cases()[op]
-    text = to_mlir(lambda *xs: case.fn(nx, *xs), *(_template(a) for a in case.inputs))
-    load(text)  # raises for an op without an importer rule
-    return True
+    why = import_failure(_first_cases()[op])
+    if why is not None:
+        _IMPORT_FAILURES[op] = why
+    return why is None
+
+
+def gap_note(op, consumer) -> str | None:
+    """What was found wrong where ``consumer`` does not cover ``op``, when more is known
+    than the gap (the importer: why the op's first case did not load back), or None."""
+    return _IMPORT_FAILURES.get(op) if consumer == "importer" else None
 
 
 _FUZZ_SHARDED = frozenset(COLLECTIVE_PRIMITIVES.values())
@@ -194,6 +230,63 @@ def stale() -> list:
                 if op not in PRIMITIVES or _CHECKS[c](op):
                     out.append((op, c, reason))
     return out
+
+
+#: the tables of rules, by name, whose keys must be declared ops (see :func:`stray`)
+RULE_TABLES = {"LOWERINGS": LOWERINGS, "GRAD_RULES": GRAD_RULES, "JVP_RULES": JVP_RULES,
+               "BATCH_RULES": BATCH_RULES, "SHARDING_RULES": SHARDING_RULES,
+               "EVAL_RULES": EVAL_RULES, "SPMD_RULES": SPMD_RULES, "PORTABLE": PORTABLE,
+               "NON_DIFFERENTIABLE": NON_DIFFERENTIABLE}
+
+
+def backend_ops(backend=NumpyBackend) -> set:
+    """The op methods of backend class ``backend``: its public methods, less those of the
+    :class:`~nxpy.backend.Backend` protocol itself (data in and out, placement)."""
+    protocol = set(dir(Backend))
+    return {k for k in dir(backend) if not k.startswith("_") and k not in protocol
+            and callable(getattr(backend, k))}
+
+
+def _ops_in(fn) -> set:
+    ops = set()
+    for n in fn.nodes:
+        ops.add(n.op)
+        for sub in n.fns or ():
+            ops |= _ops_in(sub)
+    return ops
+
+
+def recorded_ops(cases) -> set:
+    """The ops of the nodes the Expr backend records tracing ``cases`` (conformance
+    cases: each one's function on its inputs' templates), sub-functions included."""
+    ops = set()
+    for case in cases:
+        temps = [_template(a) for a in case.inputs]
+        fn = trace_fn(lambda *xs, c=case: c.fn(nx, *xs), [(t.shape, t.type, None) for t in temps])
+        ops |= _ops_in(fn)
+    return ops
+
+
+def stray(tables=None, backend=NumpyBackend, cases=None) -> dict:
+    """``{where: [names]}`` of the names a consumer of ops handles that no
+    ``primitive(...)`` declares and that are not ops added with
+    ``nxpy.extend.register_op``: the keys of the rule ``tables`` (by default
+    :data:`RULE_TABLES`; a typo, or an op whose declaration was forgotten), the op methods
+    of ``backend`` (an eager kernel) and the ops of the nodes the Expr backend records for
+    ``cases`` (by default the conformance cases). Such an op is in no row of the matrix,
+    so no column would report it; empty where every name is declared.
+
+    >>> class Halving(NumpyBackend):
+    ...     def halve(self, out, x):
+    ...         return self._wrap(out, x.data / 2)
+    >>> stray(tables={}, backend=Halving, cases=[])
+    {'NumPy backend': ['halve']}
+    """
+    known = set(PRIMITIVES) | set(OPS)
+    found = {name: set(t) for name, t in (RULE_TABLES if tables is None else tables).items()}
+    found["NumPy backend"] = backend_ops(backend)
+    found["Expr nodes of the conformance cases"] = recorded_ops(CASES if cases is None else cases)
+    return {k: sorted(v - known) for k, v in found.items() if v - known}
 
 
 def render() -> str:
