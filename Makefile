@@ -46,9 +46,10 @@ test: $(STAMP)
 exhaustive: $(STAMP)
 	NXPY_TEST_PRODUCT=full timeout -k 30 7200 $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
 
-# meshes across 2 and 4 processes on loopback (tests/test_distributed.py)
+# meshes across 2 and 4 processes on loopback (tests/test_distributed.py) and across two
+# network namespaces (tests/test_distributed_netns.py: needs root, else skipped, -rs says why)
 distributed: $(STAMP)
-	$(LIMIT) $(PY) -m pytest -q -n 2 -m multiprocess tests/test_distributed.py
+	$(LIMIT) $(PY) -m pytest -q -n 2 -rs -m multiprocess tests/test_distributed.py tests/test_distributed_netns.py
 
 # the suite's op tests again (every op family and dtype, random, collectives, sharding,
 # control flow), every EXLA program also emitted -> parsed -> loaded -> rerun; gradients,

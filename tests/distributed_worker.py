@@ -3,6 +3,9 @@ process (one process, the reference per-device results) and as the script every 
 of ``python -m nxpy.launch`` runs (each writes its own partitions' results to OUTDIR).
 
     python -m nxpy.launch -n 2 --local-devices 2 tests/distributed_worker.py OUTDIR 2x2 exla
+
+A fourth argument ``sharded`` runs the sharded tensors and the training loop only (not
+every collective's program: tests/test_distributed_netns.py).
 """
 import json
 import sys
@@ -11,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 import nxpy as nx
-from nxpy.defn import (all_gather, all_to_all, axis_index, pmax, pmean, ppermute, psum,
-                       psum_scatter, shard_jit, shard_map)
+from nxpy.defn import (all_gather, all_to_all, axis_index, jit, pmax, pmean, ppermute, psum,
+                       psum_scatter, shard_jit, shard_map, value_and_grad)
 
 AXES = ("x", "y")
 IN_SPEC = {0: ["x"], 1: ["y"]}
@@ -74,7 +77,6 @@ def sharded_tensors(mesh, compiler):
     placed from the whole value and from each process's own rows, computed on by jit,
     resharded on the devices, gathered to the host, and a few steps of a training loop."""
     from nxpy import distributed
-    from nxpy.defn import jit, value_and_grad
 
     backend = "exla" if compiler == "exla" else "numpy"
     def S(*spec):
@@ -96,13 +98,7 @@ def sharded_tensors(mesh, compiler):
     out = {"device_put": x, "from_process_local_data": local, "jit": f(x, local),
            "reshard": nx.device_put(x, S("y", "x")), "eager": x * 2 + 1,
            "allgather": nx.tensor(distributed.process_allgather(x).to_numpy() + 0)}
-    w = nx.device_put(np.linspace(-1, 1, a.shape[1] * 4, dtype=np.float32).reshape(-1, 4),
-                      S(None, "y"), backend=backend)
-    loss = shard_map(lambda u, w: pmean(nx.mean(nx.tanh(nx.dot(u / 30, w)) ** 2), ("x", "y")),
-                     mesh, in_specs=[nx.P("x"), nx.P(None, "y")], out_specs=nx.P())
-    step = jit(lambda w, u: (lambda v, g: (v, w - 0.5 * g))(*value_and_grad(
-        lambda w: loss(u, w))(w)), compiler=compiler, donate_argnums=0)
-    xs = nx.device_put(a, S("x"), backend=backend)
+    step, w, xs = training(mesh, compiler)
     for i in range(3):
         v, w = step(w, xs)
         out[f"loss{i}"] = v
@@ -110,12 +106,28 @@ def sharded_tensors(mesh, compiler):
     return out
 
 
-def run(mesh, compiler):
-    """``{name: {partition: array}}`` for this process's partitions."""
+def training(mesh, compiler):
+    """A training step on sharded tensors (the loss a pmean over the whole mesh, its
+    gradient, a step of gradient descent): ``(step, w, xs)``, ``step(w, xs)`` giving the
+    loss and the next weights (``w`` donated)."""
+    backend = "exla" if compiler == "exla" else "numpy"
+    a = global_input(mesh.shape)
+    w = nx.device_put(np.linspace(-1, 1, a.shape[1] * 4, dtype=np.float32).reshape(-1, 4),
+                      nx.NamedSharding(mesh, nx.P(None, "y")), backend=backend)
+    loss = shard_map(lambda u, w: pmean(nx.mean(nx.tanh(nx.dot(u / 30, w)) ** 2), ("x", "y")),
+                     mesh, in_specs=[nx.P("x"), nx.P(None, "y")], out_specs=nx.P())
+    step = jit(lambda w, u: (lambda v, g: (v, w - 0.5 * g))(*value_and_grad(
+        lambda w: loss(u, w))(w)), compiler=compiler, donate_argnums=0)
+    return step, w, nx.device_put(a, nx.NamedSharding(mesh, nx.P("x")), backend=backend)
+
+
+def run(mesh, compiler, which="all"):
+    """``{name: {partition: array}}`` for this process's partitions (``which="sharded"``:
+    the sharded tensors and training loop only)."""
     x = nx.tensor(global_input(mesh.shape))
     parts = mesh.local_partitions
     out = {}
-    for name, f in programs(mesh, compiler).items():
+    for name, f in (programs(mesh, compiler) if which == "all" else {}).items():
         res = f.call_global(x)
         out[name] = {p: r.to_numpy() for p, r in zip(parts, res)}
     for name, t in sharded_tensors(mesh, compiler).items():
@@ -128,20 +140,21 @@ def run(mesh, compiler):
     return out
 
 
-def main(outdir, mesh_shape, compiler):
-    from nxpy import distributed
+def main(outdir, mesh_shape, compiler, which="all"):
+    from nxpy import distributed, pjrt
     distributed.initialize()
     shape = tuple(int(d) for d in mesh_shape.split("x"))
     mesh = nx.Mesh("mesh", shape, axis_names=AXES)
     me = distributed.process_index()
-    res = run(mesh, compiler)
+    res = run(mesh, compiler, which)
     np.savez(Path(outdir) / f"process{me}.npz",
              **{f"{name}|{p}": a for name, per in res.items() for p, a in per.items()})
     (Path(outdir) / f"process{me}.json").write_text(json.dumps(
         {"process": me, "count": distributed.process_count(), "partitions": mesh.local_partitions,
-         "processes": list(mesh.processes)}))
+         "processes": list(mesh.processes), "coordinator": pjrt.distributed_info()["address"],
+         "gloo": pjrt._state["dist"]["gloo"]}))
     distributed.shutdown()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

@@ -11,10 +11,11 @@ process_allgather, a training loop; equal to 1e-5 where sums run in another orde
 Evaluator across processes; examples/gpt.py --mesh 2x2 as 2 processes x 2 devices (the
 one-process losses and checkpoint, only process 0 reporting and writing); faults end
 with clear errors within their timeouts: a worker or the coordinator lost mid-run (the
-survivor raises ProcessLostError whether its main thread waits in a collective or runs
-Python; exits with status 75 when it stays in a C call), a process that raises, a wrong
-process count, an unreachable coordinator, a taken port; a slow process is not declared
-lost.
+survivor raises ProcessLostError whether its main thread waits in a collective, waits
+for a training step's result that can never come, or runs Python; exits with status 75
+when it stays in a C call), a process that raises, a wrong process count, an unreachable
+coordinator, a taken port; a slow process is not declared lost. Two "hosts" that are
+not loopback (two network namespaces): tests/test_distributed_netns.py.
 """
 import json
 import os
@@ -42,7 +43,9 @@ multiprocess = pytest.mark.multiprocess
 
 def _env():
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    # the tests' folder too: scripts import distributed_worker
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"),
+                                         env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     for var in pjrt.ENV.values():
         env.pop(var, None)
     return env
@@ -222,16 +225,22 @@ def run_workers(tmp_path, n, local, shape, compiler):
     r = _launch(["-n", str(n), "--local-devices", str(local), "--timeout", "150", str(WORKER),
                  str(tmp_path), "x".join(map(str, shape)), compiler], timeout=180)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    got, infos = {}, []
-    for p in range(n):
-        infos.append(json.loads((tmp_path / f"process{p}.json").read_text()))
-        with np.load(tmp_path / f"process{p}.npz") as z:
-            for k in z.files:
-                name, part = k.split("|")
-                got.setdefault(name, {})[int(part)] = z[k]
     # each output line carries its process's prefix
     lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
     assert all(ln.startswith(tuple(f"[{p}] " for p in range(n))) for ln in lines)
+    return read_results(tmp_path, n)
+
+
+def read_results(outdir, n):
+    """What the worker's ``n`` processes wrote to ``outdir``: ``({name: {partition:
+    array}}, [each process's info])``."""
+    got, infos = {}, []
+    for p in range(n):
+        infos.append(json.loads((outdir / f"process{p}.json").read_text()))
+        with np.load(outdir / f"process{p}.npz") as z:
+            for k in z.files:
+                name, part = k.split("|")
+                got.setdefault(name, {})[int(part)] = z[k]
     return got, infos
 
 
@@ -300,22 +309,29 @@ def test_killed_worker_under_launcher(tmp_path):
 
 # A survivor's view of a lost process: the victim (argv[1]) dies at a known time
 # (os._exit or SIGKILL, argv[3]); the survivor runs collectives (argv[2] "collective":
-# its main thread waits inside a shard_jit all_gather across processes) or Python work
-# ("python": a sleep loop), and prints when and what it caught.
+# its main thread waits inside a shard_jit all_gather across processes; "step": it reads
+# the loss of a training step whose psum spans both processes' devices, which never
+# completes when a process is lost) or Python work ("python": a sleep loop), and prints
+# when and what it caught.
 SURVIVOR = """
 import os, signal, sys, time
 import nxpy as nx
 from nxpy import distributed as D
 from nxpy.defn import shard_jit, all_gather
+import distributed_worker as W
 victim, mode, how = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 D.initialize()
 me = D.process_index()
-mesh = nx.Mesh("m", (2, 2))
+mesh = nx.Mesh("m", (2, 2), axis_names=W.AXES)
 f = shard_jit(lambda a: all_gather(a, axes=[0], all_gather_dim=0), mesh,
               input_shardings=[{0: [0], 1: [1]}], compiler="exla")
+step, w, xs = W.training(mesh, "exla")
 try:
     for i in range(100000):
-        if mode == "collective" or i < 5:
+        if mode == "step":
+            loss, w = step(w, xs)
+            loss.addressable_shards[0].data.to_numpy()
+        elif mode == "collective" or i < 5:
             [r.to_numpy() for r in f.call_global(nx.iota((4, 4)))]
         else:
             time.sleep(0.05)
@@ -357,11 +373,13 @@ def _line(out, tag):
 
 @multiprocess
 @pytest.mark.parametrize("victim,how", [(1, "exit"), (0, "kill")])
-@pytest.mark.parametrize("mode", ["collective", "python"])
+@pytest.mark.parametrize("mode", ["collective", "step", "python"])
 def test_lost_process_raises_in_the_survivor(tmp_path, victim, how, mode):
     """A worker that exits (os._exit) or the coordinator killed (SIGKILL) mid-run: the
     survivor raises ProcessLostError, naming the lost process, within 30 s, whether its
-    main thread waits inside a collective across processes or runs Python code."""
+    main thread waits inside a collective across processes, waits for a training step's
+    result that can never come, or runs Python code; then it exits with its own status
+    (9)."""
     results = run_pair(tmp_path, SURVIVOR, (victim, mode, how))
     code, out, err = results[victim]
     assert code == (-9 if how == "kill" else 3), err[-2000:]
