@@ -1,10 +1,12 @@
 """Nx's doctests (nx/lib/nx.ex) that nxpy used to disagree with (issue 28, part 5), ported:
 ``pad`` keeps names, ``select`` takes a non-scalar ``pred``'s names (no merge of the
 branches' names), ``reshape`` to a tensor's shape (and names), ``concatenate`` and
-``stack`` traverse tuples of tensors as containers; and the two error cases Nx raises
-for that nxpy accepts on purpose (docs/ops.md, rows ``tensor/2`` and ``bitcast/2``):
-``tensor(t, type=)`` converts and ``bitcast`` reinterprets complex numbers. Vectorized
-examples are ported without the vectorized axes (nxpy has none)."""
+``stack`` traverse tuples of tensors as containers. Three of Nx's examples nxpy departs
+from on purpose (docs/guarantees.md, "Departures from Nx"), each pinned on every path: a
+negative tensor index counts from the end (Nx clamps it to 0), and two error cases Nx
+raises for that nxpy accepts: ``tensor(t, type=)`` converts and ``bitcast`` reinterprets
+complex numbers. Vectorized examples are ported without the vectorized axes (nxpy has
+none)."""
 from __future__ import annotations
 
 import numpy as np
@@ -99,14 +101,55 @@ def test_concatenate_and_stack_traverse_tuples():
         nx.stack((nx.tensor([1, 2]), (nx.tensor([3]),)))
 
 
-def test_tensor_and_bitcast_departures():
-    """Nx raises for these; nxpy converts (docs/ops.md, row ``tensor/2``: as
-    ``jnp.asarray(x, dtype)``) and reinterprets complex bits (row ``bitcast/2``: StableHLO's
-    ``bitcast_convert`` allows it and the StableHLO importer needs it)."""
-    _is(nx.tensor(nx.tensor([1, 2, 3]), type="f32"), "f32", (3,), [1.0, 2.0, 3.0])
-    z = nx.bitcast(nx.tensor(np.array([1 + 2j], np.complex64)), "s64")
-    assert z.type == nx.types.parse("s64")
-    assert nx.bitcast(z, "c64").tolist() == [1 + 2j]
+PATHS = {"numpy": lambda f: f,
+         "evaluator": lambda f: jit(f, compiler="evaluator"),
+         "exla": lambda f: jit(f, compiler="exla")}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_a_negative_tensor_index_counts_from_the_end(path):
+    """Nx's ``t[m][m]`` with ``m = Nx.tensor(-1)`` clamps to 0 and gives 1; nxpy's ``x[...]``
+    is NumPy's and jax.numpy's, so it gives the last element, 4 (docs/ops_indexing.md).
+    Nx's own ops keep Nx's rule: ``slice`` and ``take`` clamp a negative index to 0."""
+    t, a = nx.tensor([[1, 2], [3, 4]]), np.array([[1, 2], [3, 4]], np.int32)
+    run = PATHS[path]
+    for m in (-1, -2, -3):
+        want = a[max(m, -2)][max(m, -2)]   # NumPy's wrap; past the front, jnp's clamp
+        assert run(lambda t, m: t[m][m])(t, nx.tensor(m)).tolist() == want, m
+        assert run(lambda t, m: t[m, m])(t, nx.tensor(m)).tolist() == want, m
+    m = nx.tensor(-1)
+    assert run(lambda t, m: nx.slice(t, [m, m], [1, 1]))(t, m).tolist() == [[1]]
+    assert run(lambda t, m: nx.take(nx.take(t, m), m))(t, m).tolist() == 1
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_tensor_of_a_tensor_with_another_type_converts(path):
+    """Nx raises for ``Nx.tensor(t, type: :f32)`` of an s32 tensor; nxpy converts, as
+    ``jnp.asarray(x, dtype)`` does: the value ``nx.as_type`` (Nx's spelling) gives."""
+    t = nx.tensor([1, -2, 3])
+    got = PATHS[path](lambda x: nx.tensor(x, type="f32"))(t)
+    _is(got, "f32", (3,), [1.0, -2.0, 3.0])
+    assert got.tolist() == nx.as_type(t, "f32").tolist()
+    _is(nx.tensor(nx.tensor([1.5, -2.5]), type="s32"), "s32", (2,), [1, -2])
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_bitcast_between_complex_and_64_bit_types_is_numpys_view(path):
+    """Nx and jax.lax refuse ``bitcast`` to or from a complex type; nxpy reinterprets the
+    bits as NumPy's ``view`` (and ``jax.Array.view``) does: real part in the low half."""
+    z = np.array([1 + 2j, -0.5j, np.inf - 0j], np.complex64)
+    run = PATHS[path]
+    for to in ("s64", "u64", "f64"):
+        bits = run(lambda x, to=to: nx.bitcast(x, to))(nx.tensor(z))
+        assert str(bits.type) == to
+        assert bits.to_numpy().tobytes() == z.view(np.dtype(nx.types.parse(to).dtype)).tobytes()
+        back = run(lambda x: nx.bitcast(x, "c64"))(bits)
+        assert back.to_numpy().tobytes() == z.tobytes()
+    with pytest.raises(TypeError, match="bitcast: expected a type of the same bit width as c64"):
+        nx.bitcast(nx.tensor(z), "c128")
+
+
+def test_tensor_and_bitcast_error_cases():
     # the error cases that do agree with Nx
     with pytest.raises(ValueError, match="tensor: expected names to have one name"):
         nx.tensor([[[1, 2, 3], [4, 5, 6], [7, 8, 9]]], names=["batch"])
