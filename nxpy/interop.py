@@ -252,17 +252,73 @@ def to_jax(fn, compiler="exla"):
     if compiler != "exla":
         raise ValueError(f"to_jax: expected compiler to be 'exla' (JAX compiles the "
                          f"StableHLO EXLA lowers), got {compiler!r}")
+    name = getattr(fn, "__name__", "fn")
+    calls = {}  # (treedef, the static leaves) -> the JAX function of the traced leaves
 
-    def make(treedef):
-        out_trees = []
+    def call(*args, **kwargs):
+        leaves, treedef = pjrt.tree_flatten((args, kwargs))
+        dynamic = [i for i, leaf in enumerate(leaves) if _dynamic(leaf)]
+        static = tuple((i, repr(v)) for i, v in enumerate(leaves) if i not in dynamic)
+        f = calls.get((treedef, static))
+        if f is None:
+            # arguments that are no arrays (a Python number JAX was told is static, a
+            # string) reach fn as they are, as JAX hands them to its functions
+            base = [None if i in dynamic else v for i, v in enumerate(leaves)]  # no tracer
+            scalars = _python_scalars(args, kwargs, leaves)
+            f = calls[(treedef, static)] = pjrt.jax_function(
+                lambda _: _Flat(*_traced_with(fn, name, treedef, base, dynamic, scalars)),
+                f"nxpy_{name}")
+        return f(*[leaves[i] for i in dynamic])
+    call.__name__ = f"nxpy_{name}"
+    return call
 
-        def flat(*ts):
-            args, kwargs = pjrt.tree_unflatten(treedef, list(ts))
-            outs, tree = pjrt.tree_flatten(fn(*args, **kwargs))
-            out_trees.append(tree)
-            return tuple(outs)
-        return _Flat(flat, out_trees)
-    return pjrt.jax_function(make, f"nxpy_{getattr(fn, '__name__', 'fn')}")
+
+def _python_scalars(args, kwargs, leaves):
+    """``{leaf position: (label, JAX's option)}`` for the arguments that are scalars JAX
+    traced from Python numbers (weakly typed: what ``jax.jit`` makes of a Python int)."""
+    out, i = {}, 0
+    for where, a in [(p, a) for p, a in enumerate(args)] + sorted(kwargs.items()):
+        n = len(pjrt.tree_flatten(a)[0])
+        aval = getattr(leaves[i], "aval", None) if n == 1 else None
+        if aval is not None and getattr(aval, "weak_type", False) and not aval.shape:
+            out[i] = ((f"argument {where}", f"static_argnums={where}") if isinstance(where, int)
+                      else (f"argument {where!r}", f"static_argnames={where!r}"))
+        i += n
+    return out
+
+
+def _traced_with(fn, name, treedef, leaves, dynamic, scalars):
+    """``(flat, out_trees)``: ``fn`` as :class:`_Flat` traces it, a function of the traced
+    leaves returning a flat tuple (the others, ``leaves``, baked in), and the list it
+    appends its results' treedef to. An error tracing it while a Python number came in traced
+    (``scalars``) says to make that argument static, as JAX's ConcretizationTypeError
+    does."""
+    def flat(*ts):
+        full = list(leaves)
+        for i, t in zip(dynamic, ts):
+            full[i] = t
+        args, kwargs = pjrt.tree_unflatten(treedef, full)
+        try:
+            out = fn(*args, **kwargs)
+        except TypeError as e:
+            traced = [scalars[i] for i in dynamic if i in scalars]
+            if not traced:
+                raise
+            labels = ", ".join(label for label, _ in traced)
+            msg = (f"to_jax({name}): {e}\n{labels} of {name} came in as a traced tensor: "
+                   f"jax.jit traces every argument, Python numbers too. Where {name} needs "
+                   f"a Python value (a shape, an axis, a count, a Python if), make it static: "
+                   f"jax.jit(..., {traced[0][1]}), or bind it with functools.partial")
+            try:
+                err = type(e)(msg)
+            except TypeError:
+                err = TypeError(msg)
+            raise err from e
+        outs, tree = pjrt.tree_flatten(out)
+        out_trees.append(tree)
+        return tuple(outs)
+    out_trees = []
+    return flat, out_trees
 
 
 # ----------------------------------------------------------------------------------------
@@ -277,36 +333,50 @@ def _one_to_jax(t: Tensor):
     return get_backend("exla").from_numpy(t.to_numpy(), t.type, device_id=None).data
 
 
-def _tree_map(f, tree, leaf):
+def _tree_map(f, tree, leaf, what, expected, fix):
+    """``f`` on the leaves of ``tree`` that ``leaf`` picks, the others passed through;
+    a tree with leaves, none of them picked (``"abc"``, ``[1, 2, 3]``), converts nothing:
+    a TypeError naming ``what`` (JAX's ``device_put("abc")`` is one too)."""
     leaves, treedef = pjrt.tree_flatten(tree)
-    return pjrt.tree_unflatten(treedef, [f(x) if leaf(x) else x for x in leaves])
+    picked = [leaf(x) for x in leaves]
+    if leaves and not any(picked):
+        raise TypeError(f"{what}: expected {expected} (or a pytree holding some), got "
+                        f"{tree!r} ({type(tree).__name__}){fix}")
+    return pjrt.tree_unflatten(treedef, [f(x) if p else x for x, p in zip(leaves, picked)])
 
 
 def from_jax_array(a):
     """A ``jax.Array`` (or a pytree of them) as nxpy tensors on the EXLA backend holding
     the same device buffers, no copy: one on a single device becomes a tensor on that
     device; one with a ``NamedSharding`` a sharded tensor over an ``nx.Mesh`` of the same
-    devices, axes and spec. Other leaves pass through.
+    devices, axes and spec. Other leaves pass through (tensors too), but a tree with no
+    ``jax.Array`` among its leaves (``[1, 2, 3]``) is a TypeError: it converts nothing.
 
     >>> import jax.numpy as jnp
     >>> t = from_jax_array(jnp.arange(3.0))
     >>> t.backend.name, t.tolist()
     ('exla', [0.0, 1.0, 2.0])
     """
-    return _tree_map(from_jax_array_leaf, a, pjrt.is_jax_array)
+    return _tree_map(lambda x: x if isinstance(x, Tensor) else from_jax_array_leaf(x), a,
+                     lambda x: pjrt.is_jax_array(x) or isinstance(x, Tensor), "from_jax_array",
+                     "a jax.Array", ": for NumPy arrays and lists use nx.tensor")
 
 
 def to_jax_array(t):
     """An nxpy tensor (or a pytree of them) as ``jax.Array`` objects: an EXLA tensor's own
     device buffers (a sharded tensor's global array), no copy; a tensor of another
-    backend is copied to the default device. Other leaves pass through.
+    backend is copied to the default device. Other leaves pass through (``jax.Array``
+    objects too), but a tree with no tensor among its leaves (``"abc"``) is a TypeError:
+    it converts nothing.
 
     >>> import nxpy as nx
     >>> a = to_jax_array(nx.tensor([1.0, 2.0], backend="exla"))
     >>> type(a).__name__, a.tolist()
     ('ArrayImpl', [1.0, 2.0])
     """
-    return _tree_map(_one_to_jax, t, lambda x: isinstance(x, Tensor))
+    return _tree_map(lambda x: _one_to_jax(x) if isinstance(x, Tensor) else x, t,
+                     lambda x: isinstance(x, Tensor) or pjrt.is_jax_array(x), "to_jax_array",
+                     "an nxpy tensor", ": for NumPy arrays and lists use jnp.asarray")
 
 
 def from_dlpack(obj) -> Tensor:

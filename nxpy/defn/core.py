@@ -22,8 +22,8 @@ import numpy as np
 from .. import _context, pjrt, types as T
 from ..backend import default_backend
 from ..cache import FunctionCache, program_cache_size, put_bounded
-from ..layout import NamedSharding, _is_axis_entry
-from ..mesh import Mesh, as_partition_spec
+from ..layout import NamedSharding
+from ..mesh import Mesh
 from ..tensor import Tensor, template
 from . import sharding as SH
 from . import tree as tree_mod
@@ -418,32 +418,6 @@ def place_leaf(x, sh, mesh, what, backend=None):
     return b.place(np.asarray(x.to_numpy()), x.type, x.names, named(sh, mesh))
 
 
-def _check_spec_kinds(spec, option, what, path=""):
-    """Every spec in ``spec`` (one spec or a container of them) is a kind of spec; a leaf
-    that is none (``3.5``, a string) is a TypeError naming ``option``, before any mesh is
-    looked for (JAX's "leaf specifications are expected to be PartitionSpec")."""
-    if spec is None or isinstance(spec, NamedSharding) or as_partition_spec(spec) is not None:
-        return
-    if isinstance(spec, dict):
-        if not SH.is_one_spec(spec):  # a dict of specs, not {tensor_dim: axes}
-            for k, v in spec.items():
-                _check_spec_kinds(v, option, what, f"{path}[{k!r}]")
-        return
-    if isinstance(spec, (list, tuple)):
-        if not (type(spec) is tuple and all(_is_axis_entry(e) for e in spec)):  # per-dim
-            for i, v in enumerate(spec):
-                _check_spec_kinds(v, option, what, f"{path}[{i}]")
-        return
-    if tree_mod.is_container(spec):  # a dataclass or registered container of specs
-        for i, v in enumerate(tree_mod.flatten(spec)[0]):
-            _check_spec_kinds(v, option, what, f"{path} leaf {i}")
-        return
-    at = f" at {option}{path}" if path else ""
-    raise TypeError(f"{what}: expected {option} to be a P (PartitionSpec), a NamedSharding, a "
-                    f"{{tensor_dim: [mesh_axes]}} dict, None, or a container of them, got "
-                    f"{spec!r} ({type(spec).__name__}){at}")
-
-
 class Layout:
     """The sharding options of a ``jit``/``compile`` (``in_shardings``, ``out_shardings``,
     ``mesh``), and how a program on sharded tensors is built from them."""
@@ -451,8 +425,8 @@ class Layout:
     def __init__(self, in_shardings, out_shardings, mesh, what):
         if mesh is not None and not isinstance(mesh, Mesh):
             raise TypeError(f"{what}: expected mesh to be an nx.Mesh, got {mesh!r}")
-        _check_spec_kinds(in_shardings, "in_shardings", what)
-        _check_spec_kinds(out_shardings, "out_shardings", what)
+        SH.check_spec_kinds(in_shardings, "in_shardings", what)
+        SH.check_spec_kinds(out_shardings, "out_shardings", what)
         self.in_shardings, self.out_shardings, self.mesh = in_shardings, out_shardings, mesh
         self.what = what
         self.key = None if in_shardings is None and out_shardings is None and mesh is None \

@@ -140,6 +140,7 @@ def with_sharding_constraint(x, sharding):
     """
     if not _context.tracing():
         return device_put(x, sharding)
+    SH.check_spec_kinds(sharding, "sharding", "with_sharding_constraint")
     leaves, tree = tree_mod.flatten(x)
     specs = SH.leaf_specs(sharding, tree, "x", "sharding")
     return tree_mod.unflatten(tree, [_constrain(leaf, s) for leaf, (_, s) in zip(leaves, specs)])

@@ -26,6 +26,7 @@ or (P('x', 'y'),) for the second
 from __future__ import annotations
 
 from .. import _context
+from .. import shape as S
 from ..cache import program_cache_size, put_bounded
 from ..mesh import Mesh
 from ..ops import primitive, to_tensor
@@ -72,7 +73,7 @@ class ShardMap:
             raise TypeError(f"shard_map: expected mesh to be an nx.Mesh, got {mesh!r}")
         self.fun, self.mesh = fun, mesh
         self.in_specs, self.out_specs = in_specs, out_specs
-        self.check_vma = check_vma
+        self.check_vma = S.boolean(check_vma, "shard_map: check_vma")
         self._jit = None
         self._jit_opts = jit_opts
         self._statics = check_static_options(fun, static_argnums, static_argnames,

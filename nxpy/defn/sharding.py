@@ -31,7 +31,8 @@ __all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argume
            "unshard_arrays", "to_dict", "to_p", "AmbiguousSpecError", "Propagator",
            "SHARDING_RULES", "RESULT_RULES", "register_result_rule",
            "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec",
-           "block_index", "shard_index", "check_divisible", "factor", "spec_key"]
+           "block_index", "shard_index", "check_divisible", "factor", "spec_key",
+           "check_spec_kinds"]
 
 
 class AmbiguousSpecError(ValueError):
@@ -117,6 +118,32 @@ def is_one_spec(spec, subtree=None) -> bool:
         return all(_is_axis_entry(e) for e in spec) and \
             _per_dim_is_one_spec(spec, _positional_count(subtree))
     return not isinstance(spec, (tuple, list)) and not tree_mod.is_container(spec)
+
+
+def check_spec_kinds(spec, option, what, path=""):
+    """Every spec in ``spec`` (one spec or a container of them) is a kind of spec; a leaf
+    that is none (``3.5``, a string) is a TypeError naming ``option``, before any mesh is
+    looked for (JAX's "leaf specifications are expected to be PartitionSpec")."""
+    if spec is None or isinstance(spec, NamedSharding) or as_partition_spec(spec) is not None:
+        return
+    if isinstance(spec, dict):
+        if not is_one_spec(spec):  # a dict of specs, not {tensor_dim: axes}
+            for k, v in spec.items():
+                check_spec_kinds(v, option, what, f"{path}[{k!r}]")
+        return
+    if isinstance(spec, (list, tuple)):
+        if not (type(spec) is tuple and all(_is_axis_entry(e) for e in spec)):  # per-dim
+            for i, v in enumerate(spec):
+                check_spec_kinds(v, option, what, f"{path}[{i}]")
+        return
+    if tree_mod.is_container(spec):  # a dataclass or registered container of specs
+        for i, v in enumerate(tree_mod.flatten(spec)[0]):
+            check_spec_kinds(v, option, what, f"{path} leaf {i}")
+        return
+    at = f" at {option}{path}" if path else ""
+    raise TypeError(f"{what}: expected {option} to be a P (PartitionSpec), a NamedSharding, a "
+                    f"{{tensor_dim: [mesh_axes]}} dict, None, or a container of them, got "
+                    f"{spec!r} ({type(spec).__name__}){at}")
 
 
 def leaf_specs(specs, tree, root, what) -> list:

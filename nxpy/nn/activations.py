@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from .. import ops as O
-from .common import const, floating, numeric, one_axis, tensor
+from .. import shape as S
+from .common import const, floating, numeric, one_axis, operand, tensor
 
 __all__ = ["identity", "relu", "relu6", "hard_tanh", "hard_sigmoid", "hard_silu",
            "hard_swish", "leaky_relu", "elu", "celu", "selu", "gelu", "sigmoid", "log_sigmoid",
@@ -102,6 +103,7 @@ def leaky_relu(x, negative_slope=0.01):
     [-1.0, 3.0]
     """
     x = numeric(x, "leaky_relu")
+    negative_slope = operand(negative_slope, x, "leaky_relu", "negative_slope")
     return O.select(O.greater_equal(x, 0), x, O.multiply(negative_slope, x))
 
 
@@ -109,6 +111,7 @@ def elu(x, alpha=1.0):
     """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)`` (the ``expm1`` sees 0 where
     ``x > 0``, as ``jax.nn.elu``, so that a large ``x`` gives no inf in the gradient)."""
     x = floating(x, "elu")
+    alpha = operand(alpha, x, "elu", "alpha")
     positive = O.greater(x, 0)
     return O.select(positive, x,
                     O.multiply(alpha, O.expm1(O.select(positive, const(0, x), x))))
@@ -117,6 +120,7 @@ def elu(x, alpha=1.0):
 def celu(x, alpha=1.0):
     """``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
     x = floating(x, "celu")
+    alpha = operand(alpha, x, "celu", "alpha")
     return O.max(x, 0.0) + O.multiply(alpha, O.expm1(O.divide(O.min(x, 0.0), alpha)))
 
 
@@ -141,7 +145,7 @@ def gelu(x, approximate: bool = True):
     (0.8412, 0.8413)
     """
     x = floating(x, "gelu")
-    if approximate:
+    if S.boolean(approximate, "gelu: approximate"):
         cdf = 0.5 * (1.0 + O.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))))
         return x * cdf
     return 0.5 * x * O.erfc(-x * math.sqrt(0.5))
@@ -210,6 +214,7 @@ def sparse_sigmoid(x):
 def squareplus(x, b=4):
     """``(x + sqrt(x^2 + b)) / 2``."""
     x = floating(x, "squareplus")
+    b = operand(b, x, "squareplus", "b")
     return (x + O.sqrt(O.add(x * x, b))) / 2
 
 

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import ops as O
+from .. import shape as S
 from .. import types as T
 from .common import stop_gradient, tensor
 from .functions import logsumexp, softmax
@@ -46,17 +49,26 @@ def _check(x, arg, shape=None, type=None):
                         f"{x.type}")
 
 
+def _logits_like(x, arg, logits):
+    """A bias or mask (rank 4 after leading unit dims) checked against the logits' shape
+    ``(B, N, T, S)``: each dim 1 or the logits' (JAX's broadcasting), named on a mismatch
+    rather than by the ``add`` or ``select`` that would meet it."""
+    x = _four_d(x, arg)
+    if any(d != 1 and d != want for d, want in zip(x.shape, logits)):
+        raise ValueError(f"dot_product_attention: expected {arg} to broadcast to the logits' "
+                         f"shape (B, N, T, S) = {logits} (each dim 1 or that size, the heads "
+                         f"dimension 1 or N), got shape {x.shape}")
+    return x
+
+
 def _grouped(t, n, k, g):
     """A bias or mask ``(b, n or 1, t, s)`` as ``(g, b, k, t, s)``, the logits' layout."""
     b, tn, tt, ts = t.shape
     if tn == 1:
         t = O.reshape(t, (b, 1, 1, tt, ts))
         t = O.broadcast(t, (b, 1, g, tt, ts))
-    elif tn == n:
+    else:  # tn == n (checked by _logits_like)
         t = O.reshape(t, (b, k, g, tt, ts))
-    else:
-        raise ValueError(f"dot_product_attention: expected the heads dimension of a bias or "
-                         f"mask to be 1 or {n}, got shape {t.shape}")
     return O.transpose(t, [2, 0, 1, 3, 4])
 
 
@@ -137,7 +149,8 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     if implementation not in (None, "xla"):
         raise ValueError(f"{op}: expected implementation to be None or 'xla' (nxpy has no "
                          f"cuDNN kernel), got {implementation!r}")
-    q, k, v = (tensor(x, op) for x in (query, key, value))
+    q, k, v = (tensor(x, op, arg) for x, arg in ((query, "query"), (key, "key"),
+                                                 (value, "value")))
     out_shape = q.shape
     if not q.type.is_float:
         raise TypeError(f"{op}: expected query to have a float type, got {q.type}")
@@ -151,20 +164,27 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
                          f"value heads, got {n} and {kh}")
     g = n // kh
     if mask is not None:
-        mask = _four_d(tensor(mask, op), "mask")
+        mask = _logits_like(tensor(mask, op, "mask"), "mask", (b, n, t, s))
         _check(mask, "mask", type=T.parse("pred"))
     if bias is not None:
-        bias = _four_d(tensor(bias, op), "bias")
+        bias = _logits_like(tensor(bias, op, "bias"), "bias", (b, n, t, s))
     lengths = []
     for arg, x in (("query_seq_lengths", query_seq_lengths),
                    ("key_value_seq_lengths", key_value_seq_lengths)):
         if x is not None:
-            x = tensor(x, op)
+            x = tensor(x, op, arg)
             _check(x, arg, (b,), _S32)
         lengths.append(x)
     window = _window(local_window_size)
+    is_causal = S.boolean(is_causal, f"{op}: is_causal")
+    return_residual = S.boolean(return_residual, f"{op}: return_residual")
     if scale is None:
         scale = 1.0 / math.sqrt(h)
+    elif isinstance(scale, bool) or np.ndim(scale) != 0 or not (
+            isinstance(scale, (int, float, np.floating, np.integer))
+            or getattr(getattr(scale, "type", None), "is_inexact", False)):
+        raise TypeError(f"{op}: expected scale to be a real number or scalar float tensor (or "
+                        f"None: 1 / sqrt(H)), got {scale!r} ({type(scale).__name__})")
 
     # logits (G, B, K, T, S): query (B, T, K, G, H) against key (B, S, K, H), batched
     # over (B, K), in f32 at least; the group dim first, as JAX lays it out: XLA drops a

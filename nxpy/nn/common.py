@@ -7,13 +7,14 @@ from .. import ops as O
 from .. import shape as S
 from .. import types as T
 
-__all__ = ["tensor", "floating", "numeric", "const", "axes", "one_axis", "mask", "stop_gradient"]
+__all__ = ["tensor", "floating", "numeric", "const", "axes", "one_axis", "mask", "operand",
+           "stop_gradient"]
 
 
-def tensor(x, op: str):
-    """``x`` as a tensor; anything else is a TypeError naming ``op``'s argument."""
+def tensor(x, op: str, arg: str = "x"):
+    """``x`` as a tensor; anything else is a TypeError naming ``op``'s argument ``arg``."""
     try:
-        return O.to_tensor(x, "x")
+        return O.to_tensor(x, arg)
     except (TypeError, ValueError) as e:
         raise type(e)(f"{op}: {e}") from None
 
@@ -73,6 +74,22 @@ def mask(where, x, op: str):
         raise ValueError(f"{op}: expected where to broadcast to x's shape {x.shape}, "
                          f"got shape {w.shape}")
     return O.broadcast(w, x.shape) if w.shape != x.shape else w
+
+
+def operand(v, x, op: str, arg: str):
+    """An elementwise parameter of ``op`` beside its input ``x`` (``leaky_relu``'s
+    ``negative_slope``, ``standardize``'s ``mean``): a Python number as it is (weakly
+    typed, as in JAX), else a tensor whose shape broadcasts with ``x``'s; anything else is
+    an error naming ``arg``, not the op inside that would meet it."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v
+    t = tensor(v, op, arg)
+    try:
+        S.broadcast(t.shape, x.shape)
+    except ValueError:
+        raise ValueError(f"{op}: expected {arg} to broadcast with x's shape {x.shape}, got "
+                         f"shape {t.shape}") from None
+    return t
 
 
 _SAME_WIDTH_INT = {16: "s16", 32: "s32", 64: "s64"}

@@ -17,7 +17,7 @@ from .. import shape as S
 from .. import types as T
 from ..defn.grad import custom_grad
 from .common import axes as _axes
-from .common import const, floating, mask, one_axis, stop_gradient, tensor
+from .common import const, floating, mask, one_axis, operand, stop_gradient, tensor
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "logmeanexp", "standardize", "one_hot"]
 
@@ -100,12 +100,13 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     (0.6931, -1.0)
     """
     a = floating(a, "logsumexp")
+    return_sign = S.boolean(return_sign, "logsumexp: return_sign")
     w = mask(where, a, "logsumexp")
     if w is not None:
         a = O.select(w, a, const(0, a))
     if b is not None:
         # a Python number is weakly typed, as in JAX: it takes a's type
-        b = const(b, a) if isinstance(b, (int, float)) else tensor(b, "logsumexp")
+        b = const(b, a) if isinstance(b, (int, float)) else tensor(b, "logsumexp", "b")
         t = T.merge(a.type, b.type)
         t = t if t.is_inexact else T.to_floating(t)
         try:
@@ -143,9 +144,9 @@ def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
     0.0
     """
     x = floating(x, "logmeanexp")
+    w = mask(where, x, "logmeanexp")
     lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
     axes = _axes(x, axis, "logmeanexp")
-    w = mask(where, x, "logmeanexp")
     if w is None:
         count = const(S.size([x.shape[i] for i in axes]), lse)
     else:
@@ -180,6 +181,8 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
         raise ValueError(f"standardize: expected algorithm to be 'fast' or 'stable', "
                          f"got {algorithm!r}")
     x = floating(x, "standardize")
+    mean, variance, epsilon = (v if v is None else operand(v, x, "standardize", k) for k, v in
+                               (("mean", mean), ("variance", variance), ("epsilon", epsilon)))
     axes = _axes(x, axis, "standardize")
     w = mask(where, x, "standardize")
     if mean is None:

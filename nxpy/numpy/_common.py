@@ -2,16 +2,20 @@
 conversion and ``axis=`` arguments."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .. import ops as O
+from .. import shape as S
 from .. import types as T
 from ..ops.methods import axes_of  # noqa: F401 - the modules' axis= arguments
 from ..tensor import Tensor
 
 __all__ = ["asarray", "array", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
-           "complex128", "dtype_of", "e", "pi", "inf", "nan", "euler_gamma", "newaxis"]
+           "complex128", "dtype_of", "real_number", "e", "pi", "inf", "nan", "euler_gamma",
+           "newaxis"]
 
 #: NumPy's constants (``jnp.pi``, ...); ``newaxis`` is None, as in NumPy
 e, pi, inf, nan = np.e, np.pi, np.inf, np.nan
@@ -38,6 +42,33 @@ def dtype_of(dtype, fn: str, arg: str = "dtype"):
     except (TypeError, ValueError) as e:
         raise TypeError(f"{fn}: expected {arg} to be a NumPy dtype or an nxpy type, got "
                         f"{dtype!r} ({e})") from None
+
+
+def real_number(value, fn: str, arg: str, *, tensors: bool = False):
+    """``value`` as NumPy's real-number arguments (``ddof``, ``nan=``, ``rtol``): a Python
+    or NumPy int or float (a 0-d array too); with ``tensors``, also a real scalar tensor,
+    traced or not (as ``jnp`` takes them). Bools, strings, complex numbers and sequences are
+    a TypeError naming ``fn`` and ``arg``, never parsed or read by their truth.
+
+    >>> real_number(np.float32(0.5), "std", "ddof"), real_number(np.array(2), "std", "ddof")
+    (np.float32(0.5), np.int64(2))
+    >>> real_number("1", "std", "ddof")
+    Traceback (most recent call last):
+    ...
+    TypeError: std: expected ddof to be a real number, got '1' (str)
+    """
+    if isinstance(value, Tensor):
+        if value.rank == 0 and not (value.type.is_complex or value.type.is_pred):
+            if tensors:
+                return value
+            S.not_traced(value, f"{fn}: {arg}")
+            return value.item()
+    elif isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{fn}: expected {arg} to be a real number, got {value!r} "
+                        f"({type(value).__name__})")
+    return value
 
 
 def asarray(a, dtype=None, order=None, *, copy=None) -> Tensor:

@@ -4,11 +4,10 @@ value-dependent ``nonzero`` family (a static ``size=`` when traced, as in JAX) a
 index helpers (``unravel_index``, ``ravel_multi_index``, ``ix_``, ``diag_indices``, ...)."""
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from .. import ops as O
+from .. import shape as S
 from .. import types as T
 from ..tensor import Tensor
 from ._common import dtype_of
@@ -213,7 +212,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     j = _axis(axis2, x.rank, "diagonal", "axis2")
     if i == j:
         raise ValueError("diagonal: axis1 and axis2 cannot be the same")
-    k = operator.index(offset)
+    k = S.integer(offset, "diagonal: offset")
     x = moveaxis(x, (i, j), (-2, -1))
     batch = x.shape[:-2]
     r, c = x.shape[-2:]
@@ -258,7 +257,7 @@ def _true_positions(flat: Tensor, size, fn: str):
                              "traced; pass a static size=... (and fill_value=...), as under "
                              "jax.jit")
         size = int(np.count_nonzero(flat.to_numpy()))
-    size = operator.index(size)
+    size = S.integer(size, f"{fn}: size")
     if size < 0:
         raise ValueError(f"{fn}: expected size >= 0, got {size}")
     if size == 0 or n == 0:
@@ -357,7 +356,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0):
     elif c.shape[0] < n:
         c = O.concatenate([c, O.full((n - c.shape[0],), False, type="pred")]) if c.shape[0] \
             else O.full((n,), False, type="pred")
-    if size is not None and not 0 < operator.index(size) <= n:
+    if size is not None and not 0 < S.integer(size, "compress: size") <= n:
         raise ValueError(f"compress: size must be positive and not greater than the size "
                          f"of the array axis; got size={size} for axis {axis} of size {n}")
     pos, valid = _true_positions(c, size, "compress")
@@ -472,7 +471,7 @@ def diag_indices(n, ndim=2):
     >>> [i.tolist() for i in xnp.diag_indices(2)]
     [[0, 1], [0, 1]]
     """
-    n, ndim = operator.index(n), operator.index(ndim)
+    n, ndim = S.integer(n, "diag_indices: n"), S.integer(ndim, "diag_indices: ndim")
     if n < 0 or ndim < 0:
         raise ValueError(f"diag_indices: n and ndim must be non-negative, got {n}, {ndim}")
     return (O.iota((n,)),) * ndim
@@ -631,5 +630,5 @@ def mask_indices(n, mask_func, k=0, *, size=None):
     >>> [i.tolist() for i in xnp.mask_indices(2, xnp.triu)]
     [[0, 0, 1], [0, 1, 1]]
     """
-    n = operator.index(n)
+    n = S.integer(n, "mask_indices: n")
     return nonzero(mask_func(O.full((n, n), 1, type="s32"), k), size=size)

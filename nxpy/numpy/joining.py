@@ -3,11 +3,10 @@ family, ``unstack``, the ``stack`` family, ``concatenate``/``concat``, ``append`
 ``insert``/``delete`` (static positions) and ``block``."""
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from .. import ops as O
+from .. import shape as S
 from ..tensor import Tensor
 from .manipulation import (_axis, _cut, _join, _promoted, _static, _t, atleast_1d, atleast_2d,
                            atleast_3d, broadcast_to, expand_dims, moveaxis)
@@ -129,7 +128,7 @@ def _split(ary, indices_or_sections, axis, fn, even):
     if isinstance(ios, Tensor):
         ios = ios.to_numpy()
     if np.ndim(ios) == 0:
-        k = operator.index(ios)
+        k = S.integer(ios, f"{fn}: indices_or_sections")
         if k <= 0:
             raise ValueError(f"{fn}: expected a positive number of sections, got {k}")
         if even and n % k:
@@ -139,7 +138,7 @@ def _split(ary, indices_or_sections, axis, fn, even):
         sizes = [q + 1] * r + [q] * (k - r)
         cuts = np.cumsum([0] + sizes)
     else:
-        points = [operator.index(i) for i in np.ravel(ios)]
+        points = list(S.integers(np.ravel(ios), f"{fn}: indices_or_sections"))
         cuts = [0] + points + [n]
     out = []
     for lo, hi in zip(cuts[:-1], cuts[1:]):

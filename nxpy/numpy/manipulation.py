@@ -6,11 +6,10 @@ Shapes, axes, split points and pad widths are static (as under ``jax.jit``); val
 be traced tensors."""
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from .. import ops as O
+from .. import shape as S
 from .. import types as T
 from ..tensor import Tensor
 from ._common import axes_of, dtype_of
@@ -44,10 +43,10 @@ def _axis(axis, rank: int, fn: str, arg: str = "axis") -> int:
     return int(axis) % rank
 
 
-def _axes_ordered(axis, rank: int, fn: str) -> list[int]:
+def _axes_ordered(axis, rank: int, fn: str, arg: str = "axis") -> list[int]:
     """Like ``axes_of`` but keeping the given order (for ``moveaxis``)."""
-    seq = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
-    out = [_axis(a, rank, fn) for a in seq]
+    seq = list(axis) if isinstance(axis, (list, tuple, np.ndarray)) else [axis]
+    out = [_axis(a, rank, fn, arg) for a in seq]
     if len(set(out)) != len(out):
         raise ValueError(f"{fn}: repeated axis in {axis!r}")
     return out
@@ -81,9 +80,8 @@ def reshape(a, shape, order="C", *, copy=None):
     [[0, 2, 4], [1, 3, 5]]
     """
     x = _t(a)
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    shape = tuple(int(d) for d in shape)
+    shape = (S.integer(shape, "reshape: shape"),) if S.as_int(shape) is not None or \
+        not hasattr(shape, "__iter__") else S.integers(shape, "reshape: shape")
     if order == "F":
         rev = O.transpose(x, list(range(x.rank))[::-1]) if x.rank > 1 else x
         out = O.reshape(rev, shape[::-1])
@@ -178,8 +176,8 @@ def moveaxis(a, source, destination):
     (2, 3, 1)
     """
     x = _t(a)
-    src = _axes_ordered(source, x.rank, "moveaxis")
-    dst = _axes_ordered(destination, x.rank, "moveaxis")
+    src = _axes_ordered(source, x.rank, "moveaxis", "source")
+    dst = _axes_ordered(destination, x.rank, "moveaxis", "destination")
     if len(src) != len(dst):
         raise ValueError(f"moveaxis: source {source!r} and destination {destination!r} "
                          "differ in length")
@@ -198,7 +196,7 @@ def expand_dims(a, axis):
     (1, 2, 3, 1)
     """
     x = _t(a)
-    n = 1 if isinstance(axis, (int, np.integer)) else len(axis)
+    n = len(axis) if isinstance(axis, (list, tuple, np.ndarray)) else 1
     axes = axes_of(axis, x.rank + n, "expand_dims")
     shape = list(x.shape)
     for ax in axes:
@@ -297,9 +295,9 @@ def roll(a, shift, axis=None):
         shifts = [O.squeeze(O.slice_along_axis(shift, i, 1), [0])
                   for i in range(shift.shape[0])]
     elif isinstance(shift, (tuple, list, np.ndarray)):
-        shifts = [int(s) for s in np.ravel(shift)]
+        shifts = list(S.integers(np.ravel(shift), "roll: shift"))
     else:
-        shifts = [shift if isinstance(shift, Tensor) else int(shift)]
+        shifts = [shift if isinstance(shift, Tensor) else S.integer(shift, "roll: shift")]
     axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
     if len(shifts) == 1:
         shifts = shifts * len(axes)
@@ -326,7 +324,7 @@ def rot90(m, k=1, axes=(0, 1)):
     a0, a1 = _axis(axes[0], x.rank, "rot90", "axes"), _axis(axes[1], x.rank, "rot90", "axes")
     if a0 == a1:
         raise ValueError(f"rot90: axes must be different, got {axes!r}")
-    k = operator.index(k) % 4
+    k = S.integer(k, "rot90: k") % 4
     if k == 0:
         return x
     if k == 2:
@@ -414,7 +412,8 @@ def tile(A, reps):
     [[1, 2, 1, 2], [1, 2, 1, 2]]
     """
     x = _t(A, "A")
-    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    reps = (S.integer(reps, "tile: reps"),) if S.as_int(reps) is not None or \
+        not hasattr(reps, "__iter__") else S.integers(reps, "tile: reps")
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: expected non-negative reps, got {reps}")
     rank = max(x.rank, len(reps))
@@ -644,7 +643,7 @@ def rollaxis(a, axis, start=0):
     """
     x = _t(a)
     axis = _axis(axis, x.rank, "rollaxis")
-    start = operator.index(start)
+    start = S.integer(start, "rollaxis: start")
     if not -x.rank <= start <= x.rank:
         raise ValueError(f"rollaxis: start={start} must satisfy {-x.rank} <= start <= "
                          f"{x.rank}")

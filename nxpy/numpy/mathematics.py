@@ -17,6 +17,7 @@ import numpy as np
 from .. import ops as O
 from .. import types as T
 from ..tensor import Tensor
+from ._common import real_number
 
 __all__ = [
     # arithmetic
@@ -612,6 +613,8 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
     [0.0, 9.0, 1.0]
     """
     x = _t(x, "nan_to_num")
+    nan, posinf, neginf = (v if v is None else real_number(v, "nan_to_num", k, tensors=True)
+                           for k, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)))
     if not x.type.is_inexact:
         return x
     if x.type.is_complex:
@@ -634,6 +637,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     [True, False, True]
     """
     x, y = _pair(a, b, "isclose")
+    rtol, atol = (real_number(v, "isclose", k, tensors=True)
+                  for k, v in (("rtol", rtol), ("atol", atol)))
     if not x.type.is_inexact:
         return O.equal(x, y)
     rt = T.to_real(x.type)

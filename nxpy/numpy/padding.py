@@ -3,11 +3,10 @@ minimum, reflect and symmetric (``reflect_type`` even or odd), wrap, empty, and 
 (issue 28, part 1). Pad widths are static; values may be traced."""
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from .. import ops as O
+from .. import shape as S
 from ..tensor import Tensor
 from .creation import linspace
 from .manipulation import _cut, _join, _static, _t, moveaxis
@@ -43,6 +42,11 @@ def _pairs(v, nd, name):
         return [(a.flat[0], a.flat[0])] * nd
     raise ValueError(f"pad: {name} with nd={nd} has unsupported shape {a.shape}. Valid "
                      f"shapes are ({nd}, 2), (1, 2), (2,), (1,), or ().")
+
+
+def _widths(v, nd, name):
+    """``(before, after)`` integer pairs, one per dim (a float is a TypeError, as NumPy's)."""
+    return [tuple(S.integers((b, a), f"pad: {name}")) for b, a in _pairs(v, nd, name)]
 
 
 def _no_padding(widths, mode):
@@ -115,8 +119,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     nd = x.rank
     if nd == 0:
         return x
-    widths = [(operator.index(b), operator.index(a)) for b, a in _pairs(pad_width, nd,
-                                                                          "pad_width")]
+    widths = _widths(pad_width, nd, "pad_width")
     if any(b < 0 or a < 0 for b, a in widths):
         raise ValueError(f"pad: index can't contain negative values, got {pad_width!r}")
     if mode == "constant":
@@ -161,8 +164,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
         return x
     if mode in ("maximum", "minimum", "mean", "median"):
         sl = kwargs.get("stat_length")
-        lengths = None if sl is None else [(operator.index(b), operator.index(a))
-                                           for b, a in _pairs(sl, nd, "stat_length")]
+        lengths = None if sl is None else _widths(sl, nd, "stat_length")
         for i, (b, a) in enumerate(widths):
             n = x.shape[i]
             if n == 0:
@@ -189,8 +191,7 @@ def _pad_func(x, pad_width, func, kwargs):
     along each axis in turn (a Python loop over the slices, as ``apply_along_axis``)."""
     if x.rank == 0:
         return x
-    widths = [(operator.index(b), operator.index(a)) for b, a in _pairs(pad_width, x.rank,
-                                                                          "pad_width")]
+    widths = _widths(pad_width, x.rank, "pad_width")
     x = _pad_constant(x, widths, 0)
     for axis in range(x.rank):
         moved = moveaxis(x, axis, -1)

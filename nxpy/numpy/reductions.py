@@ -18,7 +18,7 @@ from .. import types as T
 from ..tensor import Tensor
 from .mathematics import _inexact, _no_out
 from .mathematics import _t as _tensor
-from ._common import axes_of, dtype_of
+from ._common import axes_of, dtype_of, real_number
 
 __all__ = ["sum", "prod", "mean", "max", "amax", "min", "amin", "argmax", "argmin",
            "all", "any", "std", "var", "average", "ptp", "count_nonzero", "nansum", "nanprod",
@@ -290,8 +290,10 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, fn, nan=
     _no_out(out, fn)
     if mean_ is not None:
         raise NotImplementedError(f"{fn}: mean= is not supported")
+    ddof = real_number(ddof, fn, "ddof", tensors=True)
     if correction is not None:
-        if ddof != 0:
+        correction = real_number(correction, fn, "correction", tensors=True)
+        if isinstance(ddof, Tensor) or ddof != 0:
             raise ValueError(f"{fn}: ddof and correction can't be provided simultaneously")
         ddof = correction
     x = _t(a, fn)

@@ -20,10 +20,11 @@ import numpy as np
 
 from .. import _context
 from .. import ops as O
+from .. import shape as S
 from .. import types as T
 from ..defn.kernel import fori_loop
 from ..tensor import Tensor
-from ._common import axes_of, dtype_of
+from ._common import axes_of, dtype_of, real_number
 from .mathematics import _t
 from .reductions import _inexact
 
@@ -67,6 +68,10 @@ def _quantile(a, q, axis, method, keepdims, fn, nan, scale=1.0):
         raise ValueError(f"{fn}: complex input is not supported (the order is undefined)")
     if qs.type.is_complex:
         raise ValueError(f"{fn}: q must be real, got {qs.type}")
+    if not S.is_traced(qs):  # NumPy's rule where q is known (jnp clamps; a traced q is not)
+        qv = np.asarray(qs.to_numpy(), np.float64)
+        if not ((qv >= 0) & (qv <= scale)).all():
+            raise ValueError(f"{fn}: expected q to be in the range [0, {scale:g}], got {q!r}")
     t = x.type
     if isinstance(q, Tensor) and qs.type.is_inexact:
         t = T.merge(t, qs.type)
@@ -404,6 +409,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         if np.ndim(period) != 0:
             raise ValueError(f"interp: period must be a scalar, got {period!r}")
         p = O.abs(O.as_type(_t(period, "interp", "period"), t))
+        if not S.is_traced(p) and not p.item() != 0:  # NumPy's rule where it is known
+            raise ValueError(f"interp: expected period to be a non-zero number, got {period!r}")
         xs = O.mod(xs, p)
         xpt = O.mod(xpt, p)
         order = O.argsort(xpt, axis=0, stable=True)
@@ -505,12 +512,18 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """
     x = _t(a, "histogram_bin_edges", "a")
     t = T.to_floating(x.type) if not x.type.is_inexact else x.type
-    if not (isinstance(bins, (int, np.integer)) and not isinstance(bins, bool)):
+    if S.as_int(bins) is None:
+        S.not_traced(bins, "histogram: bins")
         e = _t(bins, "histogram_bin_edges", "bins")
+        if e.rank == 0:  # a float, a bool: neither a count nor edges
+            raise TypeError(f"histogram_bin_edges: expected bins to be an int or a 1-D array "
+                            f"of edges (no string estimators), got {bins!r} "
+                            f"({type(bins).__name__})")
         if e.rank != 1:
             raise ValueError(f"histogram_bin_edges: bins must be an int or a 1-D array of "
                              f"edges, got shape {e.shape}")
         return _inexact(e)
+    bins = S.as_int(bins)
     if bins < 1:
         raise ValueError(f"histogram_bin_edges: bins must be positive, got {bins}")
     x = _cast(x, t)
@@ -520,10 +533,17 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
         else:
             lo, hi = O.reduce_min(x), O.reduce_max(x)
     else:
+        if not isinstance(range, (tuple, list)):
+            raise TypeError(f"histogram: expected range to be a (min, max) pair or None, got "
+                            f"{range!r}")
         if len(range) != 2:
-            raise ValueError(f"histogram_bin_edges: range must be a pair, got {range!r}")
+            raise ValueError(f"histogram: expected range to be a (min, max) pair, got "
+                             f"{range!r}")
         lo = O.as_type(_t(range[0], "histogram", "range"), t)
         hi = O.as_type(_t(range[1], "histogram", "range"), t)
+        if not (S.is_traced(lo) or S.is_traced(hi)) and not lo.item() <= hi.item():
+            raise ValueError(f"histogram: expected range's max to be at least its min, got "
+                             f"{range!r}")  # NumPy's rule where the range is known
     empty = O.equal(lo, hi)
     half = O.tensor(0.5, type=t)
     lo, hi = O.select(empty, O.subtract(lo, half), lo), O.select(empty, O.add(hi, half), hi)
@@ -827,6 +847,7 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     x = _inexact(x) if t is None else _cast(x, t)
     if ddof is None:
         ddof = 1 if not bias else 0
+    ddof = real_number(ddof, "cov", "ddof")  # a Python branch reads it: no tensor
     w = None
     if fweights is not None:
         fw = _t(fweights, "cov", "fweights")

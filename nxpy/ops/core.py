@@ -399,7 +399,16 @@ def from_jax_array(a, arg="array") -> Tensor:
     return Tensor(a, tuple(shape), t, None, exla, None, sharding=NamedSharding(m, P(*spec)))
 
 
+def _no_strings(arr, data, what):
+    """Strings are not numbers, even where NumPy parses them (``np.asarray("1", float)``)."""
+    if arr.dtype.kind in "US":
+        raise TypeError(f"{what}: cannot build a tensor from {data!r}: expected numbers, "
+                        f"not strings or bytes (NumPy would parse them; nxpy, as JAX, does not)")
+
+
 def _scalar_like(value, type, backend, what="value") -> Tensor:
+    if isinstance(value, (str, bytes)):
+        _no_strings(np.asarray(value), value, what)
     T.check_representable(value, type, what)
     return backend.constant(_out((), type), value)
 
@@ -479,6 +488,7 @@ def tensor(data, type=None, names=None, backend=None) -> Tensor:
             bad = arr.max() if arr.max() > 2**31 - 1 else arr.min()
             raise OverflowError(f"tensor: integer {bad} "
                                 f"does not fit in s32: pass a wider type, such as type='s64'")
+    _no_strings(arr, data, "tensor")
     if type is not None:
         T.check_representable(arr, t, "tensor")
     if arr.dtype != t.dtype:
