@@ -14,7 +14,7 @@ from ...backend import Backend
 from ...ops import binary_compute_type
 from ...tensor import Tensor
 from ...types import HALF_DTYPES, compute_dtype, convert
-from . import special, xla_f32
+from . import libm, special, xla_f32
 
 __all__ = ["BaseKernels"]
 
@@ -125,6 +125,7 @@ def _erf_inv(x):
     return np.where(np.abs(y) > 1.0, np.nan, r)
 
 
+@libm.widened
 def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
@@ -149,11 +150,12 @@ UNARY_NP = {
     "negate": np.negative, "abs": np.abs, "sign": _sign,
     "floor": lambda x: x if x.dtype.kind in "iub" else np.floor(x),
     "ceil": lambda x: x if x.dtype.kind in "iub" else np.ceil(x),
-    "round": _round_afz, "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
-    "sqrt": np.sqrt, "rsqrt": _rsqrt, "cbrt": np.cbrt, "sin": np.sin, "cos": np.cos,
-    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
-    "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
-    "atanh": np.arctanh, "sigmoid": _sigmoid, "erf": _erf, "erfc": _erfc, "erf_inv": _erf_inv,
+    "round": _round_afz, "exp": libm.exp, "expm1": libm.expm1, "log": libm.log,
+    "log1p": libm.log1p, "sqrt": np.sqrt, "rsqrt": _rsqrt, "cbrt": libm.cbrt, "sin": libm.sin,
+    "cos": libm.cos, "tan": libm.tan, "asin": libm.arcsin, "acos": libm.arccos,
+    "atan": libm.arctan, "sinh": libm.sinh, "cosh": libm.cosh, "tanh": libm.tanh,
+    "asinh": libm.arcsinh, "acosh": libm.arccosh, "atanh": libm.arctanh, "sigmoid": _sigmoid,
+    "erf": _erf, "erfc": _erfc, "erf_inv": _erf_inv,
     "lgamma": _lgamma, "digamma": _digamma, "bessel_i1e": special.bessel_i1e,
     "is_nan": _is_nan, "is_infinity": _is_inf, "bitwise_not": _bitwise_not,
     "logical_not": lambda x: x == 0,
@@ -208,7 +210,7 @@ def _int_pow(a, b):
 def _pow(a, b):
     if a.dtype.kind in "iu":
         return _int_pow(a, b)
-    return np.power(a, b)
+    return libm.power(a, b)
 
 
 def _shift(a, b, left):
@@ -232,7 +234,7 @@ def _bitwise(fb, fi):
 BINARY_NP = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
     "divide": np.divide, "quotient": _int_div, "remainder": _remainder, "pow": _pow,
-    "atan2": np.arctan2, "min": np.minimum, "max": np.maximum, "next_after": np.nextafter,
+    "atan2": libm.arctan2, "min": np.minimum, "max": np.maximum, "next_after": np.nextafter,
     "zeta": special.zeta, "polygamma": lambda n, x: special.polygamma(n, x, _digamma),
     "bitwise_and": _bitwise(np.logical_and, np.bitwise_and),
     "bitwise_or": _bitwise(np.logical_or, np.bitwise_or),

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from . import libm
+
 __all__ = ["bessel_i1e", "zeta", "polygamma"]
 
 # Cephes' Chebyshev coefficients of exp(-|x|) I1(x) / x on [0, 8] (A) and of
@@ -80,12 +82,12 @@ def zeta(x, q):
     t = x.dtype.type
     with np.errstate(all="ignore"):
         a = q
-        s = np.power(q, -x)
+        s = libm.power(q, -x)
         for _ in range(9):
             a = a + t(1)
-            s = s + np.power(a, -x)
+            s = s + libm.power(a, -x)
         a = a + t(1)
-        neg_power = np.power(a, -x)
+        neg_power = libm.power(a, -x)
         inv_a2 = t(1) / (a * a)
         horner = np.zeros_like(x)
         for i in range(11):
