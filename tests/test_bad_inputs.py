@@ -194,6 +194,8 @@ M = V.reshape(2, 2)
     (lambda: xnp.histogram(V, bins=2.5), TypeError, r"histogram_bin_edges: expected bins to be "
                                                     r"an int or a 1-D array of edges"),
     (lambda: xnp.histogram(V, bins=True), TypeError, "expected bins to be an int or a 1-D"),
+    (lambda: jit(lambda a, n: xnp.histogram(a, bins=n))(nx.tensor(V), 3), TypeError,
+     "histogram_bin_edges: expected bins to be " + TRACED),
     (lambda: xnp.histogram(V, range=5), TypeError, r"histogram: expected range to be a \(min, "
                                                    r"max\) pair or None, got 5"),
     (lambda: xnp.histogram(V, range=(3.0, 1.0)), ValueError,
@@ -252,6 +254,9 @@ def test_numpy_arguments_that_stay_accepted():
     assert xnp.reshape(V, np.array([2, 2])).shape == (2, 2)
     assert xnp.moveaxis(M, np.array([0]), [1]).shape == (2, 2)
     assert xnp.nan_to_num([np.nan], nan=2).tolist() == [2.0]
+    edges = nx.tensor([0.0, 2.5, 5.0])  # traced edges are edges, not a count
+    assert jit(lambda a, e: xnp.histogram(a, bins=e)[0])(x, edges).tolist() == \
+        np.histogram(V, bins=[0.0, 2.5, 5.0])[0].tolist()
 
 
 # ----------------------------------------------------------------------------------------

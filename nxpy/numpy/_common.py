@@ -14,8 +14,7 @@ from ..tensor import Tensor
 
 __all__ = ["asarray", "array", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
-           "complex128", "dtype_of", "real_number", "e", "pi", "inf", "nan", "euler_gamma",
-           "newaxis"]
+           "complex128", "dtype_of", "e", "pi", "inf", "nan", "euler_gamma", "newaxis"]
 
 #: NumPy's constants (``jnp.pi``, ...); ``newaxis`` is None, as in NumPy
 e, pi, inf, nan = np.e, np.pi, np.inf, np.nan

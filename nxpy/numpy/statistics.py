@@ -513,9 +513,9 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     x = _t(a, "histogram_bin_edges", "a")
     t = T.to_floating(x.type) if not x.type.is_inexact else x.type
     if S.as_int(bins) is None:
-        S.not_traced(bins, "histogram: bins")
         e = _t(bins, "histogram_bin_edges", "bins")
-        if e.rank == 0:  # a float, a bool: neither a count nor edges
+        if e.rank == 0:  # a float, a bool, a traced count: neither a count nor edges
+            S.not_traced(bins, "histogram_bin_edges: bins")
             raise TypeError(f"histogram_bin_edges: expected bins to be an int or a 1-D array "
                             f"of edges (no string estimators), got {bins!r} "
                             f"({type(bins).__name__})")
