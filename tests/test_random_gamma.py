@@ -23,6 +23,7 @@ import nxpy as nx
 from nxpy import random as R
 from nxpy.defn import grad, jit, value_and_grad, vmap
 
+import cpu
 from helpers import covering
 
 import jax  # after nxpy (conftest)
@@ -131,7 +132,8 @@ def _close_off_exla(got, want, t, what=""):
         np.testing.assert_allclose(g, w, rtol=1e-4 if t == "f32" else 1e-9,
                                    atol=1e-30 if t == "f32" else 1e-300, err_msg=what)
     else:  # a rounding can flip an accept: most are bit-equal, the rest still in range
-        assert np.mean(g == w) >= 0.85, what
+        # (where XLA rounds each f16/bf16 op as the NumPy backend does: tests/cpu.py)
+        assert not cpu.half_rounds_each_op() or np.mean(g == w) >= 0.85, what
         assert np.all(np.isfinite(g) == np.isfinite(w)), what
 
 
