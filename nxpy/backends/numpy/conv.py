@@ -1,5 +1,6 @@
 """The NumPy backend's convolution kernel (XLA's ``convolution``: input and kernel
-dilation, padding (negative crops), strides, feature and batch groups, any layout)."""
+dilation, padding (negative crops), strides, feature and batch groups, any layout),
+summed in one order on every CPU (NumPy's einsum loops, as ``dot``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -68,7 +69,9 @@ def conv_reference(x, k, *, strides, padding, input_dilation, kernel_dilation,
             cg = c // fg
             xi = v[:, i * cg:(i + 1) * cg]
         ki = k[i * og:(i + 1) * og]
-        parts.append(np.einsum(f"NC{sps}{kss},OC{kss}->NO{sps}", xi, ki, optimize=True))
+        # einsum's own loops, not BLAS (optimize=True): BLAS picks its kernels, and so its
+        # order of summation, by the CPU; these sum in one order on every CPU, as dot does
+        parts.append(np.einsum(f"NC{sps}{kss},OC{kss}->NO{sps}", xi, ki))
     r = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
     inv = sorted(range(r.ndim), key=lambda j: output_permutation[j])
     return np.transpose(r, inv)
