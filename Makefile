@@ -16,7 +16,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # a hung run (a crashed pytest-xdist worker can leave the controller waiting) fails, not stalls
 LIMIT := timeout -k 30 1800
 
-.PHONY: iree iree-kit lint test exhaustive roundtrip distributed soak fuzz demo train optax-example gpt bench gpu-check clean
+.PHONY: iree iree-kit lint test cpu exhaustive roundtrip distributed soak fuzz demo train optax-example gpt bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,15 @@ lint: $(STAMP)
 SLICE ?= 0
 test: $(STAMP)
 	NXPY_TEST_SLICE=$(SLICE) $(LIMIT) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak"
+
+# the suite as another x86-64 CPU computes it (tools/cpu_settings.py): NumPy's SIMD kernels,
+# XLA's code generation and OpenBLAS's kernels capped at CPU=noavx512 (AVX2 and FMA),
+# noavx2 (AVX only: no FMA) or baseline (NumPy's baseline kernels); no test may need one
+# CPU's bits (docs/guarantees.md, "Results on every CPU"). CI runs CPU=noavx2 on a slice
+CPU ?= noavx2
+CPU_SUITES ?= tests nxpy
+cpu: $(STAMP)
+	NXPY_TEST_SLICE=$(SLICE) $(LIMIT) $(PY) tools/cpu_settings.py $(CPU) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" $(CPU_SUITES)
 
 # the fast slice's covered products in full (tests/helpers.py `covering`): every case on
 # every path and dtype where `make test` takes each case on one, rotating; run before a stop

@@ -36,7 +36,7 @@ def _sign(x):
     and 0 at 0."""
     if x.dtype.kind != "c":
         return np.sign(x)
-    a = np.abs(x)
+    a = libm.absolute(x)
     zero = a == 0
     safe = np.where(zero, 1, a)
     out = np.empty_like(x)
@@ -130,6 +130,7 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+@libm.widened
 def _rsqrt(x):
     return 1 / np.sqrt(x)
 
@@ -147,11 +148,11 @@ def _bitwise_not(x):
 
 
 UNARY_NP = {
-    "negate": np.negative, "abs": np.abs, "sign": _sign,
+    "negate": np.negative, "abs": libm.absolute, "sign": _sign,
     "floor": lambda x: x if x.dtype.kind in "iub" else np.floor(x),
     "ceil": lambda x: x if x.dtype.kind in "iub" else np.ceil(x),
     "round": _round_afz, "exp": libm.exp, "expm1": libm.expm1, "log": libm.log,
-    "log1p": libm.log1p, "sqrt": np.sqrt, "rsqrt": _rsqrt, "cbrt": libm.cbrt, "sin": libm.sin,
+    "log1p": libm.log1p, "sqrt": libm.sqrt, "rsqrt": _rsqrt, "cbrt": libm.cbrt, "sin": libm.sin,
     "cos": libm.cos, "tan": libm.tan, "asin": libm.arcsin, "acos": libm.arccos,
     "atan": libm.arctan, "sinh": libm.sinh, "cosh": libm.cosh, "tanh": libm.tanh,
     "asinh": libm.arcsinh, "acosh": libm.arccosh, "atanh": libm.arctanh, "sigmoid": _sigmoid,
@@ -232,7 +233,7 @@ def _bitwise(fb, fi):
 
 
 BINARY_NP = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "add": np.add, "subtract": np.subtract, "multiply": libm.multiply,
     "divide": np.divide, "quotient": _int_div, "remainder": _remainder, "pow": _pow,
     "atan2": libm.arctan2, "min": np.minimum, "max": np.maximum, "next_after": np.nextafter,
     "zeta": special.zeta, "polygamma": lambda n, x: special.polygamma(n, x, _digamma),
@@ -440,7 +441,7 @@ class BaseKernels(Backend):
         return self._reduce(out, x, axes, keep_axes, np.sum)
 
     def product(self, out, x, axes, keep_axes):
-        return self._reduce(out, x, axes, keep_axes, np.prod)
+        return self._reduce(out, x, axes, keep_axes, libm.prod)
 
     def reduce_max(self, out, x, axes, keep_axes):
         return self._reduce(out, x, axes, keep_axes, np.max, initial=T.min_value(out.type))

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...backend import Backend
 from ...types import compute_dtype, convert
+from . import libm
 
 __all__ = ["SortingKernels", "order_key", "canonical"]
 
@@ -109,7 +110,8 @@ class SortingKernels(Backend):
         return self._scan(out, x, axis, reverse, lambda a, axis: np.cumsum(a, axis, dtype=a.dtype))
 
     def cumulative_product(self, out, x, axis, reverse):
-        return self._scan(out, x, axis, reverse, lambda a, axis: np.cumprod(a, axis, dtype=a.dtype))
+        return self._scan(out, x, axis, reverse,
+                          lambda a, axis: libm.cumprod(a, axis=axis, dtype=a.dtype))
 
     def cumulative_min(self, out, x, axis, reverse):
         return self._scan(out, x, axis, reverse, np.minimum.accumulate)

@@ -16,6 +16,7 @@ import numpy as np
 from ... import types as T
 from ...tensor import Tensor
 from ...types import compute_dtype, convert
+from . import libm
 from .base import BaseKernels
 
 __all__ = ["WindowKernels"]
@@ -43,7 +44,7 @@ class WindowKernels(BaseKernels):
 
     def window_product(self, out, x, window_dimensions, strides, padding, window_dilations):
         return self._window(out, x, window_dimensions, strides, padding, window_dilations, 1,
-                            np.prod)
+                            libm.prod)
 
     # --- functions ----------------------------------------------------------------------
     def _scalar(self, value, t):
