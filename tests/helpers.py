@@ -11,6 +11,7 @@ import os
 import re
 import sys
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 
 import ml_dtypes
@@ -93,17 +94,6 @@ def normal(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def close_to_jax(got, want, tol):
-    """nxpy results ``got`` equal JAX's ``want`` leaf by leaf (both read in JAX's leaf
-    order: dict keys sorted), shapes exactly and values within ``tol``."""
-    g = jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda t: t.to_numpy(), got))
-    w = jax.tree_util.tree_leaves(want)
-    assert len(g) == len(w)
-    for a, b in zip(g, w):
-        assert a.shape == tuple(np.shape(b)), (a.shape, np.shape(b))
-        np.testing.assert_allclose(a, np.asarray(b), rtol=tol, atol=tol)
-
-
 # ----------------------------------------------------------------------------------------
 # Types, by nxpy's names
 # ----------------------------------------------------------------------------------------
@@ -159,6 +149,16 @@ COMPILERS = ("evaluator", "exla")
 PATHS = ("numpy", "evaluator", "exla", "exla_eager")
 #: without EXLA's eager backend, which compiles one program per op: for many-op functions
 CHEAP = ("numpy", "evaluator", "exla")
+#: CHEAP's paths as the ids of the nn, numpy and tensor-method tests name them ("eager": on
+#: the NumPy backend)
+EAGER_JIT = ("eager", "evaluator", "exla")
+
+
+def on(path, f):
+    """``f`` as ``path`` runs it: itself, eagerly, on "numpy" (also spelled "eager", or None
+    beside :data:`COMPILERS`), else ``jit(f, compiler=path)`` (EXLA's eager backend:
+    :func:`run`)."""
+    return f if path in (None, "numpy", "eager") else jit(f, compiler=path)
 
 
 def run(f, *arrays, paths=PATHS, names=None):
@@ -167,19 +167,20 @@ def run(f, *arrays, paths=PATHS, names=None):
     that backend."""
     def args(backend=None):
         return [nx.tensor(a, names=names, backend=backend) for a in arrays]
-    res = {}
-    if "numpy" in paths:
-        res["numpy"] = f(*args())
-    if "evaluator" in paths:
-        res["evaluator"] = jit(f, compiler="evaluator")(*args())
-    if "exla" in paths:
-        res["exla"] = jit(f, compiler="exla")(*args())
+    res = {path: on(path, f)(*args()) for path in CHEAP if path in paths}
     if "exla_eager" in paths:
         with default_backend("exla"):
             r = res["exla_eager"] = f(*args("exla"))
         for leaf in (r if isinstance(r, (tuple, list)) else [r]):
             assert leaf.backend.name == "exla", "an eager op on EXLA tensors left the backend"
     return res
+
+
+def run_path(f, arrays, path):
+    """``f`` of ``arrays`` (NumPy arrays, as nxpy tensors) on one ``path`` (of
+    :data:`EAGER_JIT` or :data:`CHEAP`), its result as NumPy arrays (in its containers)."""
+    out = on(path, f)(*[nx.tensor(a) for a in arrays])
+    return jax.tree_util.tree_map(lambda r: r.to_numpy(), out, is_leaf=_is_tensor)
 
 
 # ----------------------------------------------------------------------------------------
@@ -304,23 +305,85 @@ def check(results, expected, t=None, rtol=None, atol=None, what="", names=None, 
             assert_same(arr, e, ty, rtol, atol, w, tols, scaled)
 
 
-def _sorted_leaves(t):
-    if isinstance(t, dict):
-        return [x for k in sorted(t) for x in _sorted_leaves(t[k])]
-    if isinstance(t, (tuple, list)):
-        return [x for v in t for x in _sorted_leaves(v)]
-    return [t]
+def _is_tensor(x) -> bool:
+    return isinstance(x, nx.Tensor)
 
 
-def close(got, want, rtol=2e-5, atol=2e-5):
-    """``got`` (nxpy tensors or arrays, in containers) is within ``rtol``/``atol`` of
-    ``want``, leaf by leaf (dict keys sorted, as JAX orders them)."""
-    g, w = _sorted_leaves(got), _sorted_leaves(want)
-    assert len(g) == len(w), (got, want)
-    for a, b in zip(g, w):
-        a, b = a.to_numpy() if isinstance(a, nx.Tensor) else np.asarray(a), np.asarray(b)
-        wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(b) else np.float64
-        np.testing.assert_allclose(a.astype(wide), b.astype(wide), rtol=rtol, atol=atol)
+def _structure(tree):
+    """JAX's tree structure of ``tree``, an nxpy tensor a leaf."""
+    return jax.tree_util.tree_structure(tree, is_leaf=_is_tensor)
+
+
+def _leaves(tree) -> list:
+    """JAX's leaves of ``tree`` (dict keys sorted; an nxpy tensor is a leaf), but float0
+    ones (an integer's tangent), which carry no values."""
+    return [x for x in jax.tree_util.tree_leaves(tree, is_leaf=_is_tensor)
+            if getattr(x, "dtype", None) != jax.dtypes.float0]
+
+
+def _array(x) -> np.ndarray:
+    return x.to_numpy() if isinstance(x, nx.Tensor) else np.asarray(x)
+
+
+def close(got, want, rtol=2e-5, atol=2e-5, what="", *, dtypes=False, tree=False,
+          scaled=None, normwise=False, of=None):
+    """``got`` (nxpy tensors or arrays, in containers) equals ``want``, leaf by leaf in
+    JAX's order (dict keys sorted; float0 leaves, which carry no values, left out): as
+    many leaves (with ``tree``: the same containers and keys), each of ``want``'s shape
+    (with ``dtypes``: and dtype); where ``want`` is integer or pred, exactly; elsewhere
+    NaN where it has NaN, its infinities, and the finite values within ``rtol`` times
+    ``|want|`` plus ``atol``. A tensor or array ``got`` takes ``want`` whole (a nested
+    list: its values). ``rtol`` and ``atol`` may map ``want``'s type name (``"f32"``) to
+    a tolerance. What the tolerances are relative to:
+
+    * ``scaled=floor``: ``atol`` is relative to the leaf's largest finite ``|want|`` (at
+      least ``floor``), for results that sum many terms;
+    * ``normwise``: ``rtol`` is relative to the leaf's largest finite ``|want|``, not to
+      each value's own (derivative formulas cancel);
+    * ``of=x``: ``rtol`` is relative to the larger of ``|want|`` and ``|x|`` (broadcast to
+      each leaf), for a function whose terms are larger than its result.
+
+    >>> close({"a": nx.tensor([1.0, np.nan]), "b": 2}, {"b": 2, "a": np.array([1.00001, np.nan])})
+    >>> close(nx.tensor([1.0, 3.0]), [1.0, 3.1], what="x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    AssertionError: x: 1 of 2 values off, by up to 0.1 (rtol 2e-05, atol 2e-05): got [3.]...
+    """
+    what = what or "result"
+    single = jax.tree_util.treedef_is_leaf(_structure(got))
+    g, w = ([got], [want]) if single else (_leaves(got), _leaves(want))
+    if tree and not single:
+        assert _structure(got) == _structure(want), \
+            f"{what}: {_structure(got)}, expected {_structure(want)}"
+    assert len(g) == len(w), f"{what}: {len(g)} leaves, expected {len(w)}"
+    for i, (a, b) in enumerate(zip(g, w)):
+        _close_leaf(_array(a), np.asarray(b), rtol, atol, f"{what} leaf {i}" if len(g) > 1
+                    else what, dtypes, scaled, normwise, of)
+
+
+def _close_leaf(g, w, rtol, atol, what, dtypes, scaled, normwise, of):
+    assert g.shape == w.shape, f"{what}: shape {g.shape}, expected {w.shape}"
+    assert not dtypes or g.dtype == w.dtype, f"{what}: dtype {g.dtype}, expected {w.dtype}"
+    if w.dtype.kind in "biu":
+        np.testing.assert_array_equal(g, w, err_msg=what)
+        return
+    r, a = (tol[tname(w.dtype)] if isinstance(tol, Mapping) else tol for tol in (rtol, atol))
+    wide = np.complex128 if "c" in (g.dtype.kind, w.dtype.kind) else np.float64
+    g, w = g.astype(wide), w.astype(wide)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"{what}: NaNs")
+    inf = np.isinf(w)
+    np.testing.assert_array_equal(g[inf], w[inf], err_msg=f"{what}: infinities")
+    fin = ~np.isnan(w) & ~inf
+    largest = float(np.abs(w[fin]).max()) if fin.any() else 0.0
+    size = np.full(w.shape, largest) if normwise else np.abs(w)
+    if of is not None:
+        size = np.maximum(size, np.abs(np.broadcast_to(np.asarray(of, np.float64), w.shape)))
+    bound = r * size + (a if scaled is None else a * max(largest, scaled))
+    with np.errstate(invalid="ignore"):   # inf - inf outside fin
+        err = np.abs(g - w)
+    bad = fin & ~(err <= bound)
+    assert not bad.any(), (f"{what}: {bad.sum()} of {w.size} values off, by up to "
+                           f"{err[bad].max():.3g} (rtol {r:.3g}, atol {a:.3g}): got "
+                           f"{g[bad][:4]}, want {w[bad][:4]}")
 
 
 def assert_same_tree(got, want, rtol, atol, backend=None, where="result"):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from helpers import CHEAP, COMPILERS, meshes_2x2, normal, run
+from helpers import CHEAP, COMPILERS, close, meshes_2x2, normal, run
 from nxpy.compilers.exla import to_mlir
 from nxpy.defn import (call, cond, custom_grad, grad, hook, jit, jvp, psum, shard_map,
                        value_and_grad, vmap, while_loop)
@@ -45,8 +45,6 @@ def j_net(w1, w2, x):
 W1, W2, X = normal(4, 4, seed=1) * 0.5, normal(4, 4, seed=2) * 0.5, normal(3, 4, seed=3)
 
 
-def close(got, want, rtol=2e-5, atol=2e-5):
-    np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want), rtol=rtol, atol=atol)
 
 
 def test_values_on_every_path_equal_jax():

@@ -10,7 +10,7 @@ from nxpy.defn import grad, jit, shard_jit, shard_map, axis_index
 from nxpy.defn import sharding as SH
 from nxpy.stablehlo import load, parse
 
-from helpers import COMPILERS
+from helpers import COMPILERS, on
 
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
@@ -38,7 +38,7 @@ def want(fun, v):
 
 @pytest.mark.parametrize("compiler", [None, *COMPILERS])
 def test_first_true_clause_wins(compiler):
-    f = nx_piecewise if compiler is None else jit(nx_piecewise, compiler=compiler)
+    f = on(compiler, nx_piecewise)
     for v in POINTS:
         got = f(nx.tensor(v))
         assert str(got.type) == "f32"

@@ -16,7 +16,7 @@ from nxpy.defn import (compile, grad, jit, register_container, shard_jit, shard_
 from nxpy.defn import sharding as SH
 from nxpy.defn import tree as tree_mod
 
-from helpers import COMPILERS
+from helpers import COMPILERS, close, on
 
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
@@ -62,9 +62,6 @@ def arr(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def close(got, want, what=""):
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-6,
-                               err_msg=what)
 
 
 # ----------------------------------------------------------------------------------------
@@ -140,9 +137,9 @@ def test_jit_namedtuple_dataclass_and_registered_arguments_and_results(compiler)
         Affine(nx.tensor(2.0), 1.0, "aff"))
     y = np.tanh(x @ w + b)
     assert type(out_s) is State and type(out_a) is Affine
-    close(out_s.x.to_numpy(), y * 2 + 1)
+    close(out_s.x.to_numpy(), y * 2 + 1, atol=2e-6)
     assert out_s.i.tolist() == 1 and out_s.name == "s!" and out_a.name == "aff"
-    close(out_a.shift.to_numpy(), y)
+    close(out_a.shift.to_numpy(), y, atol=2e-6)
     if compiler == "exla":
         assert out_s.x.backend.name == "exla"
 
@@ -152,11 +149,12 @@ def test_static_fields_are_part_of_the_cache_key(compiler):
     f = jit(lambda layer, x: getattr(nx, layer.act)(x * layer.w + layer.b), compiler=compiler)
     x = nx.tensor([0.5, -1.0])
     layer = Layer(nx.tensor(2.0), nx.tensor(0.1), "tanh")
-    close(f(layer, x).to_numpy(), np.tanh(np.array([0.5, -1.0]) * 2 + 0.1))
+    close(f(layer, x).to_numpy(), np.tanh(np.array([0.5, -1.0]) * 2 + 0.1), atol=2e-6)
     close(f(layer._replace(w=nx.tensor(3.0)), x).to_numpy(),
-          np.tanh(np.array([0.5, -1.0]) * 3 + 0.1))
+          np.tanh(np.array([0.5, -1.0]) * 3 + 0.1), atol=2e-6)
     assert f.trace_count == 1
-    close(f(layer._replace(act="exp"), x).to_numpy(), np.exp(np.array([0.5, -1.0]) * 2 + 0.1))
+    close(f(layer._replace(act="exp"), x).to_numpy(), np.exp(np.array([0.5, -1.0]) * 2 + 0.1),
+          atol=2e-6)
     assert f.trace_count == 2
     # two namedtuple types with the same fields compile separately and keep their types
     Other = namedtuple("Other", "w b act")
@@ -215,17 +213,16 @@ def _branch(s):
 
 @pytest.mark.parametrize("compiler", [*COMPILERS, "eager"])
 def test_while_loop_and_cond_with_container_state(compiler):
-    run = (lambda f: f) if compiler == "eager" else (lambda f: jit(f, compiler=compiler))
     x = np.array([1.0, -3.0], np.float32)
-    out = run(_loop)(State(nx.tensor(x), nx.tensor(0), "loop"))
+    out = on(compiler, _loop)(State(nx.tensor(x), nx.tensor(0), "loop"))
     assert type(out) is State and out.name == "loop" and out.i.tolist() == 5
-    close(out.x.to_numpy(), x * 32)
-    out = run(_branch)(State(nx.tensor(x), nx.tensor(3), "c"))
+    close(out.x.to_numpy(), x * 32, atol=2e-6)
+    out = on(compiler, _branch)(State(nx.tensor(x), nx.tensor(3), "c"))
     assert type(out) is Params and out.b.tolist() == 6
-    close(out.w.to_numpy(), -x)
-    reg = run(lambda a: nx.while_loop(lambda a: a.scale < 10,
-                                      lambda a: Affine(a.scale * 3, a.shift + 1, a.name), a))(
-        Affine(nx.tensor(1.0), nx.tensor(0.0), "r"))
+    close(out.w.to_numpy(), -x, atol=2e-6)
+    grow = on(compiler, lambda a: nx.while_loop(
+        lambda a: a.scale < 10, lambda a: Affine(a.scale * 3, a.shift + 1, a.name), a))
+    reg = grow(Affine(nx.tensor(1.0), nx.tensor(0.0), "r"))
     assert (reg.scale.tolist(), reg.shift.tolist(), reg.name) == (27.0, 3.0, "r")
 
 
@@ -263,22 +260,22 @@ def test_grad_of_a_namedtuple_returns_that_namedtuple(compiler):
     p = Params(nx.tensor(w), nx.tensor(b))
     v, g = jit(value_and_grad(_mlp_loss(nx)), compiler=compiler)(p, nx.tensor(x), nx.tensor(y))
     assert type(g) is Params
-    close(v.to_numpy(), want_v)
-    close(g.w.to_numpy(), want_g.w, "w")
-    close(g.b.to_numpy(), want_g.b, "b")
+    close(v.to_numpy(), want_v, atol=2e-6)
+    close(g.w.to_numpy(), want_g.w, atol=2e-6, what="w")
+    close(g.b.to_numpy(), want_g.b, atol=2e-6, what="b")
     # grad called eagerly, with a static field riding along, and a dataclass
     g2 = grad(lambda layer, x, y: _mlp_loss(nx)(layer, x, y)
               * (2.0 if layer.act == "double" else 1.0))(
         Layer(nx.tensor(w), nx.tensor(b), "double"), nx.tensor(x), nx.tensor(y))
     assert type(g2) is Layer and g2.act == "double"
-    close(g2.w.to_numpy(), 2 * want_g.w)
+    close(g2.w.to_numpy(), 2 * want_g.w, atol=2e-6)
     gd = grad(lambda s: nx.sum(s.x ** 2) * s.i)(State(nx.tensor(w), nx.tensor(3.0), "d"))
     assert type(gd) is State and gd.name == "d"
-    close(gd.x.to_numpy(), 6 * w)
-    close(gd.i.to_numpy(), np.sum(w ** 2))
+    close(gd.x.to_numpy(), 6 * w, atol=2e-6)
+    close(gd.i.to_numpy(), np.sum(w ** 2), atol=2e-6)
     ga = grad(lambda a: nx.sum(a.scale * a.shift))(Affine(nx.tensor(w), nx.tensor(w * 2), "a"))
     assert type(ga) is Affine and ga.name == "a"
-    close(ga.scale.to_numpy(), 2 * w)
+    close(ga.scale.to_numpy(), 2 * w, atol=2e-6)
 
 
 # ----------------------------------------------------------------------------------------
@@ -297,8 +294,8 @@ def test_shard_jit_per_device_namedtuples(compiler):
     assert f.output_shardings == Layer(P("x", "y"), P(), "id")
     assert f.output_sharding_dicts == Layer({0: [0], 1: [1]}, {}, "id")
     glob = SH.assemble(outs, mesh, f.output_shardings)
-    close(glob.w.to_numpy(), w * 2)
-    close(glob.b.to_numpy(), x.sum() + 1)
+    close(glob.w.to_numpy(), w * 2, atol=2e-6)
+    close(glob.b.to_numpy(), x.sum() + 1, atol=2e-6)
     # a different static field compiles another program
     outs = f([[Layer(ws[p], nx.tensor(1.0), "other"), xs[p]] for p in range(4)])
     assert outs[0].act == "other"
@@ -321,13 +318,13 @@ def test_shard_map_dataclass_in_and_out_against_jax(compiler):
     want = jax.jit(jax.shard_map(body(jnp, jax.lax.psum), mesh=jmesh, in_specs=(JP(), JP("d")),
                                  out_specs=Params(JP(), JP("d"))))(Params(w, np.float32(2.0)), x)
     assert type(got) is Params
-    close(got.w.to_numpy(), want.w)
-    close(got.b.to_numpy(), want.b)
+    close(got.w.to_numpy(), want.w, atol=2e-6)
+    close(got.b.to_numpy(), want.b, atol=2e-6)
     s = shard_map(lambda st: State(st.x * 2, st.i, st.name), mesh, in_specs=P("d"),
                   out_specs=P("d"), compiler=compiler)(
         State(nx.tensor(x), nx.tensor([1, 2, 3, 4]), "k"))
     assert type(s) is State and s.name == "k"
-    close(s.x.to_numpy(), 2 * x)
+    close(s.x.to_numpy(), 2 * x, atol=2e-6)
 
 
 def test_existing_containers_keep_working():

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import load_example
+from helpers import close, load_example
 
 from nxpy import telemetry
 
@@ -53,12 +53,6 @@ def jax_losses(gpt, gpt_jax, cfg, batches):
     return gpt_jax.train(cfg, params, batches)
 
 
-def _close(got, want):
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=0)
-
-
 def test_data_split_and_batches(gpt, cfg, batches):
     train, val = gpt.corpus()
     assert len(train) + len(val) == 1115394 and len(train) == int(1115394 * 0.9)
@@ -72,7 +66,7 @@ def test_data_split_and_batches(gpt, cfg, batches):
 @WITH_JAX
 def test_one_device_equals_jax(gpt, cfg, jax_losses):
     losses = gpt.run(cfg)[0]
-    _close(losses, jax_losses)
+    close(losses, jax_losses, RTOL, 0)
     assert np.mean(losses[-3:]) < losses[0] - 0.5, losses          # it learns
 
 
@@ -94,7 +88,7 @@ def test_mesh_equals_jax_and_steps_stay_on_device(gpt, cfg, batches, jax_losses)
     delta = {k: after.get(k, 0) - before.get(k, 0)
              for k in ("trace", "compile", "transfer_to_device", "transfer_to_host")}
     assert delta == dict.fromkeys(delta, 0), delta
-    _close([float(v.to_numpy()) for v in losses], jax_losses)
+    close([float(v.to_numpy()) for v in losses], jax_losses, RTOL, 0)
     assert str(params["blocks"]["wq"].sharding.spec) == "P(None, None, 'model')"
     assert state["m"]["blocks"]["w2"].sharding == params["blocks"]["w2"].sharding
     assert str(params["blocks"]["w2"].sharding.spec) in ("P(None, 'model')",
@@ -106,7 +100,7 @@ def test_mesh_equals_jax_and_steps_stay_on_device(gpt, cfg, batches, jax_losses)
 def test_mesh_on_the_evaluator(gpt, cfg, jax_losses):
     """The Evaluator simulates the mesh: the same first 2 losses."""
     losses = gpt.run(cfg, mesh=gpt.parse_mesh("2x2"), compiler="evaluator", steps=2)[0]
-    _close(losses, jax_losses[:2])
+    close(losses, jax_losses[:2], RTOL, 0)
 
 
 @WITH_JAX
@@ -115,7 +109,7 @@ def test_shard_map_loss_on_the_evaluator(gpt, cfg, jax_losses):
     blocks psum over "model") gives the same first 2 losses."""
     tr = gpt.Trainer(cfg, mesh=gpt.parse_mesh("2x2"), compiler="evaluator", local_view=True)
     losses = gpt.run(cfg, trainer=tr, steps=2)[0]
-    _close(losses, jax_losses[:2])
+    close(losses, jax_losses[:2], RTOL, 0)
 
 
 def test_resume_is_bit_identical(gpt, cfg, tmp_path):

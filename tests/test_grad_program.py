@@ -27,6 +27,8 @@ from nxpy import nn, pjrt
 from nxpy.compilers.exla import to_mlir
 from nxpy.defn import grad, jit, value_and_grad
 
+from helpers import EAGER_JIT, on
+
 import jax  # after nxpy (nxpy's conftest starts XLA)
 import jax.numpy as jnp
 
@@ -229,7 +231,7 @@ def test_softmax_grad_matches_jax_with_where():
 # ----------------------------------------------------------------------------------------
 # The dot rule on every path
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path", ["eager", "evaluator", "exla"])
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_dot_rule_transposed_operands(path):
     # contractions over middle dims on both sides, batch dims not leading
     a, b = _f32(2, 3, 4, 5), _f32(4, 2, 3, 6)
@@ -244,10 +246,7 @@ def test_dot_rule_transposed_operands(path):
     def n(a, b):
         return grad(lambda a, b: nx.sum(f(nx, a, b) * w), argnums=(0, 1))(a, b)
     want = jax.grad(lambda a, b: jnp.sum(f(jnp, a, b) * w), argnums=(0, 1))(a, b)
-    if path == "eager":
-        got = n(nx.tensor(a), nx.tensor(b))
-    else:
-        got = jit(n, compiler=path)(nx.tensor(a), nx.tensor(b))
+    got = on(path, n)(nx.tensor(a), nx.tensor(b))
     for g, w_ in zip(got, want):
         np.testing.assert_allclose(g.to_numpy(), np.asarray(w_), rtol=1e-5, atol=1e-5)
 

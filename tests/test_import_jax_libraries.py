@@ -32,6 +32,8 @@ import nxpy as nx
 from nxpy.defn import grad, jit
 from nxpy.stablehlo import load
 
+from helpers import close
+
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
 import jax.nn as jnn
@@ -353,13 +355,8 @@ GROUPS = {
 }
 
 
-def _close(name, i, compiler, g, w, rtol, c):
-    assert g.shape == w.shape and g.dtype == w.dtype, (name, i, g.dtype, w.dtype)
-    where = f"{name} result {i} on {compiler}" + (f" ({c.why})" if c.why else "")
-    if w.dtype.kind in "iub":
-        np.testing.assert_array_equal(g, w, err_msg=where)
-    else:
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=c.atol, equal_nan=True, err_msg=where)
+def _where(name, i, compiler, c):
+    return f"{name} result {i} on {compiler}" + (f" ({c.why})" if c.why else "")
 
 
 @pytest.mark.parametrize("group", sorted(GROUPS))
@@ -378,8 +375,9 @@ def test_loads_and_matches_jax(group):
         for name, w in zip(names, want):
             c = CASES[name]
             for j, wl in enumerate(jax.tree_util.tree_leaves(w)):
-                _close(name, j, compiler, got[i].to_numpy(), np.asarray(wl),
-                       c.exla_rtol if compiler == "exla" else c.rtol, c)
+                close(got[i].to_numpy(), np.asarray(wl),
+                      c.exla_rtol if compiler == "exla" else c.rtol, c.atol,
+                      _where(name, j, compiler, c), dtypes=True)
                 i += 1
         assert i == len(got)
 
@@ -391,7 +389,7 @@ def _compare(name, compiler, rtol):
     got = list(got) if isinstance(got, tuple) else [got]
     assert len(got) == len(want), name
     for i, (g, w) in enumerate(zip(got, want)):
-        _close(name, i, compiler, g.to_numpy(), w, rtol, c)
+        close(g.to_numpy(), w, rtol, c.atol, _where(name, i, compiler, c), dtypes=True)
 
 
 @pytest.mark.soak

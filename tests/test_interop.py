@@ -6,6 +6,7 @@ nxpy training step, the import cache, and errors naming the JAX function."""
 from __future__ import annotations
 
 import collections
+from functools import partial
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from nxpy.defn import grad, jit, value_and_grad, vmap
 from nxpy.interop import from_jax, to_jax_array
 from nxpy.stablehlo import UnsupportedOpError
 
-from helpers import COMPILERS
+from helpers import COMPILERS, close
 
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
@@ -28,14 +29,8 @@ def _x(shape=(3, 4), seed=0, dtype=np.float32):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-def _close(got, want, rtol=2e-6):
-    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
-    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
-    assert got_tree == want_tree, f"{got_tree} != {want_tree}"
-    for g, w in zip(got_leaves, want_leaves):
-        g, w = g.to_numpy(), np.asarray(w)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(np.abs(w).max(), 1))
+#: JAX's result: its containers and dtypes, atol relative to each leaf's magnitude
+_close = partial(close, rtol=2e-6, atol=2e-6, dtypes=True, tree=True, scaled=1)
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -97,7 +92,7 @@ def test_dataclasses_and_unused_arguments_under_grad(compiler):
     got = jit(grad(lambda p, x: loss(p, x, nx)), compiler=compiler)(p, nx.tensor(x))
     want = jax.grad(lambda p, x: loss(p, x, jnp))(Params(w=w, b=b), x)
     assert isinstance(got, Params)
-    _close((got.w, got.b), (want.w, want.b), rtol=1e-5)
+    _close((got.w, got.b), (want.w, want.b), rtol=1e-5, atol=1e-5)
 
 
 def test_python_scalars_are_baked_in_per_value():
@@ -127,10 +122,10 @@ def test_grad_and_vmap_through_it(compiler):
     w, x = _x((4, 3)), _x((5, 4), 1)
     f = from_jax(loss)
     got = jit(grad(lambda w, x: f(w, x)), compiler=compiler)(nx.tensor(w), nx.tensor(x))
-    _close(got, jax.grad(loss)(w, x), rtol=2e-5)
+    _close(got, jax.grad(loss)(w, x), rtol=2e-5, atol=2e-5)
     xs = _x((6, 5, 4), 2)
     got = jit(vmap(lambda x: f(nx.tensor(w), x)), compiler=compiler)(nx.tensor(xs))
-    _close(got, jax.vmap(lambda x: loss(w, x))(xs), rtol=2e-5)
+    _close(got, jax.vmap(lambda x: loss(w, x))(xs), rtol=2e-5, atol=2e-5)
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -192,7 +187,7 @@ def test_a_jax_optimizer_drives_an_nxpy_training_step():
         loss, p, s = nx_step(p, s, nx.tensor(x), nx.tensor(y))
         jloss, jp, js = jax_step(jp, js, x, y)
         np.testing.assert_allclose(loss.to_numpy(), np.asarray(jloss), rtol=1e-5)
-    _close(p, jp, rtol=1e-5)
+    _close(p, jp, rtol=1e-5, atol=1e-5)
     assert int(s.count.to_numpy()) == 5
 
 

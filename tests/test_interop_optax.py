@@ -11,13 +11,14 @@ AdamW's first steps divide by ``sqrt(nu)``, which keeps relative errors of the g
 at their size (measured: below 1e-6)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 import nxpy as nx  # noqa: F401 - nxpy first: it starts XLA (conftest)
 
-import jax
-from helpers import load_example
+from helpers import COMPILERS, close, load_example
 
 STEPS = 5
 
@@ -32,19 +33,11 @@ def reference(example):
     return example.train_jax(STEPS)
 
 
-def _close(got, want, rtol=1e-5):
-    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
-    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
-    assert got_tree == want_tree, f"{got_tree} != {want_tree}"
-    for i, (g, w) in enumerate(zip(got_leaves, want_leaves)):
-        g = g.to_numpy() if hasattr(g, "to_numpy") else np.asarray(g)
-        w = np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape, (i, g.dtype, g.shape, w.dtype, w.shape)
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(np.abs(w).max(), 1e-30),
-                                   err_msg=f"leaf {i}")
+#: JAX's and optax's state: its containers and dtypes, atol relative to each leaf's magnitude
+_close = partial(close, rtol=1e-5, atol=1e-5, dtypes=True, tree=True, scaled=1e-30)
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_adamw_through_from_jax_equals_jax_and_optax(example, reference, compiler):
     losses, params, opt_state = example.train(compiler, STEPS)
     want_losses, want_params, want_state = reference

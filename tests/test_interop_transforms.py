@@ -13,6 +13,8 @@ those, and with sharded ``jax.Array`` arguments, compared with the same function
 in JAX; and the limits JAX's ``linear_call`` sets (vmap of a derivative, second orders)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -20,24 +22,15 @@ import nxpy as nx
 from nxpy.defn import grad, jacfwd, jit, jvp, linearize, shard_map, vmap
 from nxpy.interop import from_jax, to_jax
 
-from helpers import COMPILERS
+from helpers import COMPILERS, close
 
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
 import jax.scipy.special
 
 
-def _close(got, want, rtol=2e-5):
-    def leaves(tree):  # float0: the tangent of an integer result, nothing to compare
-        return [x for x in jax.tree_util.tree_leaves(tree)
-                if getattr(x, "dtype", None) != jax.dtypes.float0]
-    got_leaves, want_leaves = leaves(got), leaves(want)
-    assert len(got_leaves) == len(want_leaves), (got, want)
-    for g, w in zip(got_leaves, want_leaves):
-        g = g.to_numpy() if isinstance(g, nx.Tensor) else np.asarray(g)
-        w = np.asarray(w)
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(np.abs(w).max(), 1))
+#: JAX's result: its dtypes (float0 leaves left out), atol relative to each leaf's magnitude
+_close = partial(close, rtol=2e-5, atol=2e-5, dtypes=True, scaled=1)
 
 
 # ----------------------------------------------------------------------------------------

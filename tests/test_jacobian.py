@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from helpers import COMPILERS, close_to_jax, normal
+from helpers import COMPILERS, close, normal, on
 from nxpy import telemetry
 from nxpy.defn import grad, hessian, jacobian, jit, vmap
 
@@ -15,11 +15,7 @@ import jax.numpy as jnp
 
 
 _rng = normal
-
-
-def _close(got, want, tol=2e-5):
-    close_to_jax(got, want, tol)
-
+TOL = 2e-5
 
 W, X, B = _rng(3, 4), _rng(4, seed=1), _rng(3, seed=2)
 
@@ -52,9 +48,8 @@ def test_jacobian_as_jax(name, compiler):
     nf, jf, args, argnums = CASES[name]
     want = jax.jacrev(jf, argnums=argnums)(*args)
     f = jacobian(nf, argnums=argnums)
-    got = f(*_args(args, nx.tensor)) if compiler is None else \
-        jit(f, compiler=compiler)(*_args(args, nx.tensor))
-    _close(got, want)
+    got = on(compiler, f)(*_args(args, nx.tensor))
+    close(got, want, TOL, TOL)
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -67,12 +62,12 @@ def test_hessian_as_jax(compiler):
 
     for argnums in (0, 1, (0, 1)):
         got = jit(hessian(nf, argnums=argnums), compiler=compiler)(nx.tensor(W), nx.tensor(X))
-        _close(got, jax.hessian(jf, argnums=argnums)(W, X), tol=1e-4)
+        close(got, jax.hessian(jf, argnums=argnums)(W, X), 1e-4, 1e-4)
 
 
 def test_has_aux_integer_arguments_and_composition():
     j, aux = jacobian(lambda x: (x * 3, nx.sum(x)), has_aux=True)(nx.tensor(X))
-    _close(j, jax.jacrev(lambda x: x * 3)(X))
+    close(j, jax.jacrev(lambda x: x * 3)(X), TOL, TOL)
     assert aux.tolist() == pytest.approx(float(X.sum()), rel=1e-6)
     # an integer argument gets zeros, as grad gives it
     ji = jacobian(lambda x, n: x * nx.as_type(n, "f32"), argnums=1)(nx.tensor(X), nx.tensor(2))
@@ -81,8 +76,8 @@ def test_has_aux_integer_arguments_and_composition():
     xs = _rng(5, 4, seed=3)
     def f(x):
         return nx.sin(nx.dot(nx.tensor(W), x))
-    _close(vmap(jacobian(f))(nx.tensor(xs)),
-           jax.vmap(jax.jacrev(lambda x: jnp.sin(jnp.dot(W, x))))(xs))
+    close(vmap(jacobian(f))(nx.tensor(xs)),
+          jax.vmap(jax.jacrev(lambda x: jnp.sin(jnp.dot(W, x))))(xs), TOL, TOL)
 
 
 def test_compiled_once():
@@ -122,4 +117,4 @@ def test_hessian_of_a_vector_function_is_jaxs():
     got = hessian(lambda x: nx.sin(x) * x[0])(nx.tensor(X))
     want = jax.hessian(lambda x: jnp.sin(x) * x[0])(X)
     assert got.shape == (4, 4, 4)
-    _close(got, want, 1e-4)
+    close(got, want, 1e-4, 1e-4)

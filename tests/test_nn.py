@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -30,22 +31,26 @@ import pytest
 
 import nxpy as nx
 from nxpy import nn
-from nxpy.defn import grad, jit, jvp, vmap
+from nxpy.defn import grad, jvp, vmap
 from nxpy.defn import sharding as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.nn import coverage
 
-from helpers import covering
+from helpers import COMPILERS, EAGER_JIT, close, covering, on, run_path
 
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "nn.md"
-PATHS = ("eager", "evaluator", "exla")
 FLOATS = ("f32", "f64", "f16", "bf16")
 EPS = {"f64": 2.0 ** -52, "f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
 RTOL = {"f64": 1e-14, "f32": 1e-6, "f16": 2 * EPS["f16"], "bf16": 2 * EPS["bf16"]}
 TINY = {"f64": 2.3e-308, "f32": 1.2e-38, "f16": 6.2e-5, "bf16": 1.2e-38}
+#: JAX's result: its dtype, NaN and infinities; integers and pred exactly; finite values
+#: within RTOL of their type relative to |want| (:func:`helpers.close`'s ``of``: to the larger
+#: of it and the input's; ``normwise``: to the largest finite |want|), plus TINY (XLA flushes
+#: values below the smallest normal number to 0)
+_close = partial(close, rtol=RTOL, atol=TINY, dtypes=True)
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 3.0, -3.0, 6.0, -6.0, math.log(2), 0.5, -0.5, 20.0, -20.0,
            100.0, -100.0, math.nan, math.inf, -math.inf]
 
@@ -82,47 +87,11 @@ def data(t, shape, seed=0, domain="any"):
     return x.astype(_dt(t))
 
 
-def run(f, args, path):
-    """``f`` of the arrays ``args`` as nxpy tensors, on ``path``, as NumPy (a tree)."""
-    ts = [nx.tensor(a) for a in args]
-    out = f(*ts) if path == "eager" else jit(f, compiler=path)(*ts)
-    return jax.tree_util.tree_map(lambda r: r.to_numpy(), out)
-
-
 def ref(f, args, x64=False):
     """JAX's ``f`` of ``args`` (under x64 for f64), as NumPy (a tree)."""
     # np.errstate: jax.nn's max over integers casts its initial -inf to the integer type
     with jax.enable_x64(x64), np.errstate(invalid="ignore"):
         return jax.tree_util.tree_map(np.asarray, f(*[jnp.asarray(a) for a in args]))
-
-
-def close(got, want, t=None, scale=None, what="", normwise=False):
-    """Same shapes, dtypes and NaN/inf positions; finite values within :data:`RTOL` of
-    ``t`` (the inputs' float type; the result's when None), relative to ``|want|`` or,
-    where given, to the larger of it and ``|scale|`` (the input), or with ``normwise``
-    to the largest finite ``|want|``."""
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
-    if not (want.dtype.kind == "f" or want.dtype.name == "bfloat16"):
-        np.testing.assert_array_equal(got, want, err_msg=what)
-        return
-    t = t or {"float64": "f64", "float32": "f32", "float16": "f16",
-              "bfloat16": "bf16"}[want.dtype.name]
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"{what}: NaNs")
-    inf = np.isinf(w)
-    np.testing.assert_array_equal(g[inf], w[inf], err_msg=f"{what}: infinities")
-    fin = ~np.isnan(w) & ~inf
-    size = np.abs(w) if scale is None else np.maximum(
-        np.abs(w), np.abs(np.broadcast_to(np.asarray(scale, np.float64), w.shape)))
-    if normwise and fin.any():
-        size = np.maximum(size, np.abs(w[fin]).max())
-    bound = RTOL[t] * size + TINY[t]
-    with np.errstate(invalid="ignore"):       # inf - inf where both are inf
-        bad = fin & ~(np.abs(g - w) <= bound)
-    assert not bad.any(), (f"{what}: {bad.sum()} values off, e.g. got {g[bad][:4]} want "
-                           f"{w[bad][:4]} (rtol {RTOL[t]})")
 
 
 def _f64(a):
@@ -156,14 +125,6 @@ def accurate(got, low, truth, t, what=""):
         assert err.max() <= bound, f"{what}: error {err.max():.3g} > {bound:.3g}"
 
 
-def close_tree(got, want, t=None, what=""):
-    """:func:`close` normwise, leaf by leaf."""
-    g, w = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
-    assert len(g) == len(w), what
-    for a, b in zip(g, w):
-        close(a, b, t, None, what, normwise=True)
-
-
 # ----------------------------------------------------------------------------------------
 # Elementwise functions: (name, keyword arguments, input domain, compared relative to |x|)
 # ----------------------------------------------------------------------------------------
@@ -193,9 +154,9 @@ def test_elementwise_floats(name, kw, domain, scaled, t):
     want = ref(lambda v: getattr(jax.nn, name)(v, **kw), [x], x64=t == "f64")
     # f16/bf16: XLA keeps f32 between fused ops, JAX rounds each op: compare relative to |x|
     scale = x.astype(np.float64) if scaled or t in ("f16", "bf16") else None
-    for path in PATHS:
-        got = run(lambda v: getattr(nn, name)(v, **kw), [x], path)
-        close(got, want, t, scale, f"{name}{kw} {t} {path}")
+    for path in EAGER_JIT:
+        got = run_path(lambda v: getattr(nn, name)(v, **kw), [x], path)
+        _close(got, want, what=f"{name}{kw} {t} {path}", of=scale)
 
 
 def _raises_in_jax(f, x) -> bool:
@@ -227,8 +188,8 @@ def test_elementwise_integers(name, t):
         if "wraps" in note:
             want = ref(jf, [x.astype(np.int32)]).astype(want.dtype)
     scale = x.astype(np.float64) if name in SCALED else None
-    for path in PATHS:
-        close(run(getattr(nn, name), [x], path), want, "f32", scale, f"{name} {t} {path}")
+    for path in EAGER_JIT:
+        _close(run_path(getattr(nn, name), [x], path), want, what=f"{name} {t} {path}", of=scale)
 
 
 # ----------------------------------------------------------------------------------------
@@ -338,8 +299,8 @@ def test_axes(nf, jf, extra, t, request):
     else:
         low = ref(jf, args, x64=t == "f64")
     truth = ref(jf, [_f64(a) for a in args], x64=True)
-    for path in PATHS:
-        accurate(run(nf, args, path), low, truth, t if t in FLOATS else "f32",
+    for path in EAGER_JIT:
+        accurate(run_path(nf, args, path), low, truth, t if t in FLOATS else "f32",
                  f"{name} {t} {path}")
 
 
@@ -356,11 +317,11 @@ def test_specials(name):
     m[0, 2], m[4] = False, False
     want = ref(lambda x: getattr(jax.nn, name)(x, **kw), [SPECIAL_ROWS])
     want_m = ref(lambda x, w: getattr(jax.nn, name)(x, where=w, **kw), [SPECIAL_ROWS, m])
-    for path in PATHS:
-        close(run(lambda x: getattr(nn, name)(x, **kw), [SPECIAL_ROWS], path), want, "f32",
-              None, f"{name} {path}")
-        close(run(lambda x, w: getattr(nn, name)(x, where=w, **kw), [SPECIAL_ROWS, m], path),
-              want_m, "f32", None, f"{name} where {path}")
+    for path in EAGER_JIT:
+        _close(run_path(lambda x: getattr(nn, name)(x, **kw), [SPECIAL_ROWS], path), want,
+               what=f"{name} {path}")
+        _close(run_path(lambda x, w: getattr(nn, name)(x, where=w, **kw), [SPECIAL_ROWS, m],
+                        path), want_m, what=f"{name} where {path}")
 
 
 ONE_HOT = [
@@ -375,8 +336,8 @@ def test_one_hot(kw, t):
     x = data(t, (2, 3), seed=7) - (3 if t != "u8" else 0)    # some outside [0, 5)
     jkw = dict(kw, dtype=_dt(kw["dtype"]) if "dtype" in kw else None)
     want = ref(lambda v: jax.nn.one_hot(v, 5, **jkw), [x], x64=kw.get("dtype") == "f64")
-    for path in PATHS:
-        close(run(lambda v: nn.one_hot(v, 5, **kw), [x], path), want, what=f"{kw} {path}")
+    for path in EAGER_JIT:
+        _close(run_path(lambda v: nn.one_hot(v, 5, **kw), [x], path), want, what=f"{kw} {path}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -399,17 +360,18 @@ EMPTY = [
 def test_empty(name, kw, shape):
     x = np.zeros(shape, np.float32)
     want = ref(lambda v: getattr(jax.nn, name)(v, **kw), [x])
-    for path in PATHS:
-        close(run(lambda v: getattr(nn, name)(v, **kw), [x], path), want, "f32", None,
-              f"{name}{kw} {shape} {path}")
+    for path in EAGER_JIT:
+        _close(run_path(lambda v: getattr(nn, name)(v, **kw), [x], path), want,
+               what=f"{name}{kw} {shape} {path}")
 
 
 def test_one_hot_empty():
     for shape, n in [((0,), 3), ((2, 0), 4), ((3,), 0)]:
         x = np.zeros(shape, np.int32)
         want = ref(lambda v: jax.nn.one_hot(v, n), [x])
-        for path in PATHS:
-            close(run(lambda v: nn.one_hot(v, n), [x], path), want, what=f"{shape} {n} {path}")
+        for path in EAGER_JIT:
+            _close(run_path(lambda v: nn.one_hot(v, n), [x], path), want,
+                   what=f"{shape} {n} {path}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -422,10 +384,9 @@ GRAD_ELEMENTWISE = [p for p in ELEMENTWISE if p.values[0] != "identity"] + [_ele
 def _grad_paths(f, x, w):
     def loss(v):
         return nx.sum(f(v) * w)
-    for path in PATHS:
+    for path in EAGER_JIT:
         g = grad(loss)
-        yield path, (g(nx.tensor(x)) if path == "eager" else jit(g, compiler=path)(
-            nx.tensor(x))).to_numpy()
+        yield path, on(path, g)(nx.tensor(x)).to_numpy()
 
 
 # gradients compare normwise: derivative formulas cancel (1 - tanh(x)^2, gelu's terms), so an
@@ -444,7 +405,7 @@ def test_grad_elementwise(name, kw, domain, scaled, t):
     want = ref(lambda v: jax.grad(lambda u: jnp.sum(getattr(jax.nn, name)(u, **kw) * w))(v),
                [x], x64=t == "f64")
     for path, got in _grad_paths(lambda v: getattr(nn, name)(v, **kw), x, w):
-        close(got, want, t, None, f"grad {name}{kw} {t} {path}", normwise=True)
+        _close(got, want, what=f"grad {name}{kw} {t} {path}", normwise=True)
 
 
 EDGES = np.array([math.inf, -math.inf, math.nan], np.float32)
@@ -455,7 +416,7 @@ def test_grad_at_infinities_and_nan(name):
     w = np.array([1.5, -2.0, 0.5], np.float32)
     want = ref(lambda v: jax.grad(lambda u: jnp.sum(getattr(jax.nn, name)(u) * w))(v), [EDGES])
     for path, got in _grad_paths(getattr(nn, name), EDGES, w):
-        close(got, want, "f32", None, f"grad {name} at ±inf, NaN {path}", normwise=True)
+        _close(got, want, what=f"grad {name} at ±inf, NaN {path}", normwise=True)
 
 
 GRAD_AXES = [
@@ -508,10 +469,10 @@ def test_jvp(name, kw):
     t = r.standard_normal((3, 4)).astype(np.float32)
     want = ref(lambda u, v: jax.jvp(lambda a: getattr(jax.nn, name)(a, **kw), (u,), (v,)),
                [x, t])
-    for path in PATHS:
+    for path in EAGER_JIT:
         def f(u, v):
             return jvp(lambda a: getattr(nn, name)(a, **kw), (u,), (v,))
-        close_tree(run(f, [x, t], path), want, "f32", f"jvp {name} {path}")
+        _close(run_path(f, [x, t], path), want, what=f"jvp {name} {path}", normwise=True)
 
 
 def test_relu_gradient_at_0_matches_jax_custom_jvp():
@@ -539,9 +500,9 @@ VMAP = [
 def test_vmap(name, make, axis):
     x = (np.random.default_rng(10).standard_normal(SHAPE) * 3).astype(np.float32)
     want = ref(jax.vmap(make(jax.nn), in_axes=axis), [x])
-    for path in PATHS:
-        close(run(vmap(make(nn), in_axes=axis), [x], path), want, "f32", None,
-              f"vmap {name} {path}", normwise=True)
+    for path in EAGER_JIT:
+        _close(run_path(vmap(make(nn), in_axes=axis), [x], path), want,
+               what=f"vmap {name} {path}", normwise=True)
 
 
 def test_vmap_with_masks_and_one_hot():
@@ -552,12 +513,12 @@ def test_vmap_with_masks_and_one_hot():
         return (mod.softmax(v, where=m), mod.log_softmax(v, axis=0, where=m),
                 mod.standardize(v, where=m), mod.one_hot(y, 4))
     want = ref(jax.vmap(lambda v, m, y: f(jax.nn, v, m, y)), [x, MASK, labels])
-    for path in PATHS:
-        close_tree(run(vmap(lambda v, m, y: f(nn, v, m, y)), [x, MASK, labels], path), want,
-                   "f32", f"vmap {path}")
+    for path in EAGER_JIT:
+        _close(run_path(vmap(lambda v, m, y: f(nn, v, m, y)), [x, MASK, labels], path), want,
+               what=f"vmap {path}", normwise=True)
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_sharded_along_the_reduced_axis(compiler):
     mesh = nx.Mesh("m", (2,))
     x = (np.random.default_rng(13).standard_normal((4, 6)) * 3).astype(np.float32)
@@ -573,8 +534,8 @@ def test_sharded_along_the_reduced_axis(compiler):
     res = shard_jit(f, mesh, input_shardings=ins, output_shardings=[{}] * 6,
                     compiler=compiler)(args)
     for per_device in res:
-        close_tree([r.to_numpy() for r in per_device], list(want), "f32",
-                   f"sharded {compiler}")
+        _close([r.to_numpy() for r in per_device], list(want), what=f"sharded {compiler}",
+               normwise=True)
 
 
 # ----------------------------------------------------------------------------------------

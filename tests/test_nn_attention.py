@@ -9,6 +9,8 @@ softmax runs in f32 for every type, as JAX's, so f64 is f32-accurate); bf16/f16 
 ulps of the largest output, since XLA may keep f32 between ops JAX rounds."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -16,13 +18,15 @@ import nxpy as nx
 from nxpy import nn
 from nxpy.defn import grad, jit, vmap
 
-from helpers import covering
+from helpers import COMPILERS, EAGER_JIT, close, covering, run_path
 
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
 
-PATHS = ("eager", "evaluator", "exla")
 RTOL = {"f32": 2e-6, "f64": 2e-6, "bf16": 2 * 2.0 ** -7, "f16": 2 * 2.0 ** -10}
+#: JAX's result: its dtype, every value within RTOL of its type (default: f32's) times the
+#: largest |output|
+_close = partial(close, rtol=0, atol=RTOL["f32"], dtypes=True, scaled=1e-30)
 B, T, S, H = 2, 5, 7, 8
 
 
@@ -70,40 +74,23 @@ def _nx_options(kw):
     return {k: nx.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
 
 
-def _run(f, args, path):
-    ts = [nx.tensor(a) for a in args]
-    out = f(*ts) if path == "eager" else jit(f, compiler=path)(*ts)
-    return jax.tree_util.tree_map(lambda r: r.to_numpy(), out)
-
-
 def _ref(args, kw, x64=False):
     with jax.enable_x64(x64):
         out = jax.nn.dot_product_attention(*[jnp.asarray(a) for a in args], **kw)
         return jax.tree_util.tree_map(np.asarray, out)
 
 
-def _close(got, want, t, what):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    assert np.isfinite(g).all(), f"{what}: non-finite values"
-    bound = RTOL[t] * max(np.abs(w).max(initial=0.0), 1e-30)
-    err = np.abs(g - w).max(initial=0.0)
-    assert err <= bound, f"{what}: max error {err} > {bound}"
-
-
 # each option on one path, rotating (every path in full under `make exhaustive`)
-@pytest.mark.parametrize("case,path", covering(sorted(CASES), PATHS))
+@pytest.mark.parametrize("case,path", covering(sorted(CASES), EAGER_JIT))
 def test_options_f32(case, path):
     kw = CASES[case]
     args = _data(0)
-    got = _run(lambda q, k, v: nn.dot_product_attention(q, k, v, **_nx_options(kw)), args,
-               path)
+    got = run_path(lambda q, k, v: nn.dot_product_attention(q, k, v, **_nx_options(kw)), args,
+                   path)
     want = _ref(args, kw)
     for i, (g, w) in enumerate(zip(jax.tree_util.tree_leaves(got),
                                    jax.tree_util.tree_leaves(want))):
-        _close(g, w, "f32", f"{case} on {path}, result {i}")
+        _close(g, w, what=f"{case} on {path}, result {i}")
 
 
 # each grouping in one rank, both ranks met (the product: make exhaustive)
@@ -111,22 +98,22 @@ def test_options_f32(case, path):
 def test_grouped_heads_and_rank(heads, rank):
     n, k = heads
     args = _data(2, n=n, k=k, rank=rank)
-    got = _run(lambda q, kk, v: nn.dot_product_attention(q, kk, v, is_causal=True), args,
-               "exla")
-    _close(got, _ref(args, {"is_causal": True}), "f32", f"heads {heads}, rank {rank}")
+    got = run_path(lambda q, kk, v: nn.dot_product_attention(q, kk, v, is_causal=True), args,
+                   "exla")
+    _close(got, _ref(args, {"is_causal": True}), what=f"heads {heads}, rank {rank}")
 
 
-@pytest.mark.parametrize("t,path", covering(["f64", "bf16", "f16"], PATHS))
+@pytest.mark.parametrize("t,path", covering(["f64", "bf16", "f16"], EAGER_JIT))
 def test_types(t, path):
     kw = {"is_causal": True, "bias": OPTS["bias"].astype(_dt(t)), "mask": OPTS["mask"]}
     args = _data(3, t)
-    got = _run(lambda q, k, v: nn.dot_product_attention(q, k, v, **_nx_options(kw)), args,
-               path)
-    _close(got, _ref(args, kw, x64=t == "f64"), t, f"{t} on {path}")
+    got = run_path(lambda q, k, v: nn.dot_product_attention(q, k, v, **_nx_options(kw)), args,
+                   path)
+    _close(got, _ref(args, kw, x64=t == "f64"), atol=RTOL[t], what=f"{t} on {path}")
 
 
 @pytest.mark.parametrize("case,path", covering(
-    ["plain", "bias", "mask_per_head", "lengths", "window"], ["evaluator", "exla"]))
+    ["plain", "bias", "mask_per_head", "lengths", "window"], COMPILERS))
 def test_grad(case, path):
     kw = {k: v for k, v in CASES[case].items()}
     args = _data(4)
@@ -147,7 +134,7 @@ def test_grad(case, path):
     got = jit(grad(loss, argnums=argnums), compiler=path)(*[nx.tensor(a) for a in inputs])
     want = jax.grad(jloss, argnums=argnums)(*[jnp.asarray(a) for a in inputs])
     for i, (g, w) in enumerate(zip(got, want)):
-        _close(g.to_numpy(), np.asarray(w), "f32", f"{case} on {path}, d/d argument {i}")
+        _close(g.to_numpy(), np.asarray(w), what=f"{case} on {path}, d/d argument {i}")
 
 
 def test_vmap_over_a_batch_of_rank_3_inputs():
@@ -157,7 +144,7 @@ def test_vmap_over_a_batch_of_rank_3_inputs():
     got = f(*[nx.tensor(a) for a in args]).to_numpy()
     want = jax.vmap(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True))(
         *[jnp.asarray(a) for a in args])
-    _close(got, np.asarray(want), "f32", "vmap")
+    _close(got, np.asarray(want), what="vmap")
 
 
 def test_residual_holds_no_gradient():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -25,12 +26,22 @@ import nxpy.numpy as xnp
 from nxpy.defn import grad, jit, vmap
 from nxpy.numpy import coverage
 
+from helpers import COMPILERS, COMPLEX, EAGER_JIT, FLOATS, close, dt, run_path
+
 import jax  # after nxpy (conftest starts XLA for both)
 import jax.numpy as jnp
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "numpy.md"
-PATHS = ("eager", "evaluator", "exla")
 ULPS = 2
+
+
+def ulps(n=ULPS):
+    """``n`` ulps of each inexact type (``n`` times its epsilon): a relative tolerance."""
+    return {t: n * float(jnp.finfo(dt(t)).eps) for t in (*FLOATS, *COMPLEX)}
+
+
+#: jnp's result: its dtype, integers exactly, the rest within ULPS ulps of its magnitude
+_close = partial(close, rtol=ulps(), atol=1e-30, dtypes=True)
 
 
 def _version(v: str) -> tuple:
@@ -52,52 +63,28 @@ def rnd(shape, t="float32", seed=0):
     return x.astype(jnp.dtype(t))
 
 
-def run(f, args, path):
-    ts = [nx.tensor(a) for a in args]
-    out = f(*ts) if path == "eager" else jit(f, compiler=path)(*ts)
-    return jax.tree_util.tree_map(lambda r: r.to_numpy(), out,
-                                  is_leaf=lambda r: isinstance(r, nx.Tensor))
-
-
 def ref(f, args, x64=False):
     """JAX's results, jitted (op by op, jax.numpy dispatches hundreds of programs)."""
     with jax.enable_x64(x64):
         return jax.tree_util.tree_map(np.asarray, jax.jit(f)(*[jnp.asarray(a) for a in args]))
 
 
-def close(got, want, what="", ulps=ULPS):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want, err_msg=what)
-        return
-    eps = float(jnp.finfo(want.dtype).eps)
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"{what}: NaNs")
-    fin = np.isfinite(w)
-    np.testing.assert_array_equal(g[~fin & ~np.isnan(w)], w[~fin & ~np.isnan(w)], what)
-    scale = np.maximum(np.abs(w), 1e-30)
-    np.testing.assert_array_less(np.abs(g - w)[fin], (ulps * eps * scale + 1e-30)[fin],
-                                 err_msg=what)
-
-
-def check(group, args, paths=PATHS, x64=False):
+def check(group, args, paths=EAGER_JIT, x64=False):
     f, xs, *rest = GROUPS[group] if isinstance(group, str) else group
-    ulps = rest[:1]
+    tol = ulps(*rest[:1])
     paths = rest[1] if len(rest) > 1 else paths
     args = xs if args is None else args
     want = ref(lambda *a: f(jnp, *a), args, x64)
     for path in paths:
-        got = run(lambda *a: f(xnp, *a), args, path)
+        got = run_path(lambda *a: f(xnp, *a), args, path)
         assert len(got) == len(want), group
         for k, (g, w) in enumerate(zip(got, want)):
             if isinstance(w, (list, tuple)):
                 assert len(g) == len(w), f"{group}[{k}] on {path}: {len(g)} != {len(w)}"
                 for j, (gg, ww) in enumerate(zip(g, w)):
-                    close(gg, ww, f"{group}[{k}][{j}] on {path}", *ulps)
+                    _close(gg, ww, what=f"{group}[{k}][{j}] on {path}", rtol=tol)
             else:
-                close(g, w, f"{group}[{k}] on {path}", *ulps)
+                _close(g, w, what=f"{group}[{k}] on {path}", rtol=tol)
 
 
 X = rnd((2, 3, 4))
@@ -278,11 +265,10 @@ def test_data_dependent_sizes_eagerly():
     c, x = rnd((3, 4), "bool", seed=11), rnd((3, 4), seed=12)
     for f in (lambda m, c, x: m.nonzero(c), lambda m, c, x: m.argwhere(x > 0),
               lambda m, c, x: m.compress(c[0], x, axis=1)):
-        got = jax.tree_util.tree_map(lambda r: r.to_numpy(), f(xnp, nx.tensor(c), nx.tensor(x)),
-                                     is_leaf=lambda r: isinstance(r, nx.Tensor))
+        got = run_path(lambda c, x: f(xnp, c, x), [c, x], "eager")
         want = jax.tree_util.tree_map(np.asarray, f(jnp, jnp.asarray(c), jnp.asarray(x)))
         for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
-            close(g, w)
+            _close(g, w)
     for f in (lambda c: xnp.nonzero(c)[0], lambda c: xnp.where(c)[0]):
         with pytest.raises(ValueError, match=r"size=\.\.\."):
             jit(f, compiler="evaluator")(nx.tensor(c))
@@ -343,14 +329,14 @@ def test_dtypes(x64):
         chosen = [t for t in ts if t in chosen]
         if not chosen:
             continue
-        got = run(lambda *a: each(xnp, *a), [xs[t] for t in chosen], path)
+        got = run_path(lambda *a: each(xnp, *a), [xs[t] for t in chosen], path)
         for t, g in zip(chosen, got):
             for k, (gg, ww) in enumerate(zip(g, want[t])):
                 if isinstance(ww, (list, tuple)):
                     for j, (g2, w2) in enumerate(zip(gg, ww)):
-                        close(g2, w2, f"{t}[{k}][{j}] on {path}")
+                        _close(g2, w2, what=f"{t}[{k}][{j}] on {path}")
                 else:
-                    close(gg, ww, f"{t}[{k}] on {path}")
+                    _close(gg, ww, what=f"{t}[{k}] on {path}")
 
 
 def empties(m, x, y):
@@ -435,7 +421,7 @@ def _loss_nx(f, u):
 def test_vmap_against_jax(name):
     want = _jax_grads_and_vmaps()["vmap"][name]
     got = vmap(lambda u: GRADS[name](xnp, u))(nx.tensor(VMAP_X)).to_numpy()
-    close(got, want, name)
+    _close(got, want, what=name)
 
 
 def test_traced_arguments():
@@ -449,10 +435,10 @@ def test_traced_arguments():
                          total_repeat_length=5),
                 m.pad(x, 1, constant_values=x[0, 0])]
     want = ref(lambda *a: f(jnp, *a), [x, s])
-    for path in ("evaluator", "exla"):
-        got = run(lambda *a: f(xnp, *a), [x, s], path)
+    for path in COMPILERS:
+        got = run_path(lambda *a: f(xnp, *a), [x, s], path)
         for g, w in zip(got, want):
-            close(g, w, path)
+            _close(g, w, what=path)
 
 
 # errors -------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ unique about them (reconstructions, singular values, eigenvalues)."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -21,17 +22,14 @@ from nxpy.defn import grad, jit, vmap
 from nxpy.numpy import linalg as xla
 from nxpy.numpy import mathematics, reductions, statistics
 
+from helpers import EAGER_JIT, close, run_path
+
 import jax  # after nxpy
 import jax.numpy as jnp
 
-PATHS = ("eager", "evaluator", "exla")
-RTOL = {"float32": 2e-5, "float16": 1e-2, "bfloat16": 1e-2, "float64": 1e-12}
-
-
-def run(f, args, path):
-    ts = [nx.tensor(a) for a in args]
-    out = f(*ts) if path == "eager" else jit(f, compiler=path)(*ts)
-    return jax.tree_util.tree_map(lambda r: r.to_numpy(), out)
+RTOL = {"f32": 2e-5, "c64": 2e-5, "c128": 2e-5, "f16": 1e-2, "bf16": 1e-2, "f64": 1e-12}
+#: jnp's result: its dtype, integers exactly, each type within RTOL (relative and absolute)
+_close = partial(close, rtol=RTOL, atol=RTOL, dtypes=True)
 
 
 _REF: dict = {}
@@ -50,24 +48,6 @@ def ref(key, f, *args):
     if key not in _REF:
         _REF[key] = jax.tree_util.tree_map(np.asarray, jax.jit(f)(*args))
     return _REF[key]
-
-
-def close(got, want, rtol=None, atol=None, what="", dtype=True):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    if dtype:
-        assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want, err_msg=what)
-        return
-    name = want.dtype.name if want.dtype.kind == "f" or want.dtype.name == "bfloat16" \
-        else "float32"
-    r = RTOL.get(name, 2e-5) if rtol is None else rtol
-    a = (r if atol is None else atol)
-    np.testing.assert_allclose(got.astype(np.complex128 if got.dtype.kind == "c" else
-                                          np.float64),
-                               want.astype(np.complex128 if want.dtype.kind == "c" else
-                                           np.float64), rtol=r, atol=a, err_msg=what)
 
 
 def data(dtype, shape, seed=0, special=True):
@@ -115,7 +95,7 @@ def _unary_program(names, mod):
 
 
 @same_worker
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 @pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
 def test_unary(path, dtype):
     names = INT_UNARY if dtype == "int32" else FLOAT_UNARY
@@ -123,16 +103,16 @@ def test_unary(path, dtype):
         names = ["abs", "sqrt", "exp", "log1p", "tanh", "floor", "rint", "sign", "isnan",
                  "signbit", "nan_to_num", "sinc", "reciprocal"]
     x = data(dtype, (4, 7))
-    got = run(_unary_program(names, xnp), [x], path)
+    got = run_path(_unary_program(names, xnp), [x], path)
     want = ref(("unary", dtype), _unary_program(names, jnp), x)
     for n, g, w in zip(names, got, want):
         if n == "sinc":  # jax 0.12 reduces the argument: exact 0 at integers and at ±inf
             g, w = np.where(np.isinf(x), 0, g), np.where(np.isinf(x), 0, w)
-        close(g, w, what=f"{n}({dtype}) on {path}", atol=1e-5 if dtype == "float32" else None)
+        _close(g, w, what=f"{n}({dtype}) on {path}", atol=1e-5 if dtype == "float32" else RTOL)
 
 
 @same_worker
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_binary(path, dtype):
     names = INT_BINARY if dtype == "int32" else FLOAT_BINARY
@@ -146,12 +126,12 @@ def test_binary(path, dtype):
         for n in names)) if dtype == "int32" else (
         lambda a, b: tuple(getattr(xnp, n)(a, b) for n in names))
     args = [x, y, shift, expo] if dtype == "int32" else [x, y]
-    got = run(prog, args, path)
+    got = run_path(prog, args, path)
     want = ref(("binary", dtype), lambda *t: tuple(
         getattr(jnp, n)(t[0], (t[2] if "shift" in n else t[3] if n == "power" else t[1])
                         if dtype == "int32" else t[1]) for n in names), *args)
     for i, n in enumerate(names):
-        close(got[i], want[i], what=f"{n}({dtype}) on {path}", atol=1e-5)
+        _close(got[i], want[i], what=f"{n}({dtype}) on {path}", atol=1e-5)
 
 
 def test_binary_special_pairs():
@@ -160,10 +140,10 @@ def test_binary_special_pairs():
     a, b = np.meshgrid(sp, sp)
     names = ["hypot", "logaddexp", "logaddexp2", "copysign", "heaviside", "fmax", "fmin",
              "nextafter", "arctan2", "mod", "fmod", "floor_divide", "isclose"]
-    got = run(lambda p, q: tuple(getattr(xnp, n)(p, q) for n in names), [a, b], "exla")
+    got = run_path(lambda p, q: tuple(getattr(xnp, n)(p, q) for n in names), [a, b], "exla")
     want = ref("special", lambda p, q: tuple(getattr(jnp, n)(p, q) for n in names), a, b)
     for n, g, w in zip(names, got, want):
-        close(g, w, what=n)
+        _close(g, w, what=n)
 
 
 def test_promotion():
@@ -191,18 +171,18 @@ def test_promotion():
 def test_round_decimals_and_clip():
     x = (np.arange(-12, 12, dtype=np.float32) * 0.125)
     for d in (0, 1, 2, -1):
-        close(xnp.round(x, d).to_numpy(), jnp.round(x, d), what=f"round {d}")
-    close(run(lambda v: xnp.clip(v, -0.5, 0.75), [x], "exla"), jnp.clip(x, -0.5, 0.75))
-    close(xnp.clip(x, max=0.0).to_numpy(), jnp.clip(x, max=0.0))
-    close(xnp.nan_to_num(np.array([np.nan, np.inf, -np.inf], np.float16)).to_numpy(),
-          jnp.nan_to_num(np.array([np.nan, np.inf, -np.inf], np.float16)))
+        _close(xnp.round(x, d).to_numpy(), jnp.round(x, d), what=f"round {d}")
+    _close(run_path(lambda v: xnp.clip(v, -0.5, 0.75), [x], "exla"), jnp.clip(x, -0.5, 0.75))
+    _close(xnp.clip(x, max=0.0).to_numpy(), jnp.clip(x, max=0.0))
+    _close(xnp.nan_to_num(np.array([np.nan, np.inf, -np.inf], np.float16)).to_numpy(),
+           jnp.nan_to_num(np.array([np.nan, np.inf, -np.inf], np.float16)))
 
 
 def test_closeness_and_equality():
     a = np.array([1.0, np.nan, np.inf, 1e-9, 1.0], np.float32)
     b = np.array([1.0 + 1e-6, np.nan, np.inf, 0.0, 1.1], np.float32)
     for en in (False, True):
-        close(xnp.isclose(a, b, equal_nan=en).to_numpy(), jnp.isclose(a, b, equal_nan=en))
+        _close(xnp.isclose(a, b, equal_nan=en).to_numpy(), jnp.isclose(a, b, equal_nan=en))
         assert bool(xnp.allclose(a[:1], b[:1])) == bool(jnp.allclose(a[:1], b[:1]))
         assert bool(xnp.array_equal(a, a, equal_nan=en)) == bool(
             jnp.array_equal(a, a, equal_nan=en))
@@ -214,7 +194,7 @@ def test_closeness_and_equality():
 # Products
 # ----------------------------------------------------------------------------------------
 @same_worker
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_products(path):
     r = np.random.default_rng(3)
     a = r.standard_normal((2, 3, 4)).astype(np.float32)
@@ -241,17 +221,17 @@ def test_products(path):
                 xnp_.trapezoid(a, axis=1), xnp_.trapezoid(s, s), xnp_.vecdot(a, v))
     if not hasattr(xnp, "transpose"):
         pytest.skip("nxpy.numpy.transpose is not there yet")
-    got = run(lambda *t: prog(xnp, *t), [a, b, v, u3, w3, s, k], path)
+    got = run_path(lambda *t: prog(xnp, *t), [a, b, v, u3, w3, s, k], path)
     want = ref("products", lambda *t: prog(jnp, *t), a, b, v, u3, w3, s, k)
     for i, (g, w) in enumerate(zip(got, want)):
-        close(g, w, rtol=1e-4, atol=1e-4, what=f"product #{i} on {path}")
+        _close(g, w, rtol=1e-4, atol=1e-4, what=f"product #{i} on {path}")
 
 
 def test_products_integers_and_errors():
     a = np.arange(6, dtype=np.int32).reshape(2, 3)
-    close(xnp.dot(a, a.T).to_numpy(), jnp.dot(a, a.T))
-    close(xnp.convolve(np.array([1, 2, 3], np.int32), np.array([1, -1], np.int32)).to_numpy(),
-          jnp.convolve(np.array([1, 2, 3], np.int32), np.array([1, -1], np.int32)))
+    _close(xnp.dot(a, a.T).to_numpy(), jnp.dot(a, a.T))
+    _close(xnp.convolve(np.array([1, 2, 3], np.int32), np.array([1, -1], np.int32)).to_numpy(),
+           jnp.convolve(np.array([1, 2, 3], np.int32), np.array([1, -1], np.int32)))
     with pytest.raises(ValueError, match="dot: shapes"):
         xnp.dot(a, a)
     with pytest.raises(ValueError, match="convolve: expected 1-dimensional"):
@@ -288,16 +268,16 @@ def _reductions(m, x, w):
 
 
 @same_worker
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_reductions_f32(path):
     x = data("float32", (5, 6), 4, special=False)
     x[1, 2] = x[3, 0] = np.nan
     x[4] = np.nan
     w = data("bool", (5, 6), 5)
-    got = run(lambda a, b: _reductions(xnp, a, b), [x, w], path)
+    got = run_path(lambda a, b: _reductions(xnp, a, b), [x, w], path)
     want = ref("reductions", lambda a, b: _reductions(jnp, a, b), x, w)
     for i, (g, wv) in enumerate(zip(got, want)):
-        close(g, wv, rtol=1e-5, atol=1e-5, what=f"reduction #{i} on {path}")
+        _close(g, wv, rtol=1e-5, atol=1e-5, what=f"reduction #{i} on {path}")
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "bool", "float16", "int32"])
@@ -306,10 +286,10 @@ def test_reduction_types(dtype):
     names = [n for n in ["sum", "prod", "mean", "max", "argmax", "var", "cumsum", "cumprod",
                          "diff", "count_nonzero", "nansum", "ptp", "all", "any"]
              if not (n == "ptp" and dtype == "bool")]
-    got = run(lambda t: tuple(getattr(xnp, n)(t) for n in names), [x], "eager")
+    got = run_path(lambda t: tuple(getattr(xnp, n)(t) for n in names), [x], "eager")
     want = ref(("rtypes", dtype), lambda t: tuple(getattr(jnp, n)(t) for n in names), x)
     for n, g, w in zip(names, got, want):
-        close(g, w, rtol=1e-2, what=f"{n} {dtype}")
+        _close(g, w, rtol=1e-2, atol=1e-2, what=f"{n} {dtype}")
 
 
 def test_reductions_empty_and_errors():
@@ -317,7 +297,7 @@ def test_reductions_empty_and_errors():
     for n, kw in [("sum", {"axis": 0}), ("prod", {"axis": 0}), ("mean", {"axis": 1}),
                   ("cumsum", {"axis": 0}), ("max", {"axis": 0, "initial": 1.0}),
                   ("nansum", {}), ("count_nonzero", {"axis": 0})]:
-        close(getattr(xnp, n)(e, **kw).to_numpy(), getattr(jnp, n)(e, **kw), what=n)
+        _close(getattr(xnp, n)(e, **kw).to_numpy(), getattr(jnp, n)(e, **kw), what=n)
     with pytest.raises(ValueError, match="max: zero-size"):
         xnp.max(e, axis=0)
     with pytest.raises(ValueError, match="argmax: attempt"):
@@ -370,7 +350,7 @@ def _stats(m, x, s, q, v, ints):
 
 
 @same_worker
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_statistics(path):
     x = data("float32", (4, 9), 7, special=False)
     xn = x.copy()
@@ -382,18 +362,18 @@ def test_statistics(path):
     v[3] = np.nan
     ints = np.random.default_rng(10).integers(0, 7, 10).astype(np.int32)
     q = np.array([0.0, 0.25, 0.5, 0.9, 1.0], np.float32)
-    got = run(lambda a, b, c, d, e: _stats(xnp, a, b, c, d, e), [x, s, q, v, ints], path)
+    got = run_path(lambda a, b, c, d, e: _stats(xnp, a, b, c, d, e), [x, s, q, v, ints], path)
     want = ref("statistics", lambda *t: _stats(jnp, *t), x, s, q, v, ints)
     for i, (g, w) in enumerate(zip(got, want)):
         for gl, wl in zip(jax.tree_util.tree_leaves(g), jax.tree_util.tree_leaves(w)):
-            close(gl, wl, rtol=1e-5, atol=1e-5, what=f"statistic #{i} on {path}")
+            _close(gl, wl, rtol=1e-5, atol=1e-5, what=f"statistic #{i} on {path}")
     # NaN handling of the quantiles
-    got = run(lambda a: (xnp.quantile(a, 0.5, axis=1), xnp.nanquantile(a, 0.5, axis=1)),
-              [xn], path)
+    got = run_path(lambda a: (xnp.quantile(a, 0.5, axis=1), xnp.nanquantile(a, 0.5, axis=1)),
+                   [xn], path)
     want = ref("nan-quantiles", lambda a: (jnp.quantile(a, 0.5, axis=1),
                                             jnp.nanquantile(a, 0.5, axis=1)), xn)
-    close(got[0], want[0])
-    close(got[1], want[1])
+    _close(got[0], want[0])
+    _close(got[1], want[1])
 
 
 def test_partition_and_eager_unique():
@@ -415,7 +395,7 @@ def test_partition_and_eager_unique():
         jnp.unique(x, size=3), jnp.unique(x, equal_nan=False, size=4),
         jnp.bincount(c, minlength=3, length=6)), ints, f, b)
     for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
-        close(g.to_numpy(), w)
+        _close(g.to_numpy(), w)
 
 
 def test_value_dependent_shapes_need_concrete_values():
@@ -464,7 +444,7 @@ def _norms(m, x, v):
 
 
 @same_worker
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_linalg(path):
     r = np.random.default_rng(12)
     x = r.standard_normal((4, 3)).astype(np.float32)
@@ -482,19 +462,19 @@ def test_linalg(path):
                 L.matrix_power(a, 0), L.matrix_rank(x), L.svd(x, compute_uv=False),
                 L.svdvals(a), L.lstsq(x, x[:, 0])[0], L.lstsq(x, x[:, :2])[1],
                 L.qr(x, mode="r").shape if m is jnp else L.qr(x, mode="r").shape)
-    got = run(lambda *t: prog(xnp, *t)[:-1], [x, v, a, spd, b], path)
+    got = run_path(lambda *t: prog(xnp, *t)[:-1], [x, v, a, spd, b], path)
     want = ref("linalg", lambda *t: prog(jnp, *t)[:-1], x, v, a, spd, b)
     for i, (g, w) in enumerate(zip(got, want)):
         for gl, wl in zip(jax.tree_util.tree_leaves(g), jax.tree_util.tree_leaves(w)):
-            close(gl, wl, rtol=2e-4, atol=2e-4, what=f"linalg #{i} on {path}")
+            _close(gl, wl, rtol=2e-4, atol=2e-4, what=f"linalg #{i} on {path}")
     # decompositions whose factors are not unique: reconstruct
     q, rr = xla.qr(x)
-    close((q.to_numpy() @ rr.to_numpy()), x, rtol=1e-4, atol=1e-5)
+    _close((q.to_numpy() @ rr.to_numpy()), x, rtol=1e-4, atol=1e-5)
     u, s, vh = xla.svd(x, full_matrices=False)
-    close(u.to_numpy() * s.to_numpy() @ vh.to_numpy(), x, rtol=1e-4, atol=1e-5)
+    _close(u.to_numpy() * s.to_numpy() @ vh.to_numpy(), x, rtol=1e-4, atol=1e-5)
     w, vv = xla.eigh(spd)
-    close(spd @ vv.to_numpy(), vv.to_numpy() * w.to_numpy()[..., None, :], rtol=1e-4,
-          atol=1e-4)
+    _close(spd @ vv.to_numpy(), vv.to_numpy() * w.to_numpy()[..., None, :], rtol=1e-4,
+           atol=1e-4)
     assert type(xla.qr(x)).__name__ == "QRResult" and xla.svd(x).Vh.shape == (3, 3)
 
 
@@ -534,7 +514,7 @@ def test_grad(name, f):
     x = data("float32", (4, 5), 13, special=False)
     got = jit(grad(lambda t: f(xnp, t)), compiler="exla")(nx.tensor(x)).to_numpy()
     want = jax.jit(jax.grad(lambda t: f(jnp, t)))(x)  # one compile, not one per op
-    close(got, want, rtol=1e-4, atol=1e-4, what=name)
+    _close(got, want, rtol=1e-4, atol=1e-4, what=name)
 
 
 #: functions of one or two float arrays whose sweep call below is not theirs to take:
@@ -589,12 +569,12 @@ def test_vmap():
           lambda t: jnp.cumsum(t), lambda t: jnp.linalg.norm(t, 3)]
     for f, g in zip(fs, js):
         got = jit(vmap(f), compiler="exla")(nx.tensor(x)).to_numpy()
-        close(got, jax.vmap(g)(x), rtol=1e-5, atol=1e-6)
+        _close(got, jax.vmap(g)(x), rtol=1e-5, atol=1e-6)
     # the search over a batch of sorted vectors (a captured tensor of the loop, batched)
     ss = np.sort(x, axis=1)
     got = jit(vmap(lambda a, q: xnp.searchsorted(a, q, side="right")),
               compiler="exla")(nx.tensor(ss), nx.tensor(x[::-1])).to_numpy()
-    close(got, jax.vmap(lambda a, q: jnp.searchsorted(a, q, side="right"))(ss, x[::-1]))
+    _close(got, jax.vmap(lambda a, q: jnp.searchsorted(a, q, side="right"))(ss, x[::-1]))
 
 
 def test_notes_name_public_functions():
@@ -612,12 +592,12 @@ def test_searchsorted_special_values():
     methods = ("scan", "scan_unrolled", "sort", "compare_all")
     fs = [lambda p, q, side=side, m=m: xnp.searchsorted(p, q, side=side, method=m)
           for side in ("left", "right") for m in methods]
-    got = run(lambda p, q: tuple(f(p, q) for f in fs), [a, v], "exla")
+    got = run_path(lambda p, q: tuple(f(p, q) for f in fs), [a, v], "exla")
     want = ref("search-special", lambda p, q: tuple(
         jnp.searchsorted(p, q, side=side, method=m) for side in ("left", "right")
         for m in methods), a, v)
     for i, (g, w) in enumerate(zip(got, want)):
-        close(g, w, what=f"searchsorted #{i}")
+        _close(g, w, what=f"searchsorted #{i}")
     # u32 beyond s32's range (an unsigned compare), small integers, half floats
     big = np.array([0, 5, 2 ** 31 - 1, 2 ** 31, 2 ** 31, 2 ** 32 - 2], np.uint32)
     cases = [(big, np.array([2 ** 31, 2 ** 32 - 1, 1, 2 ** 31 - 1], np.uint32))]
@@ -625,12 +605,12 @@ def test_searchsorted_special_values():
               for t in ("int8", "uint8", "float16", "bfloat16")]
     for s, q in cases:
         for side in ("left", "right"):
-            close(xnp.searchsorted(s, q, side=side).to_numpy(),
-                  jnp.searchsorted(s, q, side=side), what=f"{s.dtype} {side}")
+            _close(xnp.searchsorted(s, q, side=side).to_numpy(),
+                   jnp.searchsorted(s, q, side=side), what=f"{s.dtype} {side}")
 
 
 @same_worker
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_searchsorted_scan_sizes(path):
     """The bisection's edges: every length from 0 to 9 (1 to 4 levels, odd and even
     halves), a power of two and one below it, a scalar query, ties at both ends."""
@@ -643,15 +623,15 @@ def test_searchsorted_scan_sizes(path):
         pairs = [(s, q) for s in ss] + [(q, 0.5)]  # the last: a scalar query
         return tuple(m.searchsorted(s, x, side=side, method=meth) for s, x in pairs
                      for side in ("left", "right") for meth in ("scan", "scan_unrolled"))
-    got = run(lambda *a: prog(xnp, *a), [*sorted_, v], path)
+    got = run_path(lambda *a: prog(xnp, *a), [*sorted_, v], path)
     want = ref("search-sizes", lambda *a: prog(jnp, *a), *sorted_, v)
     assert len(got) == len(want) == 4 * (len(sorted_) + 1)
     for i, (g, w) in enumerate(zip(got, want)):
-        close(g, w, what=f"searchsorted sizes #{i} on {path}")
+        _close(g, w, what=f"searchsorted sizes #{i} on {path}")
 
 
 @same_worker
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_nextafter_bits(path):
     """``nextafter`` bit for bit (the float tests' tolerance cannot tell one ulp): zeros of
     both signs, subnormals, the largest float, infinities, NaN; f32, f16, bf16, and ints
@@ -669,8 +649,8 @@ def test_nextafter_bits(path):
         ops += list(np.meshgrid(sp, sp))
     ints = np.array([0, 1, -1, 7], np.int32)
     ops += [ints, ints[::-1].copy()]
-    got = run(lambda *a: tuple(xnp.nextafter(a[i], a[i + 1]) for i in range(0, 8, 2)), ops,
-              path)
+    got = run_path(lambda *a: tuple(xnp.nextafter(a[i], a[i + 1]) for i in range(0, 8, 2)), ops,
+                   path)
     want = ref("nextafter-bits", lambda *a: tuple(
         jnp.nextafter(a[i], a[i + 1]) for i in range(0, 8, 2)), *ops)
     for k, (g, w) in enumerate(zip(got, want)):

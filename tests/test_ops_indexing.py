@@ -14,7 +14,7 @@ from nxpy.defn import sharding as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import UnsupportedOpError, load, parse
 
-from helpers import check, dt, jvp_matches_jax, run, tname
+from helpers import CHEAP, COMPILERS, EAGER_JIT, check, dt, jvp_matches_jax, on, run, tname
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -73,7 +73,7 @@ def _check(results, want, t):
           atol=0)
 
 
-@pytest.mark.parametrize("path", ["numpy", "evaluator", "exla"])
+@pytest.mark.parametrize("path", CHEAP)
 @pytest.mark.parametrize("k,t", list(enumerate(TYPES)))
 def test_family_matches_jax_every_dtype(t, k, path):
     args = _family_args(t, k)
@@ -102,7 +102,7 @@ def test_empty_dims_negative_axes_and_names(path):
     e = nx.tensor(np.zeros((0, 3), np.float32))
     i = nx.tensor([3, 0], names=["k"])
     j = nx.tensor([[2], [0]])
-    r = f(x, e, i, j) if path == "numpy" else jit(f, compiler=path)(x, e, i, j)
+    r = on(path, f)(x, e, i, j)
     xa = np.arange(12, dtype=np.float32).reshape(3, 4)
     assert r[0].tolist() == xa[:, [3, 0]].tolist() and r[0].names == ("rows", "k")
     assert r[1].shape == (0, 3) and r[2].shape == (2, 0) and r[3].shape == (0, 2, 4)
@@ -118,7 +118,7 @@ def test_duplicates_put_last_and_add_accumulate_on_every_path():
     u = nx.tensor([1.0, 2.0, 3.0, 4.0])
     for f in (lambda x, i, u: nx.indexed_put(x, i, u), lambda x, i, u: nx.indexed_add(x, i, u)):
         res = [f(x, i, u).tolist()] + [jit(f, compiler=c)(x, i, u).tolist()
-                                       for c in ("evaluator", "exla")]
+                                       for c in COMPILERS]
         assert res[0] == res[1] == res[2], res
     assert nx.indexed_put(x, i, u).tolist() == [0.0, 4.0, 2.0, 0.0]
     assert nx.indexed_add(x, i, u).tolist() == [0.0, 8.0, 2.0, 0.0]
@@ -421,17 +421,17 @@ GRADS = {
 }
 
 
-@pytest.mark.parametrize("path", ["eager", "evaluator", "exla"])
+@pytest.mark.parametrize("path", EAGER_JIT)
 @pytest.mark.parametrize("name", list(GRADS))
 def test_grad_matches_jax(name, path):
     nf, jf, a = GRADS[name]
     want = np.asarray(jax.grad(jf)(jnp.asarray(a)))
     g = grad(nf)
-    got = g(nx.tensor(a)) if path == "eager" else jit(g, compiler=path)(nx.tensor(a))
+    got = on(path, g)(nx.tensor(a))
     np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
+@pytest.mark.parametrize("path", COMPILERS)
 @pytest.mark.parametrize("name", list(GRADS))
 def test_jvp_matches_jax(name, path):
     nf, jf, a = GRADS[name]
@@ -489,7 +489,7 @@ def test_importer_names_an_unsupported_scatter():
 # ----------------------------------------------------------------------------------------
 # Sharding: the gathered axis sharded under shard_jit gives the unsharded result
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_shard_jit_along_the_indexed_axis(compiler):
     mesh = nx.Mesh("mesh", (2, 2))
     x = nx.tensor(np.arange(32, dtype=np.float32).reshape(8, 4))

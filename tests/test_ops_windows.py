@@ -15,8 +15,8 @@ from nxpy.ops.windows import select_and_scatter
 import nxpy.stablehlo as sh
 from nxpy import types as T
 
-from helpers import (CHEAP, FLOATS, INTS, PATHS, check, covering, dt, gen, jvp_matches_jax,
-                     rng_for, run, x64)
+from helpers import (CHEAP, COMPILERS, FLOATS, INTS, PATHS, check, covering, dt, gen,
+                     jvp_matches_jax, on, rng_for, run, x64)
 
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
@@ -163,7 +163,7 @@ def test_reduce_function_that_is_not_elementwise_runs_per_element():
 
 
 @pytest.mark.parametrize("op", ["reduce", "window_reduce"])
-@pytest.mark.parametrize("path", ["numpy", "evaluator", "exla"])
+@pytest.mark.parametrize("path", CHEAP)
 def test_reduction_function_checked_on_an_empty_operand(op, path):
     """An eager backend never calls the function on an empty operand; it is checked there
     as a defn traces it (fuzzer, seed 5 index 303: nx.max refuses complex operands)."""
@@ -173,12 +173,12 @@ def test_reduction_function_checked_on_an_empty_operand(op, path):
         if op == "reduce":
             return nx.reduce(v, 0, lambda a, b: nx.max(a, b))
         return nx.window_reduce(v, 0, (1, 2, 1), lambda a, b: nx.max(a, b))
-    g = f if path == "numpy" else jit(f, compiler=path)
+    g = on(path, f)
     with pytest.raises(TypeError, match="max: expected left operand to have a real"):
         g(nx.tensor(x))
     ok = (lambda v: nx.reduce(v, 0, lambda a, b: a + b)) if op == "reduce" else \
         (lambda v: nx.window_reduce(v, 0, (1, 2, 1), lambda a, b: a + b))
-    h = ok if path == "numpy" else jit(ok, compiler=path)
+    h = on(path, ok)
     assert h(nx.tensor(x)).shape == (() if op == "reduce" else (1, 1, 0))
 
 
@@ -578,7 +578,7 @@ def check_grad(nf, jf, *args, argnums=0, rtol=1e-4, atol=1e-5):
     # jitted: one XLA compile, where eager JAX compiles every op of the gradient
     want = jax.jit(jax.grad(jf, argnums=argnums))(*[jnp.asarray(a) for a in args])
     want = want if isinstance(want, tuple) else (want,)
-    for comp in ("evaluator", "exla"):
+    for comp in COMPILERS:
         got = jit(grad(nf, argnums=argnums), compiler=comp)(*[nx.tensor(a) for a in args])
         got = got if isinstance(got, tuple) else (got,)
         for g, w in zip(got, want):
@@ -722,7 +722,7 @@ JVP_CASES = {
 
 # each case on one compiler, in rotation (both: make exhaustive)
 @pytest.mark.parametrize("name,path", [pytest.param(n, p, id=f"{n}-{p}")
-                                       for n, p in covering(JVP_CASES, ["evaluator", "exla"])])
+                                       for n, p in covering(JVP_CASES, COMPILERS)])
 def test_jvp_matches_jax(name, path):
     nf, jf, args = JVP_CASES[name]
     jvp_matches_jax(nf, jf, args, path, 1e-4)
@@ -759,7 +759,7 @@ def test_window_scatter_grad():
 # ----------------------------------------------------------------------------------------
 # Importer: JAX-exported programs
 # ----------------------------------------------------------------------------------------
-def _load_and_compare(f, *args, rtol=1e-5, atol=1e-5, compilers=("evaluator", "exla")):
+def _load_and_compare(f, *args, rtol=1e-5, atol=1e-5, compilers=COMPILERS):
     text = jax.jit(f).lower(*args).as_text()
     prog = sh.load(text)
     want = jax.jit(f)(*args)
@@ -821,7 +821,7 @@ def test_import_jax_program(name):
     f, shapes = IMPORT_CASES[name]
     args = [jnp.asarray(_u(s, i + 20)) for i, s in enumerate(shapes)]
     _load_and_compare(f, *args, rtol=1e-4, atol=1e-4,
-                      compilers=("evaluator", "exla") if name in IMPORT_EXLA else ("evaluator",))
+                      compilers=COMPILERS if name in IMPORT_EXLA else ("evaluator",))
 
 
 def test_import_stax_cnn():
@@ -838,7 +838,7 @@ def test_import_stax_cnn():
     prog = sh.load(text)
     leaves = [np.asarray(p) for p in jax.tree_util.tree_leaves(params)]
     want = np.asarray(jax.jit(apply)(params, x))
-    for comp in ("evaluator", "exla"):
+    for comp in COMPILERS:
         got = prog.jit(compiler=comp)(*[nx.tensor(a) for a in leaves], nx.tensor(np.asarray(x)))
         got = got[0] if isinstance(got, (tuple, list)) else got
         np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-4, atol=1e-5, err_msg=comp)
@@ -868,7 +868,7 @@ def test_nxpy_programs_round_trip():
 # ----------------------------------------------------------------------------------------
 # Sharding: inputs split along a spatial or the batch dimension give the unsharded result
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_sharded_conv_and_windows(compiler):
     mesh = nx.Mesh("m", (2,))
     x = nx.tensor(_u((4, 3, 8, 6), 50))

@@ -14,7 +14,7 @@ from nxpy import P
 from nxpy.defn import axis_index, pmean, psum, shard_jit, shard_map, value_and_grad
 from nxpy.defn import sharding as SH
 
-from helpers import COMPILERS
+from helpers import COMPILERS, close
 
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp
@@ -39,9 +39,6 @@ def data(seed=0, n=8):
             Params(rng.standard_normal(3).astype(np.float32), np.float32(0.5)))
 
 
-def close(got, want, what=""):
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-6,
-                               err_msg=what)
 
 
 # ----------------------------------------------------------------------------------------
@@ -118,9 +115,9 @@ def test_data_parallel_step_matches_jax_shard_map(compiler, spelling):
         jax_step, mesh=jm, in_specs=(JP(), JP("data"), JP("data")),
         out_specs=(JP(), JP())))(Params(jnp.asarray(p.w), jnp.asarray(p.b)), x, y)
     assert type(got_p) is Params
-    close(got_p.w.to_numpy(), want_p.w, "w")
-    close(got_p.b.to_numpy(), want_p.b, "b")
-    close(got_loss.to_numpy(), want_loss, "loss")
+    close(got_p.w.to_numpy(), want_p.w, atol=2e-6, what="w")
+    close(got_p.b.to_numpy(), want_p.b, atol=2e-6, what="b")
+    close(got_loss.to_numpy(), want_loss, atol=2e-6, what="loss")
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -137,7 +134,7 @@ def test_out_specs_as_a_container_and_one_p_for_all_inputs(compiler):
                                  out_specs={"s": JP(None, "y"), "t": JP("x", "y")}))(a, a)
     assert set(got) == {"s", "t"}
     for k in got:
-        close(got[k].to_numpy(), want[k], k)
+        close(got[k].to_numpy(), want[k], atol=2e-6, what=k)
 
 
 def test_a_tuple_of_p_is_per_argument_a_plain_tuple_per_dim():
@@ -175,8 +172,8 @@ def test_shard_jit_input_shardings_as_p(compiler, shardings):
     assert f.compile_for([list(t) for t in args]).input_shardings == [P("x", "y"), P("x")]
     shards = {s.device.id: np.asarray(s.data) for s in want.addressable_shards}
     for p, (t, d) in enumerate(zip(got, jm.devices.flat)):
-        close(t.to_numpy(), shards[d.id], f"device {p}")
-    close(SH.assemble(got, m, P("x", "y")).to_numpy(), np.asarray(want))
+        close(t.to_numpy(), shards[d.id], atol=2e-6, what=f"device {p}")
+    close(SH.assemble(got, m, P("x", "y")).to_numpy(), np.asarray(want), atol=2e-6)
 
 
 def test_shard_jit_one_p_for_every_argument_and_call_global():
@@ -242,11 +239,11 @@ JAX_FORMS = [
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_in_specs_jax_accepts_mean_the_same_in_nxpy(name, in_specs, args, compiler):
     got, want = _smap_per_device(in_specs, args, compiler=compiler)
-    close(got, want, name)
+    close(got, want, atol=2e-6, what=name)
     # nx.P in the same places reads the same
     as_nx = jax.tree_util.tree_map(lambda s: P(*s), in_specs,
                                    is_leaf=lambda s: isinstance(s, JP))
-    close(_smap_per_device(as_nx, args, in_specs)[0], want, f"{name} (nx.P)")
+    close(_smap_per_device(as_nx, args, in_specs)[0], want, atol=2e-6, what=f"{name} (nx.P)")
 
 
 # the pre-P per-dim tuples JAX rejects, read by the rule where only one reading exists;
@@ -267,7 +264,7 @@ def test_per_dim_tuples_are_read_by_the_rule(name, in_specs, jax_specs, args):
     with pytest.raises(TypeError, match="must be a pytree of `jax.sharding.PartitionSpec`"):
         _smap_per_device(in_specs, args)  # JAX rejects them all
     got, want = _smap_per_device(in_specs, args, jax_specs)
-    close(got, want, name)
+    close(got, want, atol=2e-6, what=name)
 
 
 AMBIGUOUS = [

@@ -20,7 +20,7 @@ from nxpy.stablehlo.__main__ import main as cli_main
 from nxpy.stablehlo.syntax import (CallSiteLoc, DenseElements, EnumAttr, FileLoc, FusedLoc,
                                    LocRef, NameLoc, Sharding, TensorType)
 
-from helpers import COMPILERS
+from helpers import COMPILERS, close
 
 import jax  # after nxpy started XLA (conftest), so both share the 8 host devices
 import jax.numpy as jnp
@@ -747,13 +747,6 @@ def _leaves(x):
     return list(x) if isinstance(x, (tuple, list)) else [x]
 
 
-def _close(got, want, what):
-    want = np.asarray(want)
-    got = np.asarray(got.to_numpy()).reshape(got.shape)
-    assert got.dtype == want.dtype and got.shape == want.shape, what
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=what)
-
-
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("name", list(JAX_CORPUS))
 def test_jax_corpus(name, compiler):
@@ -763,7 +756,7 @@ def test_jax_corpus(name, compiler):
     got = _leaves(load(text).jit(compiler)(*[nx.tensor(a) for a in args]))
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want)):
-        _close(g, w, f"{name} result {i}")
+        close(g, w, 1e-5, 1e-6, f"{name} result {i}", dtypes=True)
 
 
 def test_jax_corpus_with_debug_info():
@@ -771,7 +764,7 @@ def test_jax_corpus_with_debug_info():
     text = jax.jit(f).lower(*args).as_text(debug_info=True)
     assert "loc(" in text and "#loc" in text
     got = load(text).jit("exla")(*[nx.tensor(a) for a in args])
-    _close(got, jax.jit(f)(*args), "layer_norm with locations")
+    close(got, jax.jit(f)(*args), 1e-5, 1e-6, "layer_norm with locations", dtypes=True)
 
 
 def _jax_shard_map_body(a):
@@ -809,7 +802,7 @@ def test_jax_shard_map(compiler, sharded):
     if not sharded:
         got = prog.jit(compiler)(nx.tensor(x))
         for i, (g, w) in enumerate(zip(got, want)):
-            _close(g, w, f"result {i}")
+            close(g, w, 1e-5, 1e-6, f"result {i}", dtypes=True)
         return
     mesh = prog.mesh()
     assert (mesh.name, mesh.shape, mesh.axis_names) == ("mesh", (2, 2), ("x", "y"))
@@ -819,7 +812,7 @@ def test_jax_shard_map(compiler, sharded):
         parts = SH.shard_array(np.asarray(w), SH.normalize(_spec_dict(spec), np.shape(w), mesh),
                                mesh)
         for p in range(4):
-            _close(outs[p][i], parts[p], f"result {i} on device {p}")
+            close(outs[p][i], parts[p], 1e-5, 1e-6, f"result {i} on device {p}", dtypes=True)
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -835,7 +828,7 @@ def test_jax_sharded_jit(compiler):
                                                            {0: ["x"], 1: ["y"]})])
     parts = SH.shard_array(np.sin(x * 2), SH.normalize({1: ["y"]}, (4, 4), mesh), mesh)
     for p in range(4):
-        _close(outs[p], parts[p], f"device {p}")
+        close(outs[p], parts[p], 1e-5, 1e-6, f"device {p}", dtypes=True)
 
 
 # ----------------------------------------------------------------------------------------

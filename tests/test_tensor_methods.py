@@ -10,17 +10,23 @@ reductions of floats within 1e-6 relative (f32) of ``|want|`` or of the largest 
 (sums reassociate); f16 reductions within 2e-3 (jnp accumulates f16 sums in f32 too)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 import nxpy as nx
 from nxpy import pjrt
-from nxpy.defn import grad, jit, vmap
+from nxpy.defn import grad, vmap
+
+from helpers import COMPILERS, EAGER_JIT, close, run_path
 
 import jax  # after nxpy (conftest starts XLA)
 import jax.numpy as jnp
 
-PATHS = ("eager", "evaluator", "exla")
+#: JAX's result: its dtype, integers and booleans exactly, floats within 1e-6 (relative and
+#: absolute)
+_close = partial(close, rtol=1e-6, atol=1e-6, dtypes=True)
 
 
 def _data(t, shape, seed=0):
@@ -36,12 +42,6 @@ def _data(t, shape, seed=0):
     return x.astype(t)
 
 
-def _run(f, args, path):
-    ts = [nx.tensor(a) for a in args]
-    out = f(*ts) if path == "eager" else jit(f, compiler=path)(*ts)
-    return jax.tree_util.tree_map(lambda r: r.to_numpy(), out)
-
-
 _REFS: dict = {}
 
 
@@ -54,16 +54,6 @@ def _ref(f, args, key=None):
             return out
         _REFS[key] = out
     return _REFS[key]
-
-
-def _close(got, want, what, rtol=1e-6, scale=1.0):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
-    if want.dtype.kind in "fc":
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, err_msg=what)
-    else:
-        np.testing.assert_array_equal(got, want, err_msg=what)
 
 
 # ----------------------------------------------------------------------------------------
@@ -135,7 +125,7 @@ def _cases(t):
 
 # every type on the eager path; the compiled paths on the main kinds (f16 on EXLA)
 METHOD_RUNS = [(t, "eager") for t in TYPES] + [
-    (t, p) for p in ("evaluator", "exla") for t in ("float32", "int32", "bool")] + [
+    (t, p) for p in COMPILERS for t in ("float32", "int32", "bool")] + [
     ("float16", "exla")]
 
 
@@ -144,11 +134,11 @@ def test_methods_match_jax(t, path):
     cases = _cases(t)
     x = _data(t, (2, 3, 4))
     names = sorted(cases)
-    got = _run(lambda v: tuple(cases[n](v) for n in names), [x], path)
+    got = run_path(lambda v: tuple(cases[n](v) for n in names), [x], path)
     want = _ref(lambda v: tuple(cases[n](v) for n in names), [x], key=("methods", t))
     rtol = 2e-3 if t == "float16" else 1e-6
     for n, g, w in zip(names, got, want):
-        _close(g, w, f"{t} {n} {path}", rtol=rtol, scale=float(np.abs(x).max()))
+        _close(g, w, what=f"{t} {n} {path}", rtol=rtol, atol=rtol * float(np.abs(x).max()))
 
 
 def test_methods_on_empty_dims_and_item():
@@ -156,14 +146,14 @@ def test_methods_on_empty_dims_and_item():
     for f in (lambda v: v.sum(axis=0), lambda v: v.max(axis=1), lambda v: v.cumsum(axis=0),
               lambda v: v.mean(axis=-1), lambda v: v.reshape(3, 0).T, lambda v: v.any(),
               lambda v: v[::-1, [0, 2]], lambda v: v.at[:, 1].set(1.0)):
-        _close(_run(f, [x], "eager"), _ref(f, [x]), "empty")
+        _close(run_path(f, [x], "eager"), _ref(f, [x]), what="empty")
     t = nx.tensor([[1.5, 2.0], [3.0, 4.0]])
     assert t.item(1) == 2.0 and t.item(1, 0) == 3.0 and t[0, 0].item() == 1.5
     assert t.ndim == 2 and t.size == 4 and t.sum().item() == 10.5
     c = nx.tensor(np.array([1 + 2j, -3j], np.complex64))
-    _close(c.real.to_numpy(), np.array([1.0, 0.0], np.float32), "real")
-    _close(c.conj().to_numpy(), np.array([1 - 2j, 3j], np.complex64), "conj")
-    _close(c.round().to_numpy(), np.round(np.array([1 + 2j, -3j], np.complex64)), "round")
+    _close(c.real.to_numpy(), np.array([1.0, 0.0], np.float32), what="real")
+    _close(c.conj().to_numpy(), np.array([1 - 2j, 3j], np.complex64), what="conj")
+    _close(c.round().to_numpy(), np.round(np.array([1 + 2j, -3j], np.complex64)), what="round")
 
 
 # ----------------------------------------------------------------------------------------
@@ -182,17 +172,17 @@ IDX = [
 ]
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_indexing_matches_jax(path):
     x = _data("float32", (4, 5, 6))
     fs = [lambda v, i=i: v[i] for i in IDX]
-    got = _run(lambda v: tuple(f(v) for f in fs), [x], path)
+    got = run_path(lambda v: tuple(f(v) for f in fs), [x], path)
     want = _ref(lambda v: tuple(f(v) for f in fs), [x], key="indexing")
     for i, g, w in zip(IDX, got, want):
-        _close(g, w, f"x[{i}] {path}")
+        _close(g, w, what=f"x[{i}] {path}")
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_indexing_with_tensor_indices_matches_jax(path):
     """Index tensors as program arguments (traced), of several integer types; out of
     bounds array indices clamp (jnp's default for reads) and negatives wrap."""
@@ -205,10 +195,10 @@ def test_indexing_with_tensor_indices_matches_jax(path):
         return (v[a], v[:, b], v[a, :, b], v[c], v[c, b], v[..., c], v.at[a].get(),
                 v[a.astype(np.int8), 1, 2:0:-1])
 
-    got = _run(f, [x, i, j, k], path)
+    got = run_path(f, [x, i, j, k], path)
     want = _ref(f, [x, i, j, k], key="tensor indices")
     for n, (g, w) in enumerate(zip(got, want)):
-        _close(g, w, f"case {n} {path}")
+        _close(g, w, what=f"case {n} {path}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -230,7 +220,7 @@ AT = [
 ]
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_at_updates_match_jax(path):
     x = _data("float32", (4, 5))
     fs = [lambda v, op=op, i=i, u=u: getattr(v.at[i], op)(u) for op, i, u in AT]
@@ -239,13 +229,13 @@ def test_at_updates_match_jax(path):
            lambda v: v.at[[1, 9], 2].get(mode="fill"),
            lambda v: v.at[:, [0, 9]].set(5.0, mode="clip"),
            lambda v: v.at[-1].add(1, mode="drop", unique_indices=True, indices_are_sorted=True)]
-    got = _run(lambda v: tuple(f(v) for f in fs), [x], path)
+    got = run_path(lambda v: tuple(f(v) for f in fs), [x], path)
     want = _ref(lambda v: tuple(f(v) for f in fs), [x], key="at")
     for n, (g, w) in enumerate(zip(got, want)):
-        _close(g, w, f"at case {n} {path}")
+        _close(g, w, what=f"at case {n} {path}")
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_at_with_tensor_indices_and_types(path):
     """Traced indices (scalar and array, out of bounds dropped), integer and bool targets
     (values converted to the target's type)."""
@@ -257,17 +247,17 @@ def test_at_with_tensor_indices_and_types(path):
         return (v.at[a].set(0), v.at[c, a].add(10), v.at[c].set(np.int8(7)), v.at[:, a].multiply(2),
                 (v > 5).at[a].set(False), v.at[a, 1:3].max(100))
 
-    got = _run(f, [x, i, k], path)
+    got = run_path(f, [x, i, k], path)
     want = _ref(f, [x, i, k], key="at tensor")
     for n, (g, w) in enumerate(zip(got, want)):
-        _close(g, w, f"at tensor case {n} {path}")
+        _close(g, w, what=f"at tensor case {n} {path}")
 
 
 #: repeated, negative and out-of-bounds indices: every update applies, as XLA's scatter
 _REP = (np.array([1, 3, 1, 1, 0, 3, 7, -2, 1]), np.array([2, 0, 2, 2, 1, 0, 0, 3, -2]))
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EAGER_JIT)
 def test_at_repeated_indices_apply_every_update(path):
     """``multiply``/``divide``/``power``/``min``/``max``/``subtract`` with an index
     repeated up to four times (a NaN among the updates for min/max), on floats and ints."""
@@ -286,13 +276,13 @@ def test_at_repeated_indices_apply_every_update(path):
                 ai.at[i, j].max(bi), ai.at[i, j].subtract(bi),
                 a.at[i, j].multiply(b, unique_indices=False))
 
-    got = _run(f, [x, u, un, xi, ui], path)
+    got = run_path(f, [x, u, un, xi, ui], path)
     want = _ref(f, [x, u, un, xi, ui], key="at repeated")
     for n, (g, w) in enumerate(zip(got, want)):
-        _close(g, w, f"at repeated case {n} {path}", rtol=1e-6)
+        _close(g, w, what=f"at repeated case {n} {path}")
 
 
-@pytest.mark.parametrize("path", ("evaluator", "exla"))
+@pytest.mark.parametrize("path", COMPILERS)
 def test_grad_of_multiply_at_repeated_indices(path):
     """JAX differentiates scatter_mul only with unique indices; its oracle here applies
     the updates one at a time, each at a unique index (the same product)."""
@@ -308,10 +298,10 @@ def test_grad_of_multiply_at_repeated_indices(path):
             a = a.at[i[k], j[k]].multiply(b[k], unique_indices=True)
         return jnp.sum(jnp.sin(a) * W)
 
-    got = _run(lambda a, b: grad(nx_f, argnums=(0, 1))(a, b), [x, u], path)
+    got = run_path(lambda a, b: grad(nx_f, argnums=(0, 1))(a, b), [x, u], path)
     want = _ref(jax.grad(jax_f, argnums=(0, 1)), [x, u])
     for g, w, what in zip(got, want, ("dx", "du")):
-        _close(g, w, f"repeated multiply {what} {path}", rtol=1e-5)
+        _close(g, w, what=f"repeated multiply {what} {path}", rtol=1e-5, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------------------
@@ -333,7 +323,7 @@ class _NxMath:
         staticmethod(nx.exp)
 
 
-@pytest.mark.parametrize("path", ("evaluator", "exla"))
+@pytest.mark.parametrize("path", COMPILERS)
 def test_grad_matches_jax(path):
     """Every case's gradients in one program (one compile per path)."""
     names = sorted(GRADS)
@@ -348,11 +338,11 @@ def test_grad_matches_jax(path):
         return tuple(jax.grad(lambda p, q, f=GRADS[n]: f(p, q, jnp), argnums=(0, 1))(a, b)
                      for n in names)
 
-    got = _run(nx_all, [x, u], path)
+    got = run_path(nx_all, [x, u], path)
     want = _ref(jax_all, [x, u], key="grads")
     for n, (gx, gu), (wx, wu) in zip(names, got, want):
-        _close(gx, wx, f"{n} dx {path}", rtol=1e-5, scale=1.0)
-        _close(gu, wu, f"{n} du {path}", rtol=1e-5, scale=1.0)
+        _close(gx, wx, what=f"{n} dx {path}", rtol=1e-5, atol=1e-5)
+        _close(gu, wu, what=f"{n} du {path}", rtol=1e-5, atol=1e-5)
 
 
 def test_vmap_of_indexing_matches_jax():
@@ -364,7 +354,7 @@ def test_vmap_of_indexing_matches_jax():
 
     got = vmap(f)(nx.tensor(x), nx.tensor(u)).to_numpy()
     want = np.asarray(jax.jit(jax.vmap(f))(x, u))
-    _close(got, want, "vmap", rtol=1e-6, scale=10.0)
+    _close(got, want, what="vmap", atol=1e-5)
 
 
 # ----------------------------------------------------------------------------------------

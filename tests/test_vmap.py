@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from helpers import close_to_jax, normal
+from helpers import COMPILERS, close, normal
 from nxpy import telemetry
 from nxpy.defn import batch_paths, custom_grad, grad, jit, vmap
 from nxpy.defn.tree import flatten
@@ -141,7 +141,7 @@ def test_every_op_matches_its_examples_run_one_by_one(op):
     run, plan, flat = _program(cases)
     before = batch_paths().get(op, {"rule": 0, "fallback": 0})
     args = [nx.tensor(a) for a in flat]
-    for compiler in ("evaluator", "exla"):
+    for compiler in COMPILERS:
         outs = jit(run, compiler=compiler)(*args)
         for (case, label, in_axes, at, n), got in zip(plan, outs):
             _compare(case, f"{label}, {compiler}", got,
@@ -175,10 +175,7 @@ def test_declined_rules_fall_back_to_the_loop():
 # Against jax.vmap
 # ----------------------------------------------------------------------------------------
 _rng = normal
-
-
-def _close(got, want, tol=1e-5):
-    close_to_jax(got, want, tol)
+TOL = 1e-5
 
 
 def _f(x, y):
@@ -203,11 +200,11 @@ def test_in_and_out_axes_as_jax(in_axes, out_axes, shapes):
         f = vmap(lambda a, b: (a * b, nx.sum(nx.iota((2,)))), in_axes=in_axes, out_axes=(0, None))
         jf = jax.vmap(lambda a, b: (a * b, jnp.sum(jnp.arange(2))), in_axes=in_axes,
                       out_axes=(0, None))
-        _close(f(nx.tensor(x), nx.tensor(y)), jf(x, y))
+        close(f(nx.tensor(x), nx.tensor(y)), jf(x, y), TOL, TOL)
         return
     x, y = _rng(*shapes[0]), _rng(*shapes[1], seed=1)
-    _close(vmap(_f, in_axes, out_axes)(nx.tensor(x), nx.tensor(y)),
-           jax.vmap(_jf, in_axes, out_axes)(x, y))
+    close(vmap(_f, in_axes, out_axes)(nx.tensor(x), nx.tensor(y)),
+          jax.vmap(_jf, in_axes, out_axes)(x, y), TOL, TOL)
 
 
 def test_containers_and_prefix_in_axes_as_jax():
@@ -225,7 +222,7 @@ def test_containers_and_prefix_in_axes_as_jax():
         got = vmap(f, in_axes=in_axes, out_axes={"y": 1, "n": 0})(
             {k: nx.tensor(v) for k, v in pp.items()}, nx.tensor(xs))
         want = jax.vmap(jf, in_axes=in_axes, out_axes={"y": 1, "n": 0})(pp, xs)
-        _close(got, want)
+        close(got, want, TOL, TOL)
 
 
 def test_keyword_arguments_are_batched_along_axis_0_as_jax():
@@ -235,11 +232,11 @@ def test_keyword_arguments_are_batched_along_axis_0_as_jax():
     got = vmap(f, in_axes=(1, None))(nx.tensor(x.T), nx.tensor(y[0]), scale=nx.tensor(x[:, 0]))
     want = jax.vmap(lambda a, b, *, scale: a * scale + b, in_axes=(1, None))(x.T, y[0],
                                                                              scale=x[:, 0])
-    _close(got, want)
+    close(got, want, TOL, TOL)
     # inside a jit, and with an int in_axes for the positionals
     got = jit(lambda a, s: vmap(f, in_axes=0)(a, nx.tensor(y), scale=s), compiler="exla")(
         nx.tensor(x), nx.tensor(x[:, 1]))
-    _close(got, jax.vmap(lambda a, b, *, scale: a * scale + b)(x, y, scale=x[:, 1]))
+    close(got, jax.vmap(lambda a, b, *, scale: a * scale + b)(x, y, scale=x[:, 1]), TOL, TOL)
 
 
 def test_nested_vmap_as_jax():
@@ -248,10 +245,10 @@ def test_nested_vmap_as_jax():
         return nx.dot(a, b)
     got = vmap(vmap(inner, in_axes=(0, 0)), in_axes=(0, None))(nx.tensor(x), nx.tensor(y))
     want = jax.vmap(jax.vmap(jnp.dot, in_axes=(0, 0)), in_axes=(0, None))(x, y)
-    _close(got, want)
+    close(got, want, TOL, TOL)
     got = vmap(vmap(_f, in_axes=(1, None)), in_axes=(None, 0))(nx.tensor(x[0].T), nx.tensor(y))
     want = jax.vmap(jax.vmap(_jf, in_axes=(1, None)), in_axes=(None, 0))(x[0].T, y)
-    _close(got, want)
+    close(got, want, TOL, TOL)
 
 
 def _jconv(fg=1, bg=1, perms=None):
@@ -283,10 +280,10 @@ def test_conv_as_jax(in_axes, fg, bg, rule):
     bx = np.stack([x * (1 + i / 10) for i in range(n)], in_axes[0]) if in_axes[0] is not None else x
     bk = np.stack([k * (1 - i / 10) for i in range(n)], in_axes[1]) if in_axes[1] is not None else k
     before = dict(batch_paths().get("conv", {"rule": 0, "fallback": 0}))
-    for compiler in ("evaluator", "exla"):
+    for compiler in COMPILERS:
         got = jit(vmap(_nconv(fg, bg), in_axes=in_axes), compiler=compiler)(nx.tensor(bx),
                                                                              nx.tensor(bk))
-        _close(got, jax.vmap(_jconv(fg, bg), in_axes=in_axes)(bx, bk))
+        close(got, jax.vmap(_jconv(fg, bg), in_axes=in_axes)(bx, bk), TOL, TOL)
     after = batch_paths()["conv"]
     assert (after["rule"] > before["rule"],
             after["fallback"] > before["fallback"]) == (rule, not rule)
@@ -303,7 +300,7 @@ def test_conv_with_permutations_as_jax():
                 bk if in_axes[1] is not None else bk[:, 0]]
         got = jit(vmap(_nconv(perms=perms), in_axes=in_axes),
                   compiler="exla")(*map(nx.tensor, args))
-        _close(got, jax.vmap(_jconv(perms=perms), in_axes=in_axes)(*args))
+        close(got, jax.vmap(_jconv(perms=perms), in_axes=in_axes)(*args), TOL, TOL)
 
 
 def test_grad_of_vmap_and_vmap_of_grad_as_jax():
@@ -315,11 +312,11 @@ def test_grad_of_vmap_and_vmap_of_grad_as_jax():
     def jloss(w, x):
         return jnp.sum(jnp.tanh(x * w)) ** 2
     per_example = vmap(grad(loss), in_axes=(None, 0))(nx.tensor(w), nx.tensor(xs))
-    _close(per_example, jax.vmap(jax.grad(jloss), in_axes=(None, 0))(w, xs), 1e-4)
+    close(per_example, jax.vmap(jax.grad(jloss), in_axes=(None, 0))(w, xs), 1e-4, 1e-4)
     total = grad(lambda w, x: nx.sum(vmap(loss, in_axes=(None, 0))(w, x)))(
         nx.tensor(w), nx.tensor(xs))
-    _close(total, jax.grad(lambda w, x: jnp.sum(jax.vmap(jloss, in_axes=(None, 0))(w, x)))(w, xs),
-           1e-4)
+    close(total, jax.grad(lambda w, x: jnp.sum(jax.vmap(jloss, in_axes=(None, 0))(w, x)))(w, xs),
+          1e-4, 1e-4)
     # through a counting loop (still differentiable once batched)
     def steps(w, x):
         return nx.sum(nx.fori_loop(0, 3, lambda i, s: nx.sin(s * w), x))
@@ -328,15 +325,15 @@ def test_grad_of_vmap_and_vmap_of_grad_as_jax():
         return jnp.sum(jax.lax.fori_loop(0, 3, lambda i, s: jnp.sin(s * w), x))
     got = grad(lambda w, x: nx.sum(vmap(steps, in_axes=(None, 0))(w, x)))(
         nx.tensor(w), nx.tensor(xs))
-    _close(got, jax.grad(lambda w, x: jnp.sum(jax.vmap(jsteps, in_axes=(None, 0))(w, x)))(w, xs),
-           1e-4)
+    close(got, jax.grad(lambda w, x: jnp.sum(jax.vmap(jsteps, in_axes=(None, 0))(w, x)))(w, xs),
+          1e-4, 1e-4)
     # through the loop over the examples too (slices whose starts differ between examples)
     starts = np.array([0, 1, 0, 1, 1], np.int32)
     got = grad(lambda x: nx.sum(vmap(lambda r, i: nx.slice(r, [i], [2]))(x, starts) ** 2))(
         nx.tensor(xs))
     want = jax.grad(lambda x: jnp.sum(jax.vmap(lambda r, i: jax.lax.dynamic_slice(r, [i], [2]))(
         x, starts) ** 2))(xs)
-    _close(got, want, 1e-4)
+    close(got, want, 1e-4, 1e-4)
 
 
 def test_grad_of_vmap_keeps_custom_gradients():
@@ -355,9 +352,9 @@ def test_an_empty_batch():
     starts = np.zeros((0,), np.int32)
     for f, jf in [(lambda a: nx.sum(a) + 1, lambda a: jnp.sum(a) + 1),
                   (lambda a: nx.cumulative_sum(a), jnp.cumsum)]:
-        _close(vmap(f)(nx.tensor(x)), jax.vmap(jf)(x))
+        close(vmap(f)(nx.tensor(x)), jax.vmap(jf)(x), TOL, TOL)
     got = vmap(lambda a, i: nx.slice(a, [i], [1]))(nx.tensor(x), nx.tensor(starts))  # the loop
-    _close(got, jax.vmap(lambda a, i: jax.lax.dynamic_slice(a, [i], [1]))(x, starts))
+    close(got, jax.vmap(lambda a, i: jax.lax.dynamic_slice(a, [i], [1]))(x, starts), TOL, TOL)
 
 
 def test_jit_of_vmap_compiles_once():
@@ -370,7 +367,7 @@ def test_jit_of_vmap_compiles_once():
     now = telemetry.counters()
     assert now.get("trace", 0) == before.get("trace", 0)
     assert now.get("compile", 0) == before.get("compile", 0)
-    _close(out, jax.vmap(lambda a: a * 2 + jnp.sum(a))(np.asarray(x.to_numpy())))
+    close(out, jax.vmap(lambda a: a * 2 + jnp.sum(a))(np.asarray(x.to_numpy())), TOL, TOL)
     g = vmap(lambda x: x + 1)  # called eagerly: jits itself, traced once per shape
     g(x)
     before = telemetry.counters()
@@ -385,9 +382,9 @@ def test_while_and_cond_with_batched_predicates():
     def f(v):
         n = nx.while_loop(lambda s: s[0] < v, lambda s: (s[0] + 1.0, s[1] * 2.0), (0.0, 1.0))[1]
         return nx.cond(v > 0, lambda: n + v, lambda: n - v)
-    _close(vmap(f)(x), jax.vmap(lambda v: jnp.where(v > 0, 2.0 ** jnp.maximum(jnp.ceil(v), 0) + v,
-                                                     2.0 ** jnp.maximum(jnp.ceil(v), 0) - v))(
-        np.asarray(x.to_numpy())))
+    close(vmap(f)(x), jax.vmap(lambda v: jnp.where(v > 0, 2.0 ** jnp.maximum(jnp.ceil(v), 0) + v,
+                                                    2.0 ** jnp.maximum(jnp.ceil(v), 0) - v))(
+        np.asarray(x.to_numpy())), TOL, TOL)
 
 
 def test_grad_through_a_loop_whose_predicate_differs_between_examples():
@@ -463,7 +460,7 @@ def _names_alone(f, *args):
     return [t.names for t in flatten(f(*args))[0]]
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_regression_the_results_keep_their_names(compiler):
     # fuzz seed 0 #2: vmap(grad) w.r.t. a shared named input: the result does not depend
     # on the batch, vmap broadcast it along the batch axis and dropped its names
@@ -482,7 +479,7 @@ def test_regression_the_results_keep_their_names(compiler):
         nx.tensor([[1.0, 2.0]] * 3, names=[None, "w"])).names == (None, None)
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_regression_the_loop_keeps_the_names_of_the_example(compiler):
     # fuzz seed 0 #132: dynamic_slice with starts that differ between examples goes to
     # the loop, whose buffers were unnamed
