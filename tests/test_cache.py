@@ -19,7 +19,7 @@ from nxpy import pjrt, telemetry
 from nxpy.cache import LockedCache
 from nxpy.defn import default_options, jit, shard_jit
 
-from helpers import FULL_PRODUCT
+from helpers import COMPILERS, FULL_PRODUCT
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_a_hundred_calls_compile_once(fresh):
     assert fresh() == {"trace": 1, "lower": 1, "compile": 1, "disk_hit": 0, "disk_miss": 0}
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_a_new_wrapper_of_the_same_function_reuses_the_program(fresh, compiler):
     def f(x, y):
         return nx.dot(x, y) - 1
@@ -73,7 +73,7 @@ def test_static_options_and_donation_are_part_of_the_key(fresh):
     assert fresh()["trace"] == 3
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_same_shaped_mesh_on_other_devices_reuses_trace_and_lowering(fresh, compiler):
     if pjrt.device_count() < 8:
         pytest.skip("needs 8 devices")

@@ -7,6 +7,8 @@ import pytest
 import nxpy as nx
 from nxpy.defn import jit
 
+from helpers import COMPILERS
+
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int8, np.uint16, np.int32, np.bool_,
           np.complex64, np.float64, np.int64, np.uint64, np.complex128]
 
@@ -17,7 +19,7 @@ def _value(dt, shape=(2, 3)):
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_numpy_arguments_on_the_hot_path(dt, compiler):
     f = jit(lambda x, y: nx.select(nx.not_equal(x, y), x, y), compiler=compiler)
     a, b = _value(dt), _value(dt)[::-1].copy()
@@ -31,7 +33,7 @@ def test_numpy_arguments_on_the_hot_path(dt, compiler):
     np.testing.assert_array_equal(f(b, nx.tensor(a)).to_numpy(), np.where(a != b, b, a))
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_results_do_not_alias_the_callers_arrays(compiler):
     f = jit(lambda x: nx.reshape(x, (4,)), compiler=compiler)
     a = np.arange(4, dtype=np.float32).reshape(2, 2)
@@ -90,7 +92,7 @@ def test_eager_fast_kernels_match_the_op_methods(backend):
             np.testing.assert_array_equal(again.to_numpy(), first.to_numpy(), err_msg=name)
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_templates_keep_names_apart_on_the_hot_path(compiler):
     """The hot path looks programs up by interned templates: tensors differing only in
     names, and eager EXLA results renamed after their (name-less) program ran, each get the
@@ -113,7 +115,7 @@ def test_templates_keep_names_apart_on_the_hot_path(compiler):
     assert f(r).tolist() == [[0, 4, 8], [12, 16, 20]]
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_arrays_of_other_dtypes_and_objects_are_not_hot_path_hits(compiler):
     f = jit(lambda x: x + 1, compiler=compiler)
     a = np.arange(3, dtype=np.float32)
@@ -124,7 +126,7 @@ def test_arrays_of_other_dtypes_and_objects_are_not_hot_path_hits(compiler):
     assert f(a.astype(np.float64)).type == nx.types.F64
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_arrays_then_named_tensors_of_the_same_shape_and_dtype(compiler):
     """All-array calls have their own hot path keyed by shape and dtype: a named tensor of
     the same shape and dtype among arrays must not take it (its program keeps the names)."""
@@ -138,7 +140,7 @@ def test_arrays_then_named_tensors_of_the_same_shape_and_dtype(compiler):
     assert f(a, named).tolist() == [[2.0] * 3] * 2
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_arrays_of_wider_dtypes_after_narrower_keep_their_precision(compiler):
     """JAX's dispatch narrows 64-bit host arrays when its x64 mode is off: a float64 or
     int64 array after a float32/int32 one of the same shape must get its own program."""
@@ -152,7 +154,7 @@ def test_arrays_of_wider_dtypes_after_narrower_keep_their_precision(compiler):
     assert big.type == nx.types.S64 and big.tolist() == [2 ** 40 + 1, -2 ** 40 + 1]
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_arrays_of_non_native_byte_order(compiler):
     """They are no nxpy type (convert them first): rejected on every call, never passed
     on to a program of the native dtype."""
@@ -163,7 +165,7 @@ def test_arrays_of_non_native_byte_order(compiler):
             f(np.arange(3, dtype=">f4"))
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("args", ["tensors", "arrays"])
 def test_structured_results_on_the_hot_path(compiler, args):
     """``run.call`` builds the whole result: several outputs, containers, a lone tensor in
@@ -264,7 +266,7 @@ def test_a_declining_fast_kernel_falls_back_to_the_op_method():
 
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("where", ["numpy", "exla", "arrays"])
 def test_calls_leave_no_reference_cycles(compiler, where):
     """A call frees everything it made when it returns: no reference cycle per call (a

@@ -27,7 +27,7 @@ from nxpy.defn.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
 from nxpy.ops import PRIMITIVES
 
 from grad_cases import CASES, clipped_sqrt, needs_x64, nx_args, tleaves, tmap
-from helpers import FULL_PRODUCT, assert_same_tree, close, covering
+from helpers import COMPILERS, FULL_PRODUCT, assert_same_tree, close, covering
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -699,7 +699,7 @@ def _mesh_id(s):
 #: by body, so every body meets both compilers and so does every mesh); make exhaustive: all
 _COLLECTIVES = [pytest.param(n, m, c, id=f"{n}-{_mesh_id(m)}-{c}") for (n, m), c in covering(
     [(n, m) for i, n in enumerate(sorted(_BODIES)) for m in MESH_SHAPES[::(-1) ** i]],
-    ["evaluator", "exla"])]
+    COMPILERS)]
 
 
 def test_every_collective_body_meets_both_compilers():
@@ -734,7 +734,7 @@ def test_jvp_of_shard_map_collectives(name, mesh_shape, compiler):
     close(got, want, 1e-5, 1e-5)
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_jvp_under_shard_jit_global_view(compiler):
     nxm, _ = _meshes()
     f = shard_jit(lambda x, t: jvp(lambda v: nx.sum(nx.sin(v) * v, axes=[1]), (x,), (t,)),
@@ -827,7 +827,7 @@ def test_jvp_matches_finite_differences(name):
 # each mesh with one compiler, in rotation (both with both: make exhaustive)
 @pytest.mark.parametrize("mesh_shape,compiler", [
     pytest.param(m, c, id=f"{_mesh_id(m)}-{c}")
-    for m, c in covering(MESH_SHAPES, ["evaluator", "exla"])])
+    for m, c in covering(MESH_SHAPES, COMPILERS)])
 def test_jvp_of_more_collectives(mesh_shape, compiler):
     nxm, jm = _meshes(mesh_shape)
     k = mesh_shape[1]

@@ -21,8 +21,8 @@ from nxpy.defn import jit
 from nxpy.testing import records
 from nxpy.testing.records import ANY, BINARY_RECORDS, UNARY_RECORDS
 
-from helpers import (ALL_TYPES, BF16, COMPLEX, FLOATS, INTS, TOL, assert_same, check, dt, gen,
-                     is_inexact, rng_for, run, tname, x64)
+from helpers import (ALL_TYPES, BF16, COMPILERS, COMPLEX, FLOATS, INTS, TOL, assert_same, check,
+                     dt, gen, is_inexact, rng_for, run, tname, x64)
 
 import jax.numpy as jnp  # after nxpy started XLA (conftest), so both share one client
 from jax import lax
@@ -646,7 +646,7 @@ def test_exla_scalar_upload():
     assert t.to_numpy().shape == ()
     assert nx.full((), 3.0, backend="exla").to_numpy().shape == ()
     # a captured EXLA scalar becomes a (1,)-shaped constant inside a defn
-    for compiler in ("evaluator", "exla"):
+    for compiler in COMPILERS:
         r = jit(lambda x: x + t, compiler=compiler)(nx.tensor(np.float32(1)))
         assert r.to_numpy().shape == () and float(r) == 3.5
 

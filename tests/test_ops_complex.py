@@ -26,8 +26,8 @@ from nxpy.stablehlo import load, parse
 from nxpy.testing.records import Domain
 
 import helpers
-from helpers import (ALL_TYPES, BF16, CHEAP, COMPLEX, INTS, PATHS, covering, default_backend,
-                     jvp_matches_jax, rng_for, run, x64)
+from helpers import (ALL_TYPES, BF16, CHEAP, COMPILERS, COMPLEX, INTS, PATHS, covering,
+                     default_backend, jvp_matches_jax, rng_for, run, x64)
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -188,7 +188,7 @@ def test_fft2_options(t, op, lengths, axes):
     ls = [x.shape[a] if v is None else _nextpow2(x.shape[a]) if v == "power_of_two" else v
           for v, a in zip(lengths or [None, None], axes)]
     res = run(lambda a: getattr(nx, op)(a, lengths=lengths, axes=list(axes)), x,
-              paths=("numpy", "evaluator", "exla"))
+              paths=CHEAP)
     check(res, _np_fft(x, op == "ifft2", ls, list(axes)), complex_of(t),
           what=f"{op} {lengths} {axes}")
 
@@ -196,11 +196,11 @@ def test_fft2_options(t, op, lengths, axes):
 def test_transforms_with_names():
     x = gen("f32", (2, 4), seed=3)
     res = run(lambda a: (nx.fft(a, axis="time", length=6), nx.fft2(a, axes=["batch", "time"])),
-              x, names=["batch", "time"], paths=("numpy", "evaluator", "exla"))
+              x, names=["batch", "time"], paths=CHEAP)
     check(res, [_np_fft(x, False, [6], [1]), _np_fft(x, False, [2, 4], [0, 1])], ["c64", "c64"],
           what="named", names=["batch", "time"])
     res = run(lambda a: (nx.rfft(a, axis="time", length=5), nx.irfft(a, axis="batch", length=3)),
-              x, names=["batch", "time"], paths=("numpy", "evaluator", "exla"))
+              x, names=["batch", "time"], paths=CHEAP)
     check(res, [_np_rfft(x, False, 5, 1), _np_rfft(x, True, 3, 0)], ["c64", "f32"],
           what="named real",
           names=["batch", "time"])
@@ -303,7 +303,7 @@ def test_irfft_inverts_rfft(n):
     """irfft(rfft(x), length=n) is x, for odd and even n (the oracle is x itself)."""
     x = gen("f64", (3, n), seed=n)
     check(run(lambda a: nx.irfft(nx.rfft(a, axis=-1), length=n), x,
-              paths=("numpy", "evaluator", "exla")), x, "f64", what=f"round trip {n}")
+              paths=CHEAP), x, "f64", what=f"round trip {n}")
 
 
 def test_irfft_ignores_dc_and_nyquist_imaginary_parts():
@@ -668,7 +668,7 @@ def test_grad_matches_jax(name, path):
 
 # each case on one compiler, in rotation (both: make exhaustive)
 @pytest.mark.parametrize("name,path", [pytest.param(n, p, id=f"{n}-{p}")
-                                       for n, p in covering(GRADS, ["evaluator", "exla"])])
+                                       for n, p in covering(GRADS, COMPILERS)])
 def test_jvp_matches_jax(name, path):
     fn, fj, args = GRADS[name]
     jvp_matches_jax(fn, fj, args, path, 1e-4, x64=args[0].dtype == np.complex128)
@@ -713,7 +713,7 @@ JAX_CORPUS = {
 
 # each program on one compiler, in rotation (both: make exhaustive)
 @pytest.mark.parametrize("name,compiler", [pytest.param(n, c, id=f"{n}-{c}") for n, c in
-                                           covering(JAX_CORPUS, ["evaluator", "exla"])])
+                                           covering(JAX_CORPUS, COMPILERS)])
 def test_jax_programs_load(name, compiler):
     f, a = JAX_CORPUS[name]
     x64_needed = a.dtype in (np.float64, np.complex128)
@@ -837,7 +837,7 @@ SHARDED = [  # (name, fun, shape, input sharding, output sharding or None)
 ]
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("name,fun,shape,ins,outs", SHARDED, ids=[s[0] for s in SHARDED])
 def test_sharded_transforms(name, fun, shape, ins, outs, compiler):
     mesh = mesh22()
@@ -871,7 +871,7 @@ def test_fft_inside_shard_map():
 
     def body(a):
         return nx.fft(a)
-    for compiler in ("evaluator", "exla"):
+    for compiler in COMPILERS:
         f = jit(lambda a: shard_map(body, mesh, in_specs=[{0: [0, 1]}], out_specs={0: [0, 1]})(a),
                 compiler=compiler)
         np.testing.assert_allclose(f(x).to_numpy(), np.fft.fft(x.to_numpy(), axis=-1), rtol=1e-5,

@@ -22,8 +22,8 @@ from nxpy.stablehlo import load
 
 # compositions are many ops: on EXLA's eager backend (one compile per op, PATHS) only where
 # cheap, else CHEAP
-from helpers import (ALL_TYPES, CHEAP, INTS, PATHS, check, dt, gen, jvp_matches_jax, rng_for,
-                     run, x64)
+from helpers import (ALL_TYPES, CHEAP, COMPILERS, INTS, PATHS, check, dt, gen, jvp_matches_jax,
+                     rng_for, run, x64)
 
 
 def rand(t, shape, key, domain="any"):
@@ -569,7 +569,7 @@ def test_grad_vs_jax(name, nxf, jf):
           want, "f32", rtol=1e-4, atol=1e-5, what=name)
 
 
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
+@pytest.mark.parametrize("path", COMPILERS)
 @pytest.mark.parametrize("name,nxf,jf", GRADS, ids=[g[0] for g in GRADS])
 def test_jvp_vs_jax(name, nxf, jf, path):
     jvp_matches_jax(nxf, jf, (rand("f32", (3, 4), ("grad", name)),), path, 1e-4)
@@ -689,7 +689,7 @@ def test_nxpy_programs_read_back():
 # ----------------------------------------------------------------------------------------
 # Sharding: inputs sharded along the op's axis give the unsharded result, both compilers
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_sharded_along_the_reduced_axis(compiler):
     mesh = nx.Mesh("m", (2,))
     x = rand("f32", (4, 6), "shard")

@@ -28,7 +28,7 @@ from nxpy.compilers.exla import to_mlir
 from nxpy.stablehlo import load
 
 import helpers
-from helpers import CHEAP, PATHS, close, covering, dt, jvp_matches_jax, rng_for, run
+from helpers import CHEAP, COMPILERS, PATHS, close, covering, dt, jvp_matches_jax, rng_for, run
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -556,7 +556,7 @@ def test_half_of_each_table_meets_exla():
 
 
 def _compilers(name, with_exla):
-    return ("evaluator", "exla") if name in with_exla else ("evaluator",)
+    return COMPILERS if name in with_exla else ("evaluator",)
 
 
 @pytest.mark.parametrize("case", _grad_cases(), ids=lambda c: c[0])
@@ -601,13 +601,13 @@ def _complex_grad_cases():
 # each case on one compiler, in rotation (both: make exhaustive)
 @pytest.mark.parametrize("case,path", [
     pytest.param(c, p, id=f"{c[0]}-{p}") for c, p in covering(
-        [c for c in _grad_cases() if c[0] not in ("cholesky", "eigh")], ["evaluator", "exla"])])
+        [c for c in _grad_cases() if c[0] not in ("cholesky", "eigh")], COMPILERS)])
 def test_jvp_vs_jax(case, path):
     name, f, jf, x = case
     jvp_matches_jax(f, jf, (x,), path, 1e-6, x64=True)
 
 
-@pytest.mark.parametrize("path", ["evaluator", "exla"])
+@pytest.mark.parametrize("path", COMPILERS)
 def test_jvp_of_symmetric_decompositions(path):
     # cholesky and eigh read one triangle: symmetric tangents, as JAX's rules assume
     a = spd("f64", (4, 4))
@@ -649,7 +649,7 @@ def test_complex_grads_not_checked_against_jax_are_errors(op):
 # ----------------------------------------------------------------------------------------
 # Sharding: a batched decomposition with its batch dim sharded
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_batched_linalg_under_shard_jit(compiler):
     mesh = nx.Mesh("mesh", (2, 2))
     x = nx.tensor(spd("f32", (4, 3, 3)))

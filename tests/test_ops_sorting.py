@@ -13,7 +13,7 @@ from nxpy.defn import sharding as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import load
 
-from helpers import CHEAP, PATHS, check, covering, jvp_matches_jax, run, x64
+from helpers import CHEAP, COMPILERS, PATHS, check, covering, jvp_matches_jax, run, x64
 
 pjrt.devices()
 import jax  # noqa: E402
@@ -136,7 +136,7 @@ def test_nx_doctests_argsort():
     f = nx.tensor([float("nan"), float("-inf"), float("inf"), 0.0])
     assert nx.argsort(f).tolist() == [1, 3, 2, 0]
     assert nx.argsort(f, direction="desc").tolist() == [0, 2, 3, 1]
-    for comp in ("evaluator", "exla"):
+    for comp in COMPILERS:
         assert jit(lambda x: nx.argsort(x, direction="desc"),
                    compiler=comp)(f).tolist() == [0, 2, 3, 1]
 
@@ -288,7 +288,7 @@ def test_cumulative_types_names_and_empty():
     r = nx.cumulative_sum(t, axis="b")
     assert r.names == ("a", "b") and str(r.type) == "s8"
     c = nx.tensor([1 + 1j, 2 - 1j])
-    for comp in ("evaluator", "exla"):
+    for comp in COMPILERS:
         z = jit(lambda x: nx.cumulative_product(x), compiler=comp)(c)
         np.testing.assert_allclose(z.to_numpy(), np.cumprod(c.to_numpy()), rtol=1e-6)
         e = jit(lambda x: nx.cumulative_sum(x, axis=1), compiler=comp)(nx.iota((2, 0)))
@@ -317,7 +317,7 @@ def test_mode_ties_and_nans():
     assert nx.mode(nx.tensor([3, 1, 3, 1, 2])).tolist() == 1
     r = nx.mode(nx.tensor([float("nan"), float("nan"), 1.0]))
     assert r.tolist() == 1.0  # NaNs never equal: each counts once
-    for comp in ("evaluator", "exla"):
+    for comp in COMPILERS:
         assert jit(lambda x: nx.mode(x), compiler=comp)(nx.tensor([-0.0, 0.0, 2.0])).tolist() == 0.0
 
 
@@ -405,14 +405,14 @@ def test_grad_matches_jax(name):
     f, g, x0 = _grad_case(name)
     want = np.asarray(jax.jit(jax.grad(g))(x0))
     x = nx.tensor(x0)
-    for comp in ("evaluator", "exla") if name in GRAD_EXLA else ("evaluator",):
+    for comp in COMPILERS if name in GRAD_EXLA else ("evaluator",):
         got = jit(grad(f), compiler=comp)(x).to_numpy()
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=f"{name} {comp}")
 
 
 # each case on one compiler, in rotation (both: make exhaustive)
 @pytest.mark.parametrize("name,path", [pytest.param(n, p, id=f"{n}-{p}")
-                                       for n, p in covering(_GRADS, ["evaluator", "exla"])])
+                                       for n, p in covering(_GRADS, COMPILERS)])
 def test_jvp_matches_jax(name, path):
     f, g, x0 = _grad_case(name)
     jvp_matches_jax(f, g, (x0,), path, 2e-5)
@@ -477,7 +477,7 @@ def test_importer_rejects_other_comparators():
 # ----------------------------------------------------------------------------------------
 # Sharding: along the sharded axis, the unsharded result
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_sharded_sort_and_cumsum(compiler):
     mesh = nx.Mesh("m", (4,))
     a = data((8, 3), "float32", special=False)

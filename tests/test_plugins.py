@@ -22,6 +22,8 @@ from nxpy.extend import implement, register_lowering, register_op
 from nxpy.stablehlo import parse
 from nxpy.tensor import Deferred
 
+from helpers import PATHS
+
 # one worker runs them all under pytest-xdist: they pip-install the example plugin
 pytestmark = pytest.mark.xdist_group("pip")
 
@@ -239,7 +241,7 @@ def _lower_logaddexp(ctx, e, a, b):
                                                  (e.shape, e.type)))
 
 
-@pytest.mark.parametrize("path", ["numpy", "evaluator", "exla", "exla_eager"])
+@pytest.mark.parametrize("path", PATHS)
 def test_a_new_op_on_every_path(path):
     a, b = np.array([[0.0, 1.0], [2.0, -3.0]], np.float32), np.array([1.0, 5.0], np.float32)
     want = np.logaddexp(a, b)

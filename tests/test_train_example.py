@@ -3,7 +3,7 @@ same loss curve on nxpy's Evaluator, nxpy's EXLA and JAX, and the loss falls."""
 import numpy as np
 import pytest
 
-from helpers import load_example
+from helpers import COMPILERS, load_example
 
 STEPS = 5
 
@@ -20,7 +20,7 @@ def curves(train):
             "jax": train.train_jax(STEPS)}
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_loss_curve_equals_jax(curves, compiler):
     nx_losses, jax_losses = np.array(curves[compiler]), np.array(curves["jax"])
     assert nx_losses.shape == (STEPS,)
