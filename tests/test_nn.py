@@ -402,10 +402,14 @@ def test_grad_elementwise(name, kw, domain, scaled, t):
         pts = np.array([v for v in np.abs(pts) if v > 0] + [0.0])
     x = pts.astype(_dt(t))
     w = r.standard_normal(x.shape).astype(_dt(t))
-    want = ref(lambda v: jax.grad(lambda u: jnp.sum(getattr(jax.nn, name)(u, **kw) * w))(v),
-               [x], x64=t == "f64")
+    def jax_grad(v, u):
+        return jax.grad(lambda a: jnp.sum(getattr(jax.nn, name)(a, **kw) * u))(v)
+    low = ref(jax_grad, [x, w], x64=t == "f64")
+    truth = ref(jax_grad, [_f64(x), _f64(w)], x64=True)  # XLA's f32 tanh and exp err by
+    # ulps near saturation, more where the CPU has no FMA (tests/cpu.py): JAX's error is
+    # the bound there, as in accurate()
     for path, got in _grad_paths(lambda v: getattr(nn, name)(v, **kw), x, w):
-        _close(got, want, what=f"grad {name}{kw} {t} {path}", normwise=True)
+        accurate(got, low, truth, t, f"grad {name}{kw} {t} {path}")
 
 
 EDGES = np.array([math.inf, -math.inf, math.nan], np.float32)

@@ -1,8 +1,10 @@
 """The NumPy backend's kernels for the linear-algebra primitives: cholesky, qr, eigh, svd
-(``numpy.linalg``: LAPACK's potrf, geqrf + orgqr, syevd/heevd, gesdd), and lu and
-triangular_solve, which NumPy does not have, written here: Gaussian elimination with
-partial pivoting as LAPACK's ``getrf`` chooses its pivots (the first row of largest
-magnitude, ``|re| + |im|`` for complex numbers, as ``i?amax``), and substitution.
+(``numpy.linalg``: LAPACK's potrf, geqrf + orgqr, syevd/heevd, gesdd), and lu,
+triangular_solve and solve written here: Gaussian elimination with partial pivoting as
+LAPACK's ``getrf`` chooses its pivots (the first row of largest magnitude, ``|re| + |im|``
+for complex numbers, as ``i?amax``), and substitution. These three give the same bits on
+every CPU (one order of operations); LAPACK's routines follow OpenBLAS's kernels, which
+the CPU picks.
 
 Errors follow Nx's default backend: a matrix that is not positive definite (cholesky) and
 a triangular matrix with a zero on its diagonal (triangular_solve) raise ValueError.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...types import convert
+from . import libm
 
 __all__ = ["LinalgKernels", "lu_factor", "solve_triangular"]
 
@@ -58,7 +61,8 @@ def lu_factor(a: np.ndarray):
         # a zero pivot: getrf leaves the column below it unscaled and goes on
         m = np.where(nz[:, None], m, flat[:, k + 1:, k])
         flat[:, k + 1:, k] = m
-        upd = np.where(nz[:, None, None], m[:, :, None] * flat[:, k, None, k + 1:], 0)
+        upd = np.where(nz[:, None, None], libm.multiply(m[:, :, None], flat[:, k, None, k + 1:]),
+                       0)
         flat[:, k + 1:, k + 1:] -= upd
     eye = np.eye(n, dtype=a.dtype)
     low = np.tril(flat, -1) + eye
@@ -138,18 +142,15 @@ class LinalgKernels:
             return self._wrap(out, np.zeros(bm.shape, dt))
         vec = bm.ndim == am.ndim - 1
         bb = bm[..., None] if vec else bm
-        with np.errstate(all="ignore"):
-            try:
-                x = np.linalg.solve(am, bb)  # LAPACK gesv
-            except np.linalg.LinAlgError:  # some matrix is singular: NaN for those only
-                fa, fb = am.reshape((-1,) + am.shape[-2:]), bb.reshape((-1,) + bb.shape[-2:])
-                x = np.empty(fb.shape, dt)
-                for i in range(fa.shape[0]):
-                    try:
-                        x[i] = np.linalg.solve(fa[i], fb[i])
-                    except np.linalg.LinAlgError:
-                        x[i] = np.nan
-                x = x.reshape(bb.shape)
+        # getrf's elimination and two substitutions, here rather than LAPACK's gesv: its
+        # kernels follow the CPU, and so whether a singular matrix meets an exactly zero
+        # pivot (NaN, as Nx) or a rounding error's (a finite answer)
+        perm, low, u = lu_factor(am)
+        pb = np.take_along_axis(np.broadcast_to(bb, am.shape[:-2] + bb.shape[-2:]),
+                                perm[..., :, None], axis=-2)
+        x = solve_triangular(u, solve_triangular(low, pb, True, unit=True), False)
+        singular = (np.diagonal(u, axis1=-2, axis2=-1) == 0).any(-1)
+        x = np.where(singular[..., None, None], np.array(np.nan, dt), x)
         return self._wrap(out, x[..., 0] if vec else x)
 
     def lu(self, outs, x, eps):
