@@ -44,10 +44,16 @@ test: $(STAMP)
 # XLA's code generation and OpenBLAS's kernels capped at CPU=noavx512 (AVX2 and FMA),
 # noavx2 (AVX only: no FMA) or baseline (NumPy's baseline kernels); no test may need one
 # CPU's bits (docs/guarantees.md, "Results on every CPU"). CI runs CPU=noavx2 on a slice
+# CPU_SUITES=ci: CI's share, the suites a CPU's kernels could move (the doctests, the pages'
+# examples, the NumPy backend's kernels, the samplers' bits, the op tests; 3 min on 2 cores)
 CPU ?= noavx2
 CPU_SUITES ?= tests nxpy
+CPU_CI := nxpy tests/test_cpu_independence.py tests/test_docs.py tests/test_readme.py \
+	tests/test_random.py tests/test_random_distributions.py tests/test_random_gamma.py \
+	tests/test_nn_initializers.py tests/test_nn.py tests/test_ops.py tests/test_ops_linalg.py \
+	tests/test_ops_complex.py
 cpu: $(STAMP)
-	NXPY_TEST_SLICE=$(SLICE) $(LIMIT) $(PY) tools/cpu_settings.py $(CPU) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" $(CPU_SUITES)
+	NXPY_TEST_SLICE=$(SLICE) $(LIMIT) $(PY) tools/cpu_settings.py $(CPU) $(PY) -m pytest -q -n auto --dist loadgroup -m "not multiprocess and not soak" $(if $(filter ci,$(CPU_SUITES)),$(CPU_CI),$(CPU_SUITES))
 
 # the fast slice's covered products in full (tests/helpers.py `covering`): every case on
 # every path and dtype where `make test` takes each case on one, rotating; run before a stop
