@@ -11,8 +11,9 @@ import nxpy as nx
 import nxpy.nn as nn
 import nxpy.numpy as xnp
 from nxpy import interop
-from nxpy.defn import (associative_scan, cond, fori_loop, jit, jvp, linearize, map as nx_map,
-                       scan, shard_jit, shard_map, while_loop, with_sharding_constraint)
+from nxpy.defn import (associative_scan, checkpoint, cond, fori_loop, jit, jvp, linearize,
+                       map as nx_map, scan, shard_jit, shard_map, while_loop,
+                       with_sharding_constraint)
 
 import jax  # after nxpy (nxpy's conftest starts XLA)
 import jax.numpy as jnp
@@ -115,6 +116,8 @@ def test_a_traced_tensor_where_a_python_value_is_needed(fun, args, match):
      r"cond: expected pred to be a scalar tensor, a bool or a real number, got 'x' \(str\)"),
     (lambda: jit(lambda a: cond([(None, lambda: a), (True, lambda: -a)]))(X),
      "cond: expected pred to be a scalar tensor, a bool or a real number, got None"),
+    (lambda: checkpoint(lambda a: a, prevent_cse="no"),
+     r"checkpoint: expected prevent_cse to be a bool, got 'no' \(str\)"),
 ])
 def test_control_flow_options_of_the_wrong_kind(call, match):
     with pytest.raises(TypeError, match=match):
@@ -350,6 +353,16 @@ def test_to_jax_under_jax_jit_says_to_make_a_python_number_static():
     assert rows(six, 2).shape == (2, 3)
     assert jax.jit(flip, static_argnames="up")(six, up=-1).tolist() == [-1.0] * 6
     assert jax.jit(lambda a: rows(a, 3))(six).shape == (3, 2)
+
+
+def test_from_jax_function_returning_no_array_names_it():
+    """JAX's own message names nxpy's wrapper ("function flat at jax_functions.py")."""
+    def greeting(x):
+        return "hello"
+    with pytest.raises(TypeError, match=r"from_jax: the JAX function 'greeting' returned str "
+                                        r"'hello' as its result leaf 0"):
+        interop.from_jax(greeting)(nx.tensor([1.0]))
+    assert interop.from_jax(lambda x: (x, 3))(nx.tensor([1.0]))[1].tolist() == 3
 
 
 @pytest.mark.parametrize("call, match", [

@@ -62,6 +62,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     """
     if not callable(fun):
         raise TypeError(f"checkpoint: expected a function, got {type(fun).__name__}")
+    prevent_cse = S.boolean(prevent_cse, "checkpoint: prevent_cse")
     if policy is not None and not callable(policy):
         raise TypeError(f"checkpoint: policy must be a function (see "
                         f"nxpy.defn.checkpoint_policies), got {policy!r}")

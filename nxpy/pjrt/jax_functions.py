@@ -43,6 +43,13 @@ def lower_function(fn, treedef, leaves, dynamic, specs):
             full[i] = v
         args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
         outs, tree = jax.tree_util.tree_flatten(fn(*args, **kwargs))
+        for k, leaf in enumerate(outs):  # JAX's own message names this wrapper, not fn
+            if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")
+                    or isinstance(leaf, (bool, int, float, complex))):
+                raise TypeError(
+                    f"from_jax: the JAX function {getattr(fn, '__name__', fn)!r} returned "
+                    f"{type(leaf).__name__} {leaf!r:.60} as its result leaf {k}; it must "
+                    f"return arrays or Python numbers (in lists, tuples or dicts)")
         out_tree.append(tree)
         return outs
     wide = any(dt.itemsize >= 8 for _, dt in specs)
