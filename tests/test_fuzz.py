@@ -23,6 +23,8 @@ from nxpy.defn.jvp_rules import JVP_RULES
 from nxpy.testing import fuzz
 from nxpy.testing.fuzz import Leaf, Program, Step
 
+from helpers import COMPILERS
+
 SEED = int(os.environ.get("NXPY_FUZZ_SEED", "17"))
 N = int(os.environ.get("NXPY_FUZZ_N", "200"))
 VMAP_EVERY = int(os.environ.get("NXPY_FUZZ_VMAP_EVERY", "5"))  # make fuzz: every program
@@ -132,7 +134,7 @@ def test_regression_evaluator_keeps_the_names_of_a_renamed_output():
     # seed 2 #116: broadcast to a tensor's own shape drops its names (as Nx); the Evaluator
     # returned the input's names when that renamed tensor was the program's output
     x = nx.tensor([[1.0, 2.0]], names=["h", None])
-    for compiler in ("evaluator", "exla"):
+    for compiler in COMPILERS:
         assert jit(lambda x: nx.broadcast(x, (1, 2)), compiler=compiler)(x).names == (None, None)
     _check_fixed([Leaf((4, 3), "f32", ("h", None), seed=1),
                   Step("broadcast", (0,), {"shape": (4, 3)})], (1,))
@@ -146,7 +148,7 @@ def test_regression_conv_kernel_dilation_skips_the_holes():
     def f(x, k):
         return nx.conv(x, k, padding=[(1, 1)], kernel_dilation=[2], strides=[2])
     want = [[[1.5, 1.0 - 8.625]]]  # the taps at offsets 0 and 2 never meet the inf
-    for compiler in ("evaluator", "exla"):
+    for compiler in COMPILERS:
         got = jit(f, compiler=compiler)(nx.tensor(x), nx.tensor(k))
         np.testing.assert_array_equal(got.to_numpy(), want)
     np.testing.assert_array_equal(f(nx.tensor(x), nx.tensor(k)).to_numpy(), want)

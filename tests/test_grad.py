@@ -34,7 +34,7 @@ from nxpy.testing.records import ANY, BINARY_RECORDS, UNARY_RECORDS, Domain, Jax
 
 from grad_cases import (BF16, CASES, F64, Case, arr, needs_x64, nx_args, tleaves, tmap,
                         treplace, u)
-from helpers import FULL_PRODUCT, assert_same_tree, covering
+from helpers import COMPILERS, FULL_PRODUCT, assert_same_tree, covering
 
 import jax  # after nxpy started XLA (conftest), so both share one client
 import jax.numpy as jnp
@@ -526,7 +526,7 @@ def _jnewton_like(x):
 
 
 @pytest.mark.parametrize("budget", [0, 3 * 4 * 4, 1 << 20])  # cap 2, cap 2 (odd), keep all
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_while_loop_early_exit_gradient_and_second_derivative(compiler, budget, monkeypatch):
     monkeypatch.setattr(G, "RESIDUAL_BYTES", budget)
     x = u(-1, 1, (4,))

@@ -24,6 +24,7 @@ from nxpy.nn import coverage
 from nxpy.nn import initializers as I
 
 import cpu
+from helpers import COMPILERS
 
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
@@ -132,7 +133,7 @@ def test_values_like_jax(group):
     def f(keys):
         return [nf(keys[i], shape, type=t) for i, (_, nf, _, shape, t, _) in enumerate(cases)]
     runs = {"numpy": f(keys)}
-    for c in ("evaluator", "exla"):
+    for c in COMPILERS:
         runs[c] = jit(f, compiler=c)(keys)
     for path, outs in runs.items():
         for cid, (_, _, _, _, _, exact), w, got in zip(ids, cases, want, outs):
@@ -160,7 +161,7 @@ def test_empty_fans():
         assert J.glorot_uniform()(_jkey(0), (0, 4)).shape == (0, 4)
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_vmap_over_keys(compiler):
     keys = R.split(R.key(4), 3)
     jkeys = jax.random.split(_jkey(4), 3)

@@ -25,12 +25,12 @@ from nxpy.defn import grad, jit, vmap
 from nxpy.random import coverage
 
 import cpu
+from helpers import CHEAP, COMPILERS, on
 
 import jax  # after nxpy started XLA (conftest)
 import jax.numpy as jnp
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "random.md"
-PATHS = ("numpy", "evaluator", "exla")
 WIDE = {"f64", "s64", "u64", "c128"}
 
 
@@ -231,7 +231,7 @@ def test_values_like_jax(group):
     def f(keys):
         return [nf(keys[i], t) for i, (_, t, nf, _, _) in enumerate(cases)]
     runs = {"numpy": f(keys)}
-    for c in ("evaluator", "exla"):
+    for c in COMPILERS:
         runs[c] = jit(f, compiler=c)(keys)
     for path, outs in runs.items():
         for cid, (_, t, _, _, exact), w, got in zip(ids, cases, want, outs):
@@ -244,8 +244,8 @@ def test_ball_like_jax():
     entry."""
     want = np.asarray(jax.jit(lambda k: jax.random.ball(k, 3, 2, (5,)))(_jkey(3)))
     f = lambda k: R.ball_split(k, 3, 2, shape=(5,))  # noqa: E731 - the sampler under test
-    for path in PATHS:
-        got = (f(R.key(3)) if path == "numpy" else jit(f, compiler=path)(R.key(3))).to_numpy()
+    for path in CHEAP:
+        got = on(path, f)(R.key(3)).to_numpy()
         _check(f"ball on {path}", "f32", "exla", path, got, want)
     v, k = R.ball(R.key(3), 2, 1.5)
     assert v.shape == (2,) and float(np.abs(v.to_numpy()).__pow__(1.5).sum()) <= 1
@@ -285,7 +285,7 @@ def test_plain_forms_thread_the_key():
         assert f.__name__ + "_split" == fs.__name__
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_vmap_over_keys(compiler):
     keys = R.split(R.key(8), 3)
     jkeys = jax.random.split(_jkey(8), 3)
@@ -322,7 +322,7 @@ GRADS = [
 ]
 
 
-@pytest.mark.parametrize("compiler", ["evaluator", "exla"])
+@pytest.mark.parametrize("compiler", COMPILERS)
 def test_gradients_wrt_parameters_like_jax(compiler):
     """The samples are differentiable in their parameters (the key is a constant)."""
     for name, s, nf, jf in GRADS:
