@@ -160,20 +160,11 @@ def test_a_row_with_no_kernel_lowering_or_grad_names_its_gaps(monkeypatch):
     assert "half_row: no importer" in report and "[LoweringError: " in report
 
 
-def _ops_in(fn) -> set:
-    ops = set()
-    for n in fn.nodes:
-        ops.add(n.op)
-        for sub in n.fns or ():
-            ops |= _ops_in(sub)
-    return ops
-
-
 @pytest.mark.parametrize("name", sorted(COLLECTIVE_PRIMITIVES))
 def test_sharded_fuzz_collectives_trace_to_their_primitive(name):
     mesh = nx.Mesh("cov", (2,), axis_names=("x",))
     kw = {"dim": 0, "tiled": True, "split": 0, "concat": 0, "perm": [(0, 1), (1, 0)]}
     body = _nx_collective(name, "x", kw)
     f = shard_map(body, mesh=mesh, in_specs=nx.P("x"), out_specs=nx.P("x"))
-    ops = _ops_in(trace(f, (nx.template((4, 2), "f32"),), {}))
+    ops = coverage.ops_in(trace(f, (nx.template((4, 2), "f32"),), {}))
     assert COLLECTIVE_PRIMITIVES[name] in ops, (name, sorted(ops))
