@@ -342,6 +342,7 @@ class BaseKernels(Backend):
         datas = [x.data for x in args]
         if any(d.dtype != compute_dtype(d.dtype) for d in datas):
             return None
+        f = libm.for_dtype(f, datas[0].dtype)
         q = _QUIET[f]
         try:
             r = q(*datas)
@@ -543,7 +544,8 @@ def _binary_method(name):
     return method
 
 
-_QUIET = {f: _quietly(f) for f in list(UNARY_NP.values()) + list(BINARY_NP.values())}
+_QUIET = {f: _quietly(f) for g in list(UNARY_NP.values()) + list(BINARY_NP.values())
+          for f in (g, getattr(g, "raw", g))}
 _FAST_QUIET = {f: _in_quiet_context(f) for f in _QUIET}
 for _n in UNARY_NP:
     setattr(BaseKernels, _n, _unary_method(_n))

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["WIDE", "NARROW", "widened", "FUNCTIONS", "exp", "expm1", "log", "log1p", "sin",
-           "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
-           "arccosh", "arctanh", "cbrt", "arctan2", "power", "multiply", "absolute", "sqrt",
-           "prod", "cumprod"]
+__all__ = ["WIDE", "NARROW", "widened", "for_dtype", "FUNCTIONS", "exp", "expm1", "log",
+           "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+           "arcsinh", "arccosh", "arctanh", "cbrt", "arctan2", "power", "multiply",
+           "absolute", "sqrt", "prod", "cumprod"]
 
 #: the type each narrower type is evaluated in
 WIDE = {np.dtype(np.float32): np.dtype(np.float64), np.dtype(np.complex64): np.dtype(np.complex128)}
@@ -53,7 +53,24 @@ def widened(f, kinds="fc"):
         return r.astype(NARROW.get(r.dtype, r.dtype))
     wide.__name__ = wide.__qualname__ = getattr(f, "__name__", "wide")
     wide.__doc__ = f"``np.{wide.__name__}``, the same on every CPU below f64 (libm.widened)."
+    wide.raw, wide.kinds = f, kinds
     return wide
+
+
+def for_dtype(f, dtype):
+    """What ``f`` (a :func:`widened` function or any other) computes arrays of ``dtype``
+    with: the wrapped function itself where it would not widen them (no Python frame on
+    the backend's fast path).
+
+    >>> for_dtype(multiply, np.dtype(np.float32)) is np.multiply
+    True
+    >>> for_dtype(multiply, np.dtype(np.complex64)) is multiply
+    True
+    """
+    raw = getattr(f, "raw", None)
+    if raw is None or (dtype in WIDE and dtype.kind in f.kinds):
+        return f
+    return raw
 
 
 exp, expm1, log, log1p = (widened(f) for f in (np.exp, np.expm1, np.log, np.log1p))
