@@ -42,21 +42,21 @@ def test_the_running_versions_are_supported():
 
 
 @pytest.mark.parametrize("jax_v, jaxlib_v", [("0.10.2", "0.10.2"), ("0.11.2", "0.11.2"),
-                                              ("0.12.0.1", "0.12.0.1"), ("0.12.9", "0.12.9"),
+                                              ("0.12.0.1", "0.12.0.1"), ("0.12.0", "0.12.0"),
                                               ("0.12.0.1", "0.12.0"), ("0.11.0rc1", "0.11.0")])
 def test_inside_the_range(jax_v, jaxlib_v):
     pjrt.check_versions(jax_v, jaxlib_v)
 
 
-@pytest.mark.parametrize("jax_v, jaxlib_v", [("0.10.1", "0.10.1"), ("0.13.0", "0.13.0"),
-                                              ("0.4.38", "0.4.38"), ("1.0.0", "1.0.0"),
-                                              ("0.11.2", "0.12.0.1")])
+@pytest.mark.parametrize("jax_v, jaxlib_v", [("0.10.1", "0.10.1"), ("0.12.1", "0.12.1"),
+                                              ("0.13.0", "0.13.0"), ("0.4.38", "0.4.38"),
+                                              ("1.0.0", "1.0.0"), ("0.11.2", "0.12.0.1")])
 def test_outside_the_range_is_a_clear_error(jax_v, jaxlib_v):
     with pytest.raises(ImportError) as e:
         pjrt.check_versions(jax_v, jaxlib_v)
     msg = str(e.value)
     assert f"found jax {jax_v} and jaxlib {jaxlib_v}" in msg
-    assert "pip install 'jax>=0.10.2,<0.13'" in msg
+    assert "pip install 'jax>=0.10.2,<0.12.1'" in msg
 
 
 class _Options:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 #: the jax/jaxlib releases nxpy runs with: [lowest, first unsupported)
-SUPPORTED = ((0, 10, 2), (0, 13))
+SUPPORTED = ((0, 10, 2), (0, 12, 1))
 
 #: the package's process-wide state, in one dict (the client, its devices, the distributed
 #: runtime, the persistent cache's directory, ...): every module reaches it as lib._state
@@ -28,9 +28,9 @@ def check_versions(jax_version: str, jaxlib_version: str) -> None:
     >>> check_versions("0.9.2", "0.9.2")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ImportError: nxpy's EXLA compiler needs jax and jaxlib >=0.10.2,<0.13, found jax 0.9.2
-    and jaxlib 0.9.2: pip install 'jax>=0.10.2,<0.13' 'jaxlib>=0.10.2,<0.13' (the same
-    release of both)
+    ImportError: nxpy's EXLA compiler needs jax and jaxlib >=0.10.2,<0.12.1, found jax
+    0.9.2 and jaxlib 0.9.2: pip install 'jax>=0.10.2,<0.12.1' 'jaxlib>=0.10.2,<0.12.1' (the
+    same release of both)
     """
     lo, hi = SUPPORTED
     ok = all(lo <= _version(v) < hi for v in (jax_version, jaxlib_version)) and \
