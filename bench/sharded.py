@@ -63,7 +63,7 @@ def _global_array(size, seed):
 def _nx_shards(arr, spec):
     """One EXLA tensor per device, each on its own device (partition order)."""
     from nxpy import types as T
-    from nxpy.defn import sharding as SH
+    from nxpy.defn.sharding import specs as SH
     env = _env()
     mesh, backend = env["mesh"], env["backend"]
     shards = SH.shard_array(arr, SH.normalize(spec, arr.shape, mesh), mesh)

@@ -32,7 +32,7 @@ from .defn.compiler import register_compiler
 from .defn.core import compatible
 from .defn.kernel import (cond, fori_loop, hook, print_expr, print_value, runtime_call,
                           while_loop)
-from .defn.vmap import vmap
+from .defn.transforms.vmap import vmap
 from .defn.placement import device_put
 from .serialize import (SerializationError, deserialize, load, load_numpy, save, save_numpy,
                         serialize)

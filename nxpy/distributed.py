@@ -30,7 +30,7 @@ import io
 
 from . import pjrt, shape as S
 from .backend import get_backend
-from .defn import sharding as SH
+from .defn.sharding import specs as SH
 from .defn.placement import device_put
 from .defn.shard_jit import shard_jit
 from .layout import NamedSharding

@@ -55,10 +55,10 @@ from .backend import get_backend
 from .compilers.evaluator import register_eval_rule
 from .compilers.exla.lowering import LoweringError, lower_module, register_lowering
 from .compilers.spmd import register_spmd_rule
-from .defn.batch_rules import register_batch_rule
-from .defn.grad_rules import non_differentiable, register_grad_rule
-from .defn.jvp_rules import register_jvp_rule, zero_tangent
-from .defn.sharding import register_sharding_rule
+from .defn.transforms.batch_rules import register_batch_rule
+from .defn.transforms.grad_rules import non_differentiable, register_grad_rule
+from .defn.transforms.jvp_rules import register_jvp_rule, zero_tangent
+from .defn.sharding.specs import register_sharding_rule
 from .ops.core import OPS, PRIMITIVES, RESERVED, OpSpec, dispatch, fallback, to_tensor
 from .tensor import Deferred, Tensor
 

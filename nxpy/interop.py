@@ -47,7 +47,7 @@ from ._context import grad_depth, tracing
 from .compilers.exla import to_mlir
 from .defn import custom_grad, grad, jit
 from .defn import jvp as nx_jvp, vmap as nx_vmap
-from .defn.grad_rules import zeros
+from .defn.transforms.grad_rules import zeros
 from .ops import multiply, sum as _sum, template, to_tensor
 from .ops.core import from_jax_array as from_jax_array_leaf
 from .stablehlo import UnsupportedOpError, load, parse

@@ -15,7 +15,7 @@ import pytest
 
 import nxpy as nx
 from nxpy.defn import custom_grad, grad, stop_grad, value_and_grad, while_loop
-from nxpy.defn.grad_rules import GRAD_RULES
+from nxpy.defn.transforms.grad_rules import GRAD_RULES
 from nxpy.testing.records import ANY, BINARY_RECORDS, UNARY_RECORDS, Jax
 
 import jax  # after nxpy started XLA (conftest), so both share one client

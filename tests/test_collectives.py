@@ -10,7 +10,7 @@ from nxpy.compilers import exla
 from nxpy.defn import (all_gather, all_slice, all_to_all, axis_index, collective_broadcast,
                        collective_permute, jit, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                        reduce_scatter, shard_jit, shard_map, shift, all_reduce, while_loop)
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 
 import jax  # after nxpy started XLA (conftest), so both share the 8 host devices
 from jax.sharding import Mesh as JMesh, PartitionSpec as P

@@ -7,7 +7,7 @@ import pytest
 import nxpy as nx
 from nxpy.compilers import exla
 from nxpy.defn import grad, jit, shard_jit, shard_map, axis_index
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.stablehlo import load, parse
 
 from helpers import COMPILERS, on

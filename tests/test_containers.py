@@ -13,7 +13,7 @@ import nxpy as nx
 from nxpy import P
 from nxpy.defn import (compile, grad, jit, register_container, shard_jit, shard_map,
                        value_and_grad)
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.defn import tree as tree_mod
 
 from helpers import COMPILERS, close, on

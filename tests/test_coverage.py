@@ -24,11 +24,13 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "ops.md"
 WHERE = {
     "kernel": "a method of nxpy/backends/numpy/ (or nxpy.extend.register_portable)",
     "lowering": "a rule in nxpy/compilers/exla/lower_*.py (register_lowering)",
-    "grad": "a rule in nxpy/defn/grad_rules.py or the family's module (register_grad_rule), "
-            "or non_differentiable(...)",
-    "jvp": "a rule in nxpy/defn/jvp_rules.py (register_jvp_rule), or non_differentiable(...)",
-    "batch": "a property in primitive(..., props=...) or a rule in nxpy/defn/batch_rules.py",
-    "sharding": "a property in primitive(..., props=...) or a rule in nxpy/defn/sharding.py",
+    "grad": "a rule in nxpy/defn/transforms/grad_rules.py or the family's module "
+            "(register_grad_rule), or non_differentiable(...)",
+    "jvp": "a rule in nxpy/defn/transforms/jvp_rules.py (register_jvp_rule), "
+           "or non_differentiable(...)",
+    "batch": "a property in primitive(..., props=...) "
+             "or a rule in nxpy/defn/transforms/batch_rules.py",
+    "sharding": "a property in primitive(..., props=...) or a rule in nxpy/defn/sharding/specs.py",
     "importer": "a rule in nxpy/stablehlo/rules*.py for the StableHLO its lowering emits",
     "conformance": "a case in nxpy/testing/cases/",
     "fuzz": "a twin in nxpy/testing/fuzz/twins.py",

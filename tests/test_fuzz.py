@@ -19,7 +19,7 @@ import pytest
 import nxpy as nx
 from nxpy.defn import jit
 from nxpy.ops.core import BATCH_RULES
-from nxpy.defn.jvp_rules import JVP_RULES
+from nxpy.defn.transforms.jvp_rules import JVP_RULES
 from nxpy.testing import fuzz
 from nxpy.testing.fuzz import Leaf, Program, Step
 

@@ -28,7 +28,7 @@ import nxpy as nx
 from nxpy.defn import (custom_grad, debug_expr, grad, jit, stop_grad, value_and_grad,
                        while_loop)
 from nxpy import pjrt
-from nxpy.defn.grad_rules import GRAD_RULES, NON_DIFFERENTIABLE
+from nxpy.defn.transforms.grad_rules import GRAD_RULES, NON_DIFFERENTIABLE
 from nxpy.ops import BINARY, PRIMITIVES, UNARY
 from nxpy.testing.records import ANY, BINARY_RECORDS, UNARY_RECORDS, Domain, Jax
 
@@ -231,9 +231,9 @@ def test_grad_matches_finite_differences(c):
 # ----------------------------------------------------------------------------------------
 # Every op has a rule, or is declared non-differentiable, or is the engine's own
 # ----------------------------------------------------------------------------------------
-#: ops the engine (nxpy/defn/grad.py) differentiates itself: control flow, the leaves of
-#: multi-result ops, parameters, the custom_grad marker, checkpoint (nxpy/defn/checkpoint.py)
-#: and call (nxpy/defn/call.py)
+#: ops the engine (nxpy/defn/transforms/grad.py) differentiates itself: control flow, the
+#: leaves of multi-result ops, parameters, the custom_grad marker, checkpoint
+#: (nxpy/defn/transforms/checkpoint.py) and call (nxpy/defn/transforms/call.py)
 ENGINE_OPS = {"cond", "while", "shard_map", "elem", "parameter", "custom_grad", "checkpoint",
               "call"}
 
@@ -501,7 +501,7 @@ def test_eager_grad_traces_once_per_shape():
 # while_loop's residuals: a loop bounded by max_iterations keeps checkpoints in a fixed
 # buffer (thinned as it runs), not max_iterations carries
 # ----------------------------------------------------------------------------------------
-G = importlib.import_module("nxpy.defn.grad_bodies")  # where the while rule reads its budget
+G = importlib.import_module("nxpy.defn.transforms.grad_bodies")  # the while rule's budget
 WHILE_CASES = [c for c in CASES if "while_loop" in c.name]
 
 

@@ -12,7 +12,7 @@ dot rule on the Evaluator and the NumPy backend.
 The attention written with ``nx.dot`` is compared with the ``jnp.einsum`` twin a JAX user
 writes and with ``lax.dot_general`` at nxpy's own dimension numbers: the gradient of
 ``dot`` transposes its left operand to contract its minor dims (``_contract`` in
-``nxpy/defn/grad_rules.py``), so nxpy leaves no more stand-alone dots than either.
+``nxpy/defn/transforms/grad_rules.py``), so nxpy leaves no more stand-alone dots than either.
 """
 from __future__ import annotations
 

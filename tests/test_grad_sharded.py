@@ -20,7 +20,7 @@ import nxpy as nx
 from nxpy.defn import (all_gather, all_to_all, axis_index, checkpoint, collective_broadcast,
                        grad, jit, jvp, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                        scan, shard_jit, shard_map, value_and_grad, while_loop)
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.defn.shard_map import spec_to_dict
 
 from helpers import COMPILERS, covering

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import nxpy as nx
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.stablehlo import load
 from nxpy.stablehlo.sharding import is_sharded
 

@@ -23,7 +23,7 @@ import nxpy as nx
 from nxpy.defn import (checkpoint, custom_jvp, custom_vjp, fori_loop, grad, hessian, jacfwd,
                        jacobian, jit, jvp, linearize, runtime_call, scan, shard_jit, stop_grad,
                        vmap, while_loop)
-from nxpy.defn.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
+from nxpy.defn.transforms.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
 from nxpy.ops import PRIMITIVES
 
 from grad_cases import CASES, clipped_sqrt, needs_x64, nx_args, tleaves, tmap

@@ -32,7 +32,7 @@ import pytest
 import nxpy as nx
 from nxpy import nn
 from nxpy.defn import grad, jvp, vmap
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.nn import coverage
 

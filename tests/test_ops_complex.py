@@ -20,7 +20,7 @@ import pytest
 import nxpy as nx
 from nxpy.compilers.exla import to_mlir
 from nxpy.defn import debug_expr, grad, jit
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import load, parse
 from nxpy.testing.records import Domain

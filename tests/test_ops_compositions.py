@@ -16,7 +16,7 @@ from jax import lax
 import nxpy as nx
 from nxpy import nn
 from nxpy.defn import grad, jit
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import load
 

@@ -10,7 +10,7 @@ import nxpy as nx
 from nxpy import pjrt
 from nxpy.compilers.exla import to_mlir
 from nxpy.defn import grad, jit
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import UnsupportedOpError, load, parse
 

@@ -22,7 +22,7 @@ import pytest
 import nxpy as nx
 from nxpy import linalg as L
 from nxpy.defn import grad, jit, jvp
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.compilers.exla import to_mlir
 from nxpy.stablehlo import load

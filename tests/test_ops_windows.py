@@ -10,7 +10,7 @@ import pytest
 import nxpy as nx
 from nxpy.defn import grad, jit
 from nxpy.defn.shard_jit import shard_jit
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.ops.windows import select_and_scatter
 import nxpy.stablehlo as sh
 from nxpy import types as T

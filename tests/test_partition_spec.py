@@ -12,7 +12,7 @@ import pytest
 import nxpy as nx
 from nxpy import P
 from nxpy.defn import axis_index, pmean, psum, shard_jit, shard_map, value_and_grad
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 
 from helpers import COMPILERS, close
 

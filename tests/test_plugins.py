@@ -314,11 +314,11 @@ def test_builtin_collectives_use_the_public_mechanism():
     from nxpy import extend
     from nxpy.compilers import evaluator, spmd
     from nxpy.compilers.exla import lowering
-    from nxpy.defn import sharding
+    from nxpy.defn.sharding import specs
     assert extend.register_spmd_rule is spmd.register_spmd_rule
     assert extend.register_eval_rule is evaluator.register_eval_rule
     assert extend.register_lowering is lowering.register_lowering
-    assert extend.register_sharding_rule is sharding.register_sharding_rule
+    assert extend.register_sharding_rule is specs.register_sharding_rule
     from nxpy.compilers.spmd import SPMD_RULES
     for op in ("all_gather", "all_reduce", "reduce_scatter", "all_to_all", "collective_permute",
                "collective_broadcast", "axis_index", "all_slice"):

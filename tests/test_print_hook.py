@@ -12,7 +12,7 @@ import nxpy as nx
 from nxpy import pjrt
 from nxpy.compilers import exla
 from nxpy.defn import axis_index, grad, jit, shard_jit, shard_map
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.stablehlo import load, parse, roundtrip
 from nxpy.stablehlo.rules import UnsupportedOpError
 

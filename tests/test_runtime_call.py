@@ -8,7 +8,7 @@ import pytest
 import nxpy as nx
 from nxpy.compilers import exla
 from nxpy.defn import axis_index, grad, jit, shard_jit, shard_map, stop_grad
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.stablehlo import load
 from nxpy.stablehlo.rules import UnsupportedOpError
 

@@ -10,7 +10,8 @@ import nxpy as nx
 from nxpy.backend import get_backend
 from nxpy import pjrt
 from nxpy.compilers.exla.buffers import Piece
-from nxpy.defn import jit, shard_jit, sharding as SH
+from nxpy.defn import jit, shard_jit
+from nxpy.defn.sharding import specs as SH
 from nxpy.tensor import Deferred, Tensor
 
 SPEC = {0: [0], 1: [1]}

@@ -14,7 +14,7 @@ import nxpy as nx
 from nxpy import P, telemetry
 from nxpy.defn import (jit, pmean, psum, shard_jit, shard_map, value_and_grad,
                        with_sharding_constraint)
-from nxpy.defn.sharded import MeshMixError
+from nxpy.defn.sharding.programs import MeshMixError
 
 import jax  # after nxpy started XLA (conftest), so both share the host devices
 import jax.numpy as jnp

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import nxpy as nx
 from nxpy.compilers import exla
 from nxpy import P, pjrt
-from nxpy.defn import sharding as SH
-from nxpy.defn.collectives import all_gather
+from nxpy.defn.sharding import specs as SH
+from nxpy.defn.sharding.collectives import all_gather
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import parse
 
@@ -544,7 +544,7 @@ def test_mesh_contexts_belong_to_their_thread():
     """A trace over a mesh in one thread is invisible to another thread's trace (the
     stack of mesh contexts is per thread)."""
     import threading
-    from nxpy.defn.collectives import current_mesh, mesh_context
+    from nxpy.defn.sharding.collectives import current_mesh, mesh_context
     mesh = nx.Mesh("m", (2,), axis_names=("a",), devices=[0, 1])
     entered, done, seen = threading.Event(), threading.Event(), []
 

@@ -13,7 +13,7 @@ from nxpy.compilers.exla import to_mlir
 from nxpy.defn import (all_gather, all_slice, all_to_all, axis_index, collective_broadcast,
                        debug_expr, jit, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                        reduce_scatter, shard_jit, shard_map, shift)
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.stablehlo import LoadError, StableHLOSyntaxError, UnsupportedOpError, load, parse
 from nxpy.stablehlo import roundtrip
 from nxpy.stablehlo.__main__ import main as cli_main

@@ -13,7 +13,7 @@ import pytest
 
 import nxpy as nx
 from nxpy.defn import jit
-from nxpy.defn import sharding as SH
+from nxpy.defn.sharding import specs as SH
 from nxpy.stablehlo import LoadError, StableHLOSyntaxError, UnsupportedOpError, load, parse
 from nxpy.stablehlo.__main__ import main as cli_main
 from nxpy.stablehlo.sharding import is_sharded, replica_groups

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import pjrt
 from ..backend import default_backend, get_backend
-from ..defn import sharding as SH
+from ..defn.sharding import specs as SH
 from ..defn.compiler import Compiler, register_compiler_factory
 from ..defn.expr import Expr, Fn
 from ..ops import op_method

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import op_method
-from ..defn import sharding as SH
+from ..defn.sharding import specs as SH
 from ..defn.expr import Expr
 from ..tensor import Tensor
 from ..registry import rule_registrar

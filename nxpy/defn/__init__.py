@@ -52,27 +52,27 @@ This package is the defn layer's public face; the pieces live in its modules:
 from __future__ import annotations
 
 from . import sharding
-from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_index,
-                          collective_broadcast, collective_permute, pmax, pmean, pmin,
-                          ppermute, psum, psum_scatter, reduce_scatter, shift)
+from .sharding.collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_index,
+                                   collective_broadcast, collective_permute, pmax, pmean, pmin,
+                                   ppermute, psum, psum_scatter, reduce_scatter, shift)
 from .compiler import Compiler, register_compiler, register_compiler_factory
 from .core import (Compiled, Jit, compatible, compile, debug_expr, default_options, defn, jit,
                    trace)
 from .expr import EXPR, Expr, Fn
-from .grad import custom_grad, grad, stop_grad, value_and_grad
-from .custom_vjp import custom_vjp
-from .call import call
-from .checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
+from .transforms.grad import custom_grad, grad, stop_grad, value_and_grad
+from .transforms.custom_vjp import custom_vjp
+from .transforms.call import call
+from .transforms.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
 from .kernel import cond, fori_loop, hook, print_expr, print_value, runtime_call, while_loop
 from .shard_jit import ShardJit, shard_jit
 from .placement import device_put, with_sharding_constraint
 from .shard_map import ShardMap, shard_map
 from .tree import register_container
-from .vmap import batch_paths, vmap
-from .jvp import jvp, linearize
-from .custom_jvp import custom_jvp
-from .jacobian import hessian, jacfwd, jacobian, jacrev
-from .scan import associative_scan, map, scan  # jax.lax.map's name
+from .transforms.vmap import batch_paths, vmap
+from .transforms.jvp import jvp, linearize
+from .transforms.custom_jvp import custom_jvp
+from .transforms.jacobian import hessian, jacfwd, jacobian, jacrev
+from .transforms.scan import associative_scan, map, scan  # jax.lax.map's name
 from . import portable  # registers the linear-algebra primitives' portable implementations
 
 __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler", "Jit",

@@ -25,11 +25,11 @@ from ..cache import FunctionCache, program_cache_size, put_bounded
 from ..layout import NamedSharding
 from ..mesh import Mesh
 from ..tensor import Tensor, template
-from . import sharding as SH
+from .sharding import specs as SH
 from . import tree as tree_mod
 from .compiler import check_options, compile_graph, get_compiler
-from .sharded import (MeshMixError, compile_program, named, one_mesh, program_meshes,
-                      result_shardings, trace_sharded)
+from .sharding.programs import (MeshMixError, compile_program, named, one_mesh, program_meshes,
+                                result_shardings, trace_sharded)
 from .static_args import check_static_options
 from .tracing import (_arg_names, _leaf, _leaf_names, _leaves_of, _static_key, _template_str,
                       check_donate_argnums, donated_leaves, donating, expansions, trace)

@@ -1,5 +1,5 @@
 """What only makes sense inside a defn: control flow (the collectives, defined in
-:mod:`nxpy.defn.collectives`, are re-exported here).
+:mod:`nxpy.defn.sharding.collectives`, are re-exported here).
 
 Both ``cond`` and ``while_loop`` also work eagerly (outside a defn), where they are
 plain Python control flow.
@@ -23,9 +23,9 @@ from .. import shape as S
 from .. import types as T
 from ..tensor import Tensor, shape_str
 from . import tree as tree_mod
-from .collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_index,
-                          collective_broadcast, collective_permute, pmax, pmean, pmin,
-                          ppermute, psum, psum_scatter, reduce_scatter, shift)
+from .sharding.collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_index,
+                                   collective_broadcast, collective_permute, pmax, pmean, pmin,
+                                   ppermute, psum, psum_scatter, reduce_scatter, shift)
 from .expr import EXPR, Expr, trace_fn
 
 primitive("control flow", "cond", "while")

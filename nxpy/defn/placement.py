@@ -23,9 +23,9 @@ from ..layout import NamedSharding
 from ..ops import to_tensor
 from ..ops.core import primitive, register_sharded_dispatch, replace_tensors, tensor_leaves
 from ..tensor import Tensor
-from . import sharding as SH
+from .sharding import specs as SH
 from . import tree as tree_mod
-from .collectives import current_mesh
+from .sharding.collectives import current_mesh
 from .core import jit
 from .expr import EXPR
 

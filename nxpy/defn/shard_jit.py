@@ -27,10 +27,10 @@ from ..cache import FunctionCache, program_cache_size, put_bounded
 from ..mesh import Mesh, as_partition_spec
 from ..ops import template, to_tensor
 from ..tensor import Tensor, shape_str
-from . import sharding as SH
+from .sharding import specs as SH
 from . import tree as tree_mod
 from .core import Jit, _resolve, place_leaf
-from .sharded import ShardedExecutable, compile_program, trace_sharded
+from .sharding.programs import ShardedExecutable, compile_program, trace_sharded
 from .static_args import check_static_options
 from .tracing import _arg_names, check_donate_argnums, donated_leaves
 

@@ -5,7 +5,7 @@ Inside, a function sees its own shard and calls collectives by mesh axis. Specs 
 dicts, or per-dim tuples (``("x", None)``). A ``P``, ``None`` or a dict is one spec for all
 arguments; a list, or a tuple of specs, has one per argument (JAX's pytree prefix); a
 per-dim tuple is one spec where it cannot be one per argument and an error where the two
-readings differ (:func:`nxpy.defn.sharding.is_one_spec`, docs/containers_and_specs.md).
+readings differ (:func:`nxpy.defn.sharding.specs.is_one_spec`, docs/containers_and_specs.md).
 
 >>> import nxpy as nx
 >>> from nxpy.defn import shard_map, psum, axis_index
@@ -18,7 +18,7 @@ readings differ (:func:`nxpy.defn.sharding.is_one_spec`, docs/containers_and_spe
 >>> g(nx.iota((4, 2)))  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-nxpy.defn.sharding.AmbiguousSpecError: shard_map: in_specs for the 1 argument(s) (a):
+nxpy.defn.sharding.specs.AmbiguousSpecError: shard_map: in_specs for the 1 argument(s) (a):
 (('x', 'y'),) is ambiguous: a plain tuple of axes reads as one spec for every entry,
 P(('x', 'y')), or as one spec per entry, (P('x', 'y'),). Write P(('x', 'y')) for the first
 or (P('x', 'y'),) for the second
@@ -30,14 +30,14 @@ from .. import shape as S
 from ..cache import program_cache_size, put_bounded
 from ..mesh import Mesh
 from ..ops import primitive, to_tensor
-from . import sharding as SH
+from .sharding import specs as SH
 from . import tree as tree_mod
-from .collectives import current_mesh, mesh_context
+from .sharding.collectives import current_mesh, mesh_context
 from .core import jit
 from .static_args import check_static_options
 from .tracing import _arg_names, check_donate_argnums
 from .expr import EXPR, trace_fn
-from .varying import analyze, divergent_collective, op_axes
+from .sharding.varying import analyze, divergent_collective, op_axes
 
 __all__ = ["shard_map", "ShardMap", "spec_to_dict", "varying_axes"]
 
@@ -220,7 +220,7 @@ def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, static_argnums=
               static_argnames=None, **jit_opts) -> ShardMap:
     """Runs ``fun`` on each device's shard. ``in_specs``: one spec per argument (or one
     spec for all); ``out_specs``: one per output (or one for all); which a tuple is
-    follows :func:`nxpy.defn.sharding.is_one_spec`. With ``check_vma`` (the
+    follows :func:`nxpy.defn.sharding.specs.is_one_spec`. With ``check_vma`` (the
     default) an output declared replicated over an axis along which its value provably
     varies is an error, and so is a collective inside a ``cond`` (or ``while_loop``) whose
     predicate (condition) varies along the collective's axes: the devices of one of its
@@ -235,7 +235,7 @@ def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, static_argnums=
 
 def varying_axes(fn, param_axes, mesh) -> list[frozenset]:
     """For each output of ``fn`` (a shard_map body), the mesh axes along which its value
-    varies between devices (see :mod:`nxpy.defn.varying`)."""
+    varies between devices (see :mod:`nxpy.defn.sharding.varying`)."""
     memo = analyze(fn, param_axes, mesh)
     return [memo.get(o.data.id, frozenset()) for o in fn.outputs]
 

@@ -1,5 +1,5 @@
 """Tracing a Python function into an Expr graph, and what every entry point of defn
-(``jit``, ``compile``, ``shard_jit``, the sharded programs of :mod:`nxpy.defn.sharded`)
+(``jit``, ``compile``, ``shard_jit``, the sharded programs of :mod:`nxpy.defn.sharding.programs`)
 does around it: flattening and naming the arguments, static options as cache keys, the
 ops a compiler needs expanded, and donation.
 

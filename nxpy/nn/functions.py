@@ -15,7 +15,7 @@ import math
 from .. import ops as O
 from .. import shape as S
 from .. import types as T
-from ..defn.grad import custom_grad
+from ..defn.transforms.grad import custom_grad
 from .common import axes as _axes
 from .common import const, floating, mask, one_axis, operand, stop_gradient, tensor
 

@@ -260,7 +260,7 @@ def derive_rule(table: dict, prop: str):
 
 
 #: each op's gradient rule (``nxpy.defn.grad`` runs them; the rule protocol is described in
-#: :mod:`nxpy.defn.grad_rules`). The table lives with the ops so that an op family can
+#: :mod:`nxpy.defn.transforms.grad_rules`). The table lives with the ops so that an op family can
 #: register its rules next to its definition.
 GRAD_RULES: dict = {}
 #: ops without a gradient (their inputs get no cotangent)
@@ -269,7 +269,7 @@ NON_DIFFERENTIABLE: set = set()
 register_grad_rule = rule_registrar(
     GRAD_RULES, "register_grad_rule", "a gradient rule",
     """Decorator: ``rule(ctx, e, xs, out, g) -> [cotangent or None per tensor argument]``
-    for the ops named (see :mod:`nxpy.defn.grad_rules`).""")
+    for the ops named (see :mod:`nxpy.defn.transforms.grad_rules`).""")
 
 
 def non_differentiable(*ops: str) -> None:
@@ -278,14 +278,14 @@ def non_differentiable(*ops: str) -> None:
 
 
 #: each op's batching rule (``nxpy.defn.vmap`` runs them; the protocol is described in
-#: :mod:`nxpy.defn.batch_rules`); an op without one is batched by a loop over the batch
+#: :mod:`nxpy.defn.transforms.batch_rules`); an op without one is batched by a loop over the batch
 BATCH_RULES: dict = {}
 
 register_batch_rule = rule_registrar(
     BATCH_RULES, "register_batch_rule", "a batching rule",
     """Decorator: ``rule(ctx, e, xs, dims) -> (result, dim)`` (a list of pairs for an op
     with several results, or NotImplemented to use the loop) for the ops named (see
-    :mod:`nxpy.defn.batch_rules`).""")
+    :mod:`nxpy.defn.transforms.batch_rules`).""")
 
 #: names of the built-in ops (filled in by nxpy.ops and the defn layer): a registered op
 #: cannot take one of them

@@ -563,7 +563,7 @@ def indexed_put(target, indices, updates, axes=None) -> Tensor:
 
 
 # ----------------------------------------------------------------------------------------
-# Gradient rules (the rule protocol: nxpy.defn.grad_rules)
+# Gradient rules (the rule protocol: nxpy.defn.transforms.grad_rules)
 # ----------------------------------------------------------------------------------------
 def _zeros(shape, type):
     return broadcast(full((), 0, type=type), tuple(shape))

@@ -312,7 +312,7 @@ def _mode_along(x, axis):
 
 
 # ----------------------------------------------------------------------------------------
-# Gradient rules (the rule protocol: nxpy.defn.grad_rules)
+# Gradient rules (the rule protocol: nxpy.defn.transforms.grad_rules)
 # ----------------------------------------------------------------------------------------
 non_differentiable("argsort")
 

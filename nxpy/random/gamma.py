@@ -33,10 +33,10 @@ import numpy as np
 
 from .. import ops as O
 from .. import types as T
-from ..defn.call import call
-from ..defn.custom_vjp import custom_vjp
+from ..defn.transforms.call import call
+from ..defn.transforms.custom_vjp import custom_vjp
 from ..defn.kernel import while_loop
-from ..defn.scan import scan
+from ..defn.transforms.scan import scan
 from ..tensor import Tensor
 from .core import (_MANTISSA, _UINT, S32, U32, U64, _finish, _jit_argument, _split2, _tensorish,
                    check_key, check_shape, check_type, split, threefry2x32)

@@ -14,7 +14,7 @@ from .. import ops as nx
 from .. import types as T
 from ..compilers.exla.lowering import BINARY_HLO, COMPARISON_DIRECTIONS, UNARY_HLO
 from ..defn.expr import EXPR
-from ..defn.grad import custom_grad
+from ..defn.transforms.grad import custom_grad
 from ..registry import rule_registrar
 from ..defn.kernel import cond as nx_cond, while_loop as nx_while_loop
 from ..tensor import Tensor, shape_str

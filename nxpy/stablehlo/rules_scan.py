@@ -27,7 +27,7 @@ from __future__ import annotations
 from .. import _context
 from .. import ops as nx
 from ..defn.expr import Expr, trace_fn
-from ..defn.scan import scan
+from ..defn.transforms.scan import scan
 from ..tensor import Tensor
 from . import rules as R
 from .rules import register_op

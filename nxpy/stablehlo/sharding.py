@@ -30,12 +30,12 @@ import math
 import numpy as np
 
 from .. import ops as nx
-from ..defn import collectives as C
+from ..defn.sharding import collectives as C
 from .rules import LoadError, _fail, binary_body, constant, register_op, rtype
 from .syntax import DenseElements, Mesh as MeshSyntax, ReplicaGroupMeshAxes, Sharding
 from ..mesh import Mesh
 from ..defn import shard_jit
-from ..defn import sharding as SH
+from ..defn.sharding import specs as SH
 from ..defn import trace
 from ..defn import tree as tree_mod
 from ..defn.placement import with_sharding_constraint

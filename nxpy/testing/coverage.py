@@ -31,8 +31,8 @@ from ..compilers.exla import to_mlir
 from ..compilers.exla.lowering import LOWERINGS
 from ..compilers.spmd import SPMD_RULES
 from ..defn.expr import trace_fn
-from ..defn.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
-from ..defn.sharding import RESULT_RULES, SHARDING_RULES
+from ..defn.transforms.jvp_rules import ENGINE, JVP_RULES, ZERO_TANGENT
+from ..defn.sharding.specs import RESULT_RULES, SHARDING_RULES
 from ..ops.core import (BATCH_RULES, GRAD_RULES, NON_DIFFERENTIABLE, OP_PROPERTIES, OPS,
                         PORTABLE, PRIMITIVES)
 from ..stablehlo import load

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...defn import Jit, trace
 from ...defn.core import check_donate_argnums, donated_leaves
 from ...defn.shard_jit import shard_jit as _shard_jit
-from ...defn.sharding import Propagator
+from ...defn.sharding.specs import Propagator
 from .backend import ExlaBackend
 from .compiler import ExlaCompiler
 from . import lower_indexing  # noqa: F401 - registers the index-tensor ops' lowerings

@@ -45,7 +45,7 @@ import functools
 from ... import ops, types as T
 from ...defn.expr import Expr, trace_fn
 from ...defn.portable import pivots_to_permutation
-from ...defn import sharding as SH
+from ...defn.sharding import specs as SH
 from ...ops.core import portable
 from ...tensor import Tensor
 from .lowering import Ctx, register_lowering, register_platforms

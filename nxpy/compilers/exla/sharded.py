@@ -12,9 +12,9 @@ import re
 from ... import pjrt, telemetry
 from ... import types as T
 from ...backend import get_backend
-from ...defn import sharding as SH
+from ...defn.sharding import specs as SH
 from ...defn.kernel import identity_key
-from ...defn.sharded import named
+from ...defn.sharding.programs import named
 from ...tensor import Tensor, template
 from .buffers import GlobalResult, Piece
 from .lowering import Ctx, check_platform, lower_module, reducer_region, register_lowering

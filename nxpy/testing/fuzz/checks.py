@@ -316,7 +316,7 @@ def _nx_jvp(prog, fn, args, targs, compiler):
         got = jit(lambda p, t: jvp(fn, p, t), compiler=compiler)(tuple(args), tuple(targs))
     except NotImplementedError as err:
         if "of complex values is not supported yet" in str(err):
-            return None  # a known limit of forward mode (nxpy/defn/jvp_rules.py)
+            return None  # a known limit of forward mode (nxpy/defn/transforms/jvp_rules.py)
         _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")
     except Exception as err:  # reported as a mismatch
         _fail_jvp(prog, f"{compiler} failed: {type(err).__name__}: {err}")

@@ -14,7 +14,7 @@ from ... import pjrt
 from ...compilers.exla import to_mlir
 from ...defn import (all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum,
                      psum_scatter, shard_jit, shard_map)
-from ...defn import sharding as SH
+from ...defn.sharding import specs as SH
 from ...stablehlo import load
 from ...stablehlo.roundtrip import RoundTripError, compare_per_device
 from .compare import _fail

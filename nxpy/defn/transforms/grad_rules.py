@@ -10,7 +10,7 @@ order :meth:`Expr.tensor_args` lists them, ``out`` its forward result and ``g`` 
 cotangent of the result; it returns one cotangent per entry of ``xs`` (None: no
 gradient flows there). Rules build their result with the front-end ops, so gradients are
 ordinary Expr graphs. A rule may return a cotangent of the result's shape for an operand
-that was broadcast, and in the result's type: the engine (:mod:`nxpy.defn.grad`) sums it
+that was broadcast, and in the result's type: the engine (:mod:`nxpy.defn.transforms.grad`) sums it
 back to the operand's shape, converts it to the operand's type and, inside ``shard_map``,
 sums it over the mesh axes along which the operand did not vary. Ops without a gradient
 (comparisons, integer and bitwise ops, argmax, iota, ...) are declared with
@@ -25,11 +25,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from .. import ops as O
-from .. import types as T
-from ..ops.core import GRAD_RULES, NON_DIFFERENTIABLE, non_differentiable, register_grad_rule
-from .collectives import all_gather, all_slice, all_to_all, axis_index, psum, reduce_scatter
-from .expr import EXPR
+from ... import ops as O
+from ... import types as T
+from ...ops.core import GRAD_RULES, NON_DIFFERENTIABLE, non_differentiable, register_grad_rule
+from ..sharding.collectives import (all_gather, all_slice, all_to_all, axis_index, psum,
+                                    reduce_scatter)
+from ..expr import EXPR
 
 __all__ = ["GRAD_RULES", "NON_DIFFERENTIABLE", "register_grad_rule", "non_differentiable",
            "zeros"]

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import threading
 
-from .. import ops as O
-from ..ops.core import check_kind, primitive
-from .. import shape as S
-from .. import types as T
-from ..tensor import Tensor
-from .expr import EXPR, Expr
+from ... import ops as O
+from ...ops.core import check_kind, primitive
+from ... import shape as S
+from ... import types as T
+from ...tensor import Tensor
+from ..expr import EXPR, Expr
 
 __all__ = ["all_gather", "mesh_context", "current_mesh"]
 

@@ -2,7 +2,7 @@
 read from its graph (a counter that starts at a constant, steps by a constant and is
 compared with a constant, possibly and-ed with other conditions, as ``fori_loop`` and
 ``while_loop(..., max_iterations=N)`` build it). Reverse mode keeps that many carries for
-its backward pass (:mod:`nxpy.defn.grad_bodies`); ``vmap`` keeps the bound when it
+its backward pass (:mod:`nxpy.defn.transforms.grad_bodies`); ``vmap`` keeps the bound when it
 batches a loop.
 
 >>> from nxpy import types as T
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
-from .expr import Expr
+from ...tensor import Tensor
+from ..expr import Expr
 
 __all__ = ["trip_bound", "exact_trips"]
 

@@ -1,5 +1,5 @@
 """The reverse mode of the nodes with sub-functions that compilers run, registered in
-:data:`nxpy.defn.replay.BODY_RULES`: ``cond`` (each branch differentiated inside a cond
+:data:`nxpy.defn.transforms.replay.BODY_RULES`: ``cond`` (each branch differentiated inside a cond
 on the same predicates), ``while`` (the carries of each iteration kept as the loop is
 replayed, then the loop run backwards: see :func:`_replay_while`) and ``shard_map`` (its
 body transposed inside a ``shard_map`` of its own, with the varying axes of its values
@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
-from ..tensor import Tensor
-from . import sharding as SH
+from ... import ops as O
+from ...tensor import Tensor
+from ..sharding import specs as SH
 from .backprop import Backprop, add_to, differentiable, zeros_like
-from .collectives import psum
-from .expr import Expr
+from ..sharding.collectives import psum
+from ..expr import Expr
 from .grad_rules import zeros
-from .kernel import cond, while_loop
+from ..kernel import cond, while_loop
 from .loop_bounds import exact_trips, trip_bound
 from .replay import BODY_RULES
-from .shard_map import shard_map
-from .varying import analyze, control_axes
+from ..shard_map import shard_map
+from ..sharding.varying import analyze, control_axes
 
 __all__ = ["RESIDUAL_BYTES"]
 

@@ -2,7 +2,7 @@
 mode uses too.
 
 ``custom_jvp(f)`` is ``f`` until differentiated. Then each floating-point output leaf
-becomes a ``custom_grad`` node (the marker of :mod:`nxpy.defn.grad`) that carries two
+becomes a ``custom_grad`` node (the marker of :mod:`nxpy.defn.transforms.grad`) that carries two
 functions traced from the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``:
 
 * **forward mode** (:func:`nxpy.defn.jvp`) calls the rule's tangent for that leaf;
@@ -39,10 +39,10 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .. import _context
-from .. import ops as O
-from . import tree as tree_mod
-from .expr import EXPR
+from ... import _context
+from ... import ops as O
+from .. import tree as tree_mod
+from ..expr import EXPR
 from .grad import custom_grad, grad
 from .grad_rules import zeros
 

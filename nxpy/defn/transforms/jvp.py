@@ -2,7 +2,7 @@
 
 A transform of Expr graphs, as ``grad`` is: ``jvp(f, primals, tangents)`` traces ``f`` on
 fresh parameters, then walks its nodes forward, copying each node (the primal) and asking
-its op's rule (:mod:`nxpy.defn.jvp_rules`) for its tangent from its inputs' tangents.
+its op's rule (:mod:`nxpy.defn.transforms.jvp_rules`) for its tangent from its inputs' tangents.
 Zero tangents are symbolic (``None``): a node none of whose inputs has a tangent costs
 nothing more than its primal. ``cond`` becomes one ``cond`` whose branches also return the
 tangents; ``while_loop`` (and so ``fori_loop`` and ``scan``) one loop that carries the
@@ -22,18 +22,18 @@ from __future__ import annotations
 
 import functools
 
-from .. import _context
-from .. import ops as O
-from ..tensor import Tensor, shape_str
-from . import sharding as SH
-from . import tree as tree_mod
-from .core import jit
-from .expr import EXPR, Expr, trace_fn
+from ... import _context
+from ... import ops as O
+from ...tensor import Tensor, shape_str
+from ..sharding import specs as SH
+from .. import tree as tree_mod
+from ..core import jit
+from ..expr import EXPR, Expr, trace_fn
 from .grad import Backprop, aux_pair, straight_in_body
 from .grad_rules import GRAD_RULES, zeros
 from .jvp_rules import JVP_RULES, ZERO_TANGENT, Poison, via_transpose
-from .kernel import cond, while_loop
-from .shard_map import shard_map
+from ..kernel import cond, while_loop
+from ..shard_map import shard_map
 
 __all__ = ["jvp", "linearize", "Forward"]
 
@@ -53,7 +53,7 @@ def _check(t, where):
 
 class Forward:
     """Pushes tangents through one traced function ``fn`` into the scope being traced now:
-    its nodes are copied (through a :class:`~nxpy.defn.grad.Backprop`, which owns the
+    its nodes are copied (through a :class:`~nxpy.defn.transforms.grad.Backprop`, which owns the
     primal values) and each gets a tangent (``tan``: node id → tensor, list for several
     results, or absent for zero)."""
 
@@ -146,7 +146,7 @@ class Forward:
             if e.op not in GRAD_RULES:
                 raise NotImplementedError(
                     f"jvp: the op {e.op!r} has no forward-mode rule (give it one with "
-                    f"nxpy.defn.jvp_rules.register_jvp_rule, or a gradient rule, which "
+                    f"nxpy.defn.transforms.jvp_rules.register_jvp_rule, or a gradient rule, which "
                     f"forward mode transposes)")
             rule = via_transpose  # an op from outside nxpy with a gradient rule
         vals = [self.fwd(x) for x in xs]

@@ -4,7 +4,7 @@ model), ``shard_jit`` (Nx's per-device lists) and ``nx.device_put``'s resharding
 
 A program takes one sharding per argument tensor (its *input shardings*: a sharded
 argument's own, or what ``in_shardings`` says, replicated otherwise) and decides one per
-result: nxpy propagates shardings through the graph (:class:`~nxpy.defn.sharding.Propagator`)
+result: nxpy propagates shardings through the graph (:class:`~nxpy.defn.sharding.specs.Propagator`)
 unless ``out_shardings`` fix them, so every compiler returns the same shards.
 
 >>> import nxpy as nx
@@ -19,12 +19,12 @@ unless ``out_shardings`` fix them, so every compiler returns the same shards.
 """
 from __future__ import annotations
 
-from ..layout import NamedSharding
-from . import sharding as SH
-from . import tree as tree_mod
+from ...layout import NamedSharding
+from . import specs as SH
+from .. import tree as tree_mod
 from .collectives import mesh_context
-from .compiler import compile_graph_sharded
-from .tracing import check_not_reused, donating, expansions, give_up, trace
+from ..compiler import compile_graph_sharded
+from ..tracing import check_not_reused, donating, expansions, give_up, trace
 
 __all__ = ["ShardedExecutable", "trace_sharded", "compile_program", "program_meshes",
            "named", "MeshMixError"]

@@ -5,7 +5,7 @@ once: ``in_axes`` says along which axis of each argument the examples lie (``Non
 argument is the same for every example), ``out_axes`` where the batch goes in each
 result. Like ``grad``, it is a transform of the traced Expr graph into another Expr graph:
 ``fun`` is traced once on one example's shapes, then each node is rebuilt here with its
-op's batching rule (:mod:`nxpy.defn.batch_rules`), and nodes whose arguments are all
+op's batching rule (:mod:`nxpy.defn.transforms.batch_rules`), and nodes whose arguments are all
 unbatched are copied as they are. An op without a rule (or whose rule declines, as
 ``dynamic_slice`` does for starts that differ between examples) is batched by a
 ``while_loop`` over the examples that slices each batched input, runs the op on one
@@ -34,19 +34,19 @@ import numbers
 
 import numpy as np
 
-from .. import _context
-from .. import ops as O
-from .. import shape as S
-from ..ops.core import BATCH_RULES
-from ..tensor import Tensor, shape_str
+from ... import _context
+from ... import ops as O
+from ... import shape as S
+from ...ops.core import BATCH_RULES
+from ...tensor import Tensor, shape_str
 from . import batch_rules  # also registers the base op set's rules
-from . import tree as tree_mod
-from .core import Transform
-from .expr import EXPR, Fn, Scope, trace_fn
+from .. import tree as tree_mod
+from ..core import Transform
+from ..expr import EXPR, Fn, Scope, trace_fn
 from .checkpoint import emit as emit_checkpoint
 from .grad import Backprop, custom_grad, trip_bound
 from .grad_rules import zeros
-from .kernel import cond, while_loop
+from ..kernel import cond, while_loop
 
 __all__ = ["vmap", "batch_paths", "BatchContext"]
 

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import math
 
-from .. import ops as O
-from ..layout import (NamedSharding, _is_axis_entry, block_index, check_divisible, factor,
-                      global_shape, local_shape, normalize, partition_spec, replicated,
-                      shard_array, shard_index, spec_to_dict, to_dict, to_p, unshard_arrays)
-from ..mesh import P, as_partition_spec
-from ..ops.core import derive_rule
-from ..registry import rule_registrar
-from ..tensor import Tensor
-from . import tree as tree_mod
-from .expr import Expr
+from ... import ops as O
+from ...layout import (NamedSharding, _is_axis_entry, block_index, check_divisible, factor,
+                       global_shape, local_shape, normalize, partition_spec, replicated,
+                       shard_array, shard_index, spec_to_dict, to_dict, to_p, unshard_arrays)
+from ...mesh import P, as_partition_spec
+from ...ops.core import derive_rule
+from ...registry import rule_registrar
+from ...tensor import Tensor
+from .. import tree as tree_mod
+from ..expr import Expr
 
 __all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argument_specs",
            "output_specs", "normalize_list", "local_shape", "global_shape", "shard_array",
@@ -100,7 +100,7 @@ def is_one_spec(spec, subtree=None) -> bool:
     >>> is_one_spec((("x", "y"),), flatten((1,))[1])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    nxpy.defn.sharding.AmbiguousSpecError: (('x', 'y'),) is ambiguous: a plain tuple of axes
+    nxpy.defn.sharding.specs.AmbiguousSpecError: (('x', 'y'),) is ambiguous: a plain tuple of axes
     reads as one spec for every entry, P(('x', 'y')), or as one spec per entry,
     (P('x', 'y'),). Write P(('x', 'y')) for the first or (P('x', 'y'),) for the second
     """

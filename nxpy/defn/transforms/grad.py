@@ -4,9 +4,10 @@ Gradients are a transform of the traced Expr graph into another Expr graph (as N
 ``Nx.Defn.Grad``; reverse mode, with JAX's rules): ``grad(fun)(x)`` traces ``fun`` on fresh
 parameters, replays the traced nodes where it was called (so values ``fun`` closes over
 are constants, as in JAX), then walks them backwards from the output, asking each op's
-rule (:mod:`nxpy.defn.grad_rules`) for its inputs' cotangents (the engine: the replay in
-:mod:`nxpy.defn.replay`, the node-by-node pass in :mod:`nxpy.defn.backprop`, the rules of
-nodes with sub-functions in :mod:`nxpy.defn.grad_bodies`). The result is ordinary
+rule (:mod:`nxpy.defn.transforms.grad_rules`) for its inputs' cotangents (the engine: the
+replay in :mod:`nxpy.defn.transforms.replay`, the node-by-node pass in
+:mod:`nxpy.defn.transforms.backprop`, the rules of nodes with sub-functions in
+:mod:`nxpy.defn.transforms.grad_bodies`). The result is ordinary
 nodes, printed by ``debug_expr``, cached like any defn and run by every compiler, none
 of which knows about gradients. Called outside a defn, ``grad(fun)`` jits itself.
 
@@ -30,36 +31,36 @@ mode needs a bound on its trip count known while tracing: a counting loop
 steps by a constant and is compared with a constant), or ``max_iterations=N``; the
 carries of each iteration are kept (a counting loop's in a buffer of its trip count; a
 ``max_iterations`` loop's, when ``N`` of them would exceed
-``nxpy.defn.grad_bodies.RESIDUAL_BYTES``, as checkpoints in a fixed buffer thinned as the
-loop runs, so memory does not grow with ``N``: see :mod:`nxpy.defn.grad_bodies`) and the
+``nxpy.defn.transforms.grad_bodies.RESIDUAL_BYTES``, as checkpoints in a fixed buffer thinned as the
+loop runs, so memory does not grow with ``N``: see :mod:`nxpy.defn.transforms.grad_bodies`) and the
 loop is run backwards. Collectives
 inside ``shard_map`` are transposed as JAX transposes them, with the varying/invariant
-axes of every value (:mod:`nxpy.defn.varying`) deciding where a cotangent is summed
+axes of every value (:mod:`nxpy.defn.sharding.varying`) deciding where a cotangent is summed
 across devices.
 """
 from __future__ import annotations
 
 import functools
 
-from .. import _context
-from .. import ops as O
-from .. import shape as S, types as T
-from ..ops import primitive
-from ..tensor import Tensor, shape_str
+from ... import _context
+from ... import ops as O
+from ... import shape as S, types as T
+from ...ops import primitive
+from ...tensor import Tensor, shape_str
 from . import grad_bodies  # noqa: F401 - registers the rules of cond, while and shard_map
-from . import tree as tree_mod
+from .. import tree as tree_mod
 from .backprop import Backprop, differentiable
-from .collectives import current_mesh
-from .core import Transform
-from .expr import EXPR, trace_fn
+from ..sharding.collectives import current_mesh
+from ..core import Transform
+from ..expr import EXPR, trace_fn
 from .grad_rules import non_differentiable, zeros
 from .loop_bounds import trip_bound as trip_bound  # vmap keeps a loop's bound
 from .replay import ENGINE_RULES as ENGINE_RULES  # checkpoint and call register there
-from .varying import analyze, analyze_nodes
+from ..sharding.varying import analyze, analyze_nodes
 
 __all__ = ["grad", "value_and_grad", "stop_grad", "custom_grad", "Backprop"]
 
-# the markers (nxpy.defn.replay.MARKERS): nodes that exist only while differentiating
+# the markers (nxpy.defn.transforms.replay.MARKERS): nodes that exist only while differentiating
 primitive("grad markers", "stop_grad", "checkpoint_name", props=("elementwise",))
 primitive("grad markers", "custom_grad")
 non_differentiable("stop_grad")

@@ -9,7 +9,7 @@ one example (its options are ``e.attrs``, its per-example result ``e.shape``/``e
 them and ``dims`` the batch axis of each (``None``: the same value for every example, of
 the per-example shape); ``ctx.size`` is the batch size. It returns the batched result
 and the axis its batch lies along (a list of such pairs for an op with several results),
-or ``NotImplemented`` to have the engine (:mod:`nxpy.defn.vmap`) batch this node with its
+or ``NotImplemented`` to have the engine (:mod:`nxpy.defn.transforms.vmap`) batch this node with its
 generic loop over the examples. Rules build their result with the front-end ops or with
 ``EXPR.node``, so batched programs are ordinary Expr graphs.
 
@@ -17,10 +17,10 @@ The rules shared by a kind of op (elementwise, reductions, windows, ...) are der
 the properties the ops are declared with (:data:`nxpy.ops.core.PROPERTIES`), so a new op
 declared ``elementwise`` is batched by the broadcasting rule without being listed here.
 Ops without a rule are batched by the loop (correct for every op, one example at a time);
-``nxpy.defn.vmap.batch_paths()`` says which path each op took.
+``nxpy.defn.batch_paths()`` says which path each op took.
 
 >>> import nxpy as nx
->>> from nxpy.defn.vmap import vmap, batch_paths
+>>> from nxpy.defn.transforms.vmap import vmap, batch_paths
 >>> before = batch_paths().get("sum", {}).get("rule", 0)
 >>> vmap(lambda x: nx.sum(x))(nx.tensor([[1, 2], [3, 4]])).tolist()
 [3, 7]
@@ -29,9 +29,9 @@ Ops without a rule are batched by the loop (correct for every op, one example at
 """
 from __future__ import annotations
 
-from .. import ops as O
-from ..ops.core import BATCH_RULES, derive_rule, register_batch_rule
-from .expr import EXPR
+from ... import ops as O
+from ...ops.core import BATCH_RULES, derive_rule, register_batch_rule
+from ..expr import EXPR
 
 __all__ = ["BATCH_RULES", "register_batch_rule", "move", "to_front", "batched", "node",
            "multi_node"]

@@ -28,10 +28,10 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .. import _context
-from .. import ops as O
-from . import tree as tree_mod
-from .expr import EXPR
+from ... import _context
+from ... import ops as O
+from .. import tree as tree_mod
+from ..expr import EXPR
 from .grad import custom_grad
 from .grad_rules import zeros
 

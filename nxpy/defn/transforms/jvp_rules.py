@@ -1,13 +1,13 @@
 """Forward-mode rules: for each op, the tangent of its result given the tangents of its
 inputs (JAX's JVP rules), one entry per op in :data:`JVP_RULES`, next to the gradient
-rules of :mod:`nxpy.defn.grad_rules`.
+rules of :mod:`nxpy.defn.transforms.grad_rules`.
 
 A rule is ``rule(ctx, e, xs, ts, out) -> tangent``: ``e`` is the Expr node (its options
 are ``e.attrs``), ``xs`` the primal values of its tensor arguments in the order
 :meth:`Expr.tensor_args` lists them, ``ts`` their tangents (``None`` for a tangent known to
 be zero: zeros are symbolic and cost nothing), ``out`` its primal result (for an op with
 several results, the node, as gradient rules receive it); it returns the result's tangent
-(a list for several results; ``None`` for zero). The engine (:mod:`nxpy.defn.jvp`) calls
+(a list for several results; ``None`` for zero). The engine (:mod:`nxpy.defn.transforms.jvp`) calls
 a rule only when some input tangent is not zero, and broadcasts and converts what it
 returns to the result's shape and type. Rules build their result with the front-end ops,
 so tangents are ordinary Expr graphs.
@@ -39,7 +39,7 @@ Control flow (``cond``, ``while``, ``shard_map``), ``checkpoint``, ``elem`` and 
 (``custom_grad``, ``checkpoint_name``) are handled by the engine itself, which carries
 tangents through their sub-functions (:data:`ENGINE`).
 
->>> from nxpy.defn.jvp_rules import JVP_RULES, ZERO_TANGENT
+>>> from nxpy.defn.transforms.jvp_rules import JVP_RULES, ZERO_TANGENT
 >>> "sin" in JVP_RULES, "floor" in ZERO_TANGENT
 (True, True)
 """
@@ -48,13 +48,13 @@ from __future__ import annotations
 import contextlib
 import functools
 
-from .. import _context
-from .. import ops as O
-from .. import types as T
-from ..ops.core import GRAD_RULES, NON_DIFFERENTIABLE, rule_registrar
-from ..tensor import Tensor
-from .collectives import current_mesh, mesh_context, psum
-from .expr import EXPR, Expr
+from ... import _context
+from ... import ops as O
+from ... import types as T
+from ...ops.core import GRAD_RULES, NON_DIFFERENTIABLE, rule_registrar
+from ...tensor import Tensor
+from ..sharding.collectives import current_mesh, mesh_context, psum
+from ..expr import EXPR, Expr
 from .grad import grad
 from .grad_rules import _BINARY, _UNARY, _aig, _subgroups, unbroadcast, zeros
 
@@ -68,7 +68,7 @@ JVP_RULES: dict = {}
 #: declared non-differentiable (one declaration for both modes)
 ZERO_TANGENT: set = NON_DIFFERENTIABLE
 
-#: ops the engine (:mod:`nxpy.defn.jvp`) differentiates itself: control flow and
+#: ops the engine (:mod:`nxpy.defn.transforms.jvp`) differentiates itself: control flow and
 #: sub-functions, the graph's own nodes, the markers
 ENGINE = {"cond", "while", "shard_map", "checkpoint", "call", "elem", "custom_grad",
           "checkpoint_name", "runtime_call", "hook"}
@@ -76,7 +76,7 @@ ENGINE = {"cond", "while", "shard_map", "checkpoint", "call", "elem", "custom_gr
 register_jvp_rule = rule_registrar(
     JVP_RULES, "register_jvp_rule", "a forward-mode (JVP) rule",
     """Decorator: ``rule(ctx, e, xs, ts, out) -> tangent`` for the ops named (see
-    :mod:`nxpy.defn.jvp_rules`).""")
+    :mod:`nxpy.defn.transforms.jvp_rules`).""")
 
 
 def zero_tangent(*ops: str) -> None:
@@ -387,7 +387,7 @@ def _transposed(pairing, outs, live, many, real=False):
 class Poison:
     """The tangent of a value forward mode cannot differentiate (a ``custom_vjp``
     function's result, a result whose rule is missing): an error if a tangent that is
-    used depends on it (:mod:`nxpy.defn.jvp` propagates it and raises at the outputs)."""
+    used depends on it (:mod:`nxpy.defn.transforms.jvp` propagates it and raises at the outputs)."""
 
     def __init__(self, message):
         self.message = message

@@ -31,15 +31,15 @@ from __future__ import annotations
 
 import numbers
 
-from .. import _context
-from .. import ops as O
-from .. import shape as S
-from ..tensor import Tensor, shape_str
-from . import tree as tree_mod
-from .expr import EXPR, Expr, trace_fn
+from ... import _context
+from ... import ops as O
+from ... import shape as S
+from ...tensor import Tensor, shape_str
+from .. import tree as tree_mod
+from ..expr import EXPR, Expr, trace_fn
 from .grad import Backprop, body_context, custom_grad
 from .grad_rules import zeros
-from .kernel import fori_loop, while_loop
+from ..kernel import fori_loop, while_loop
 from .vmap import vmap
 
 __all__ = ["scan", "map", "associative_scan"]

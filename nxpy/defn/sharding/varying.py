@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from .expr import Expr
+from ..expr import Expr
 
 __all__ = ["analyze", "analyze_nodes", "op_axes", "over_subgroups", "control_axes",
            "divergent_collective", "COMMUNICATING"]

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import functools
 
-from .. import ops as O
-from .. import shape as S
-from ..tensor import Tensor
-from . import tree as tree_mod
-from .core import Transform
+from ... import ops as O
+from ... import shape as S
+from ...tensor import Tensor
+from .. import tree as tree_mod
+from ..core import Transform
 from .grad import aux_pair, grad, not_an_argnum
 from .grad_rules import zeros
 from .jvp import jvp

@@ -2,7 +2,7 @@
 
 ``checkpoint(f)`` is ``f``, until differentiated: then its call becomes a ``checkpoint``
 node holding ``f`` traced as a sub-function. The forward pass runs ``f`` in place; the
-backward pass (the engine's rule, :data:`nxpy.defn.grad.ENGINE_RULES`) runs ``f`` again
+backward pass (the engine's rule, :data:`nxpy.defn.transforms.grad.ENGINE_RULES`) runs ``f`` again
 from its inputs and differentiates that copy, so the intermediates of ``f`` are not kept
 alive from the forward pass to the backward pass, except those its ``policy`` saves
 (``policy(prim, *inputs, **params) -> bool`` for each op of ``f``; ``prim.name`` is the
@@ -29,13 +29,13 @@ from __future__ import annotations
 import functools
 import types
 
-from .. import _context
-from .. import ops as O
-from .. import shape as S
-from ..ops import primitive
-from ..ops.core import register_grad_rule
-from . import tree as tree_mod
-from .expr import EXPR, trace_fn
+from ... import _context
+from ... import ops as O
+from ... import shape as S
+from ...ops import primitive
+from ...ops.core import register_grad_rule
+from .. import tree as tree_mod
+from ..expr import EXPR, trace_fn
 from .grad import ENGINE_RULES, Backprop
 
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies"]

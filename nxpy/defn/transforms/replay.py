@@ -1,5 +1,5 @@
 """The forward half of reverse mode: a traced function's nodes copied into the scope being
-traced now (:class:`Replay`, the base of :class:`nxpy.defn.backprop.Backprop`), its
+traced now (:class:`Replay`, the base of :class:`nxpy.defn.transforms.backprop.Backprop`), its
 parameters and the values it captures read from a map of values of this scope. The
 markers that exist only while differentiating turn back into their argument; a node whose
 backward pass needs more than its value (a loop's carries) keeps it through its rule
@@ -15,10 +15,10 @@ backward pass needs more than its value (a loop's carries) keeps it through its 
 """
 from __future__ import annotations
 
-from .. import _context
-from .. import ops as O
-from ..tensor import Tensor
-from .expr import EFFECTS, EXPR, Expr, Fn, Scope
+from ... import _context
+from ... import ops as O
+from ...tensor import Tensor
+from ..expr import EFFECTS, EXPR, Expr, Fn, Scope
 
 __all__ = ["Replay", "MARKERS", "ENGINE_RULES", "BODY_RULES"]
 
@@ -29,12 +29,12 @@ MARKERS = {"stop_grad", "custom_grad", "checkpoint_name"}
 #: ops whose forward replay and backward pass the engine delegates, by op name, to
 #: ``(replay(bp, e, augment), backward(bp, e, gs, ct, dep))``: multi-result nodes with a
 #: sub-function that exist only while differentiating (``checkpoint``, registered by
-#: :mod:`nxpy.defn.checkpoint`; ``call``, by :mod:`nxpy.defn.call`). ``replay`` returns
-#: the list of the node's results.
+#: :mod:`nxpy.defn.transforms.checkpoint`; ``call``, by :mod:`nxpy.defn.transforms.call`).
+#: ``replay`` returns the list of the node's results.
 ENGINE_RULES: dict = {}
 
 #: the reverse mode of the nodes with sub-functions that compilers run (``cond``,
-#: ``while``, ``shard_map``, registered by :mod:`nxpy.defn.grad_bodies`), by op name:
+#: ``while``, ``shard_map``, registered by :mod:`nxpy.defn.transforms.grad_bodies`), by op name:
 #: ``(replay(bp, e), backward(bp, e, gs, ct, dep))``. ``replay`` (or None) copies a node
 #: whose value depends on what is being differentiated and keeps what its backward pass
 #: needs (a loop's carries) in ``bp.aug``; it returns the node's value, or None to copy

@@ -1,10 +1,10 @@
 """The backward half of reverse mode: :class:`Backprop` walks a traced function's nodes
-from the last to the first, asking each op's rule (:mod:`nxpy.defn.grad_rules`) for its
+from the last to the first, asking each op's rule (:mod:`nxpy.defn.transforms.grad_rules`) for its
 operands' cotangents and making each its operand's own (summed over the dimensions it was
 broadcast along, in its type, and inside a ``shard_map`` body over the mesh axes along
 which it was used as a replicated copy). Nodes with sub-functions go to their rules:
-``cond``, ``while`` and ``shard_map`` to :mod:`nxpy.defn.grad_bodies`, ``checkpoint`` and
-``call`` to their own modules, through the tables of :mod:`nxpy.defn.replay`.
+``cond``, ``while`` and ``shard_map`` to :mod:`nxpy.defn.transforms.grad_bodies`, ``checkpoint`` and
+``call`` to their own modules, through the tables of :mod:`nxpy.defn.transforms.replay`.
 
 >>> import nxpy as nx
 >>> from nxpy import types as T
@@ -21,12 +21,12 @@ which it was used as a replicated copy). Nodes with sub-functions go to their ru
 """
 from __future__ import annotations
 
-from .. import ops as O
-from .collectives import psum
-from .expr import Fn
+from ... import ops as O
+from ..sharding.collectives import psum
+from ..expr import Fn
 from .grad_rules import GRAD_RULES, NON_DIFFERENTIABLE, unbroadcast, zeros
 from .replay import BODY_RULES, ENGINE_RULES, Replay
-from .varying import op_axes
+from ..sharding.varying import op_axes
 
 __all__ = ["Backprop", "add_to", "zeros_like", "differentiable"]
 
@@ -65,7 +65,7 @@ class Backprop(Replay):
 
     :meth:`replay` copies ``fn``'s nodes here (its parameters and captured values read
     from ``env``, a map from ``fn``'s node ids to values of this scope, with ``parent``'s
-    map behind it: :class:`~nxpy.defn.replay.Replay`); :meth:`backward` then walks
+    map behind it: :class:`~nxpy.defn.transforms.replay.Replay`); :meth:`backward` then walks
     ``fn``'s nodes from the last to the first, turning cotangents of results into
     cotangents of arguments.
 

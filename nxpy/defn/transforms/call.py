@@ -32,15 +32,15 @@ the outer program by XLA anyway); shard_jit propagates shardings through it.
 """
 from __future__ import annotations
 
-from .. import _context
-from .. import ops as O
-from ..ops import primitive
-from ..ops.core import PORTABLE, register_portable
-from . import tree as tree_mod
-from .collectives import current_mesh
-from .expr import EXPR, has_effects, trace_fn
+from ... import _context
+from ... import ops as O
+from ...ops import primitive
+from ...ops.core import PORTABLE, register_portable
+from .. import tree as tree_mod
+from ..sharding.collectives import current_mesh
+from ..expr import EXPR, has_effects, trace_fn
 from .grad import ENGINE_RULES, Backprop
-from .sharding import register_result_rule
+from ..sharding.specs import register_result_rule
 
 __all__ = ["call"]
 
