@@ -38,3 +38,4 @@ from .serialize import (SerializationError, deserialize, load, load_numpy, save,
                         serialize)
 from . import interop
 from .interop import from_dlpack
+from .visualize import inspect_sharding, visualize_sharding
