@@ -20,8 +20,8 @@ from ._context import HostOnlyError
 from .tensor import DonatedError, Tensor
 from .types import Type
 from .registry import PluginError
-from .mesh import Mesh, P, PartitionSpec
-from .layout import NamedSharding
+from .mesh import Mesh
+from .layout import NamedSharding, P, PartitionSpec
 from . import backends, compilers, defn, plugins
 from . import linalg  # nxpy.linalg: Nx.LinAlg
 from . import nn

@@ -33,8 +33,8 @@ from .backend import get_backend
 from .defn.sharding import specs as SH
 from .defn.placement import device_put
 from .defn.shard_jit import shard_jit
-from .layout import NamedSharding
-from .mesh import Mesh, as_partition_spec
+from .layout import NamedSharding, as_partition_spec
+from .mesh import Mesh
 from .ops import tensor as host_tensor, to_tensor
 from .tensor import Tensor
 

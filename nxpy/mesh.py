@@ -1,4 +1,5 @@
-"""Device meshes: a name, a shape, axis names and the device of each partition.
+"""Device meshes: a name, a shape, axis names and the device of each partition (how a
+tensor is laid out over one, ``P`` and ``NamedSharding``, is :mod:`nxpy.layout`).
 
 Partition ``p`` sits at the row-major mesh coordinates of ``p`` (2x2: p = 2·a0 + a1).
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from . import pjrt, shape as S
 
-__all__ = ["Mesh", "P", "PartitionSpec", "as_partition_spec"]
+__all__ = ["Mesh"]
 
 
 class Mesh:
@@ -153,86 +154,3 @@ class Mesh:
         if axis_index_groups is not None:
             groups = [[g[i] for i in aig] for g in groups for aig in axis_index_groups]
         return groups
-
-
-class PartitionSpec:
-    """How a tensor is laid out over a mesh, as JAX's ``PartitionSpec`` (``nx.P``): one
-    entry per leading tensor dim, each ``None`` (replicated), a mesh axis (a name or an
-    index) or a tuple of axes (major to minor); dims past the entries are replicated.
-    Immutable and hashable. ``jax.sharding.PartitionSpec`` is accepted wherever ``P`` is.
-
-    >>> from nxpy import P
-    >>> spec = P("data", None, ("x", "y"))
-    >>> spec, len(spec), spec[2], P() == P(), P("x") == P(("x",))
-    (P('data', None, ('x', 'y')), 3, ('x', 'y'), True, False)
-    >>> P(["x"])  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    TypeError: P: each entry must be None, a mesh axis (a name or an index) or a tuple of
-    axes; entry 0 is ['x']
-    """
-
-    __slots__ = ("_entries",)
-
-    def __init__(self, *entries):
-        out = []
-        for i, e in enumerate(entries):
-            if isinstance(e, tuple) and all(_is_axis(a) for a in e):
-                out.append(tuple(e))
-            elif e is None or _is_axis(e):
-                out.append(e)
-            else:
-                raise TypeError(f"P: each entry must be None, a mesh axis (a name or an index) "
-                                f"or a tuple of axes; entry {i} is {e!r}")
-        object.__setattr__(self, "_entries", tuple(out))
-
-    def __setattr__(self, name, value):
-        raise AttributeError("P is immutable")
-
-    def __iter__(self):
-        return iter(self._entries)
-
-    def __len__(self):
-        return len(self._entries)
-
-    def __getitem__(self, i):
-        return self._entries[i]
-
-    def __eq__(self, other):
-        return isinstance(other, PartitionSpec) and self._entries == other._entries
-
-    def __hash__(self):
-        return hash((PartitionSpec, self._entries))
-
-    def __repr__(self):
-        return "P(" + ", ".join(repr(e) for e in self._entries) + ")"
-
-    def __reduce__(self):
-        return (PartitionSpec, self._entries)
-
-
-P = PartitionSpec
-
-
-def _is_axis(a) -> bool:
-    return (isinstance(a, str) and bool(a)) or (
-        isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)))
-
-
-def as_partition_spec(spec):
-    """``spec`` as a :class:`P` if it is one, or JAX's ``PartitionSpec`` (recognised by
-    its class, so nxpy needs no ``import jax``); else None."""
-    if isinstance(spec, PartitionSpec):
-        return spec
-    cls = type(spec)
-    if cls.__name__ in ("PartitionSpec", "P") and cls.__module__.split(".")[0] == "jax":
-        for attr in ("unreduced", "reduced"):
-            if getattr(spec, attr, None):
-                raise ValueError(f"a PartitionSpec with {attr} axes ({spec!r}) is not "
-                                 f"supported by nxpy")
-        try:
-            return PartitionSpec(*tuple(spec))
-        except TypeError as e:
-            raise TypeError(f"{spec!r}: {e} (PartitionSpec.UNCONSTRAINED is not supported by "
-                            f"nxpy)") from None
-    return None

@@ -59,7 +59,7 @@ def test_p_is_an_immutable_hashable_printable_spec():
 
 
 def test_jax_partition_spec_is_recognised_without_jax_in_nxpy():
-    from nxpy.mesh import as_partition_spec
+    from nxpy.layout import as_partition_spec
     assert as_partition_spec(JP("x", None, ("x", "y"))) == P("x", None, ("x", "y"))
     assert as_partition_spec(("x",)) is None and as_partition_spec({0: [0]}) is None
     with pytest.raises(ValueError, match="unreduced axes .* not supported"):

@@ -24,7 +24,8 @@ from __future__ import annotations
 from .. import _context
 from .. import shape as S
 from ..cache import FunctionCache, program_cache_size, put_bounded
-from ..mesh import Mesh, as_partition_spec
+from ..layout import as_partition_spec
+from ..mesh import Mesh
 from ..ops import template, to_tensor
 from ..tensor import Tensor, shape_str
 from .sharding import specs as SH

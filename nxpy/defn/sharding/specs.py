@@ -18,8 +18,8 @@ import math
 from ... import ops as O
 from ...layout import (NamedSharding, _is_axis_entry, block_index, check_divisible, factor,
                        global_shape, local_shape, normalize, partition_spec, replicated,
-                       shard_array, shard_index, spec_to_dict, to_dict, to_p, unshard_arrays)
-from ...mesh import P, as_partition_spec
+                       shard_array, shard_index, spec_to_dict, to_dict, to_p, unshard_arrays,
+                       P, as_partition_spec)
 from ...ops.core import derive_rule
 from ...registry import rule_registrar
 from ...tensor import Tensor
