@@ -9,10 +9,12 @@ import pytest
 import nxpy as nx
 
 from helpers import close
-from jax_tutorials import (check, distributed_arrays, explicit_sharding, port, shard_map,
-                           sharded_computation)
+from jax_tutorials import (check, distributed_arrays, distributed_data_loading,
+                           explicit_sharding, jep_14273, jep_17111, parallel, port,
+                           shard_map, sharded_computation, training_cookbook)
 
-TUTORIALS = (shard_map, sharded_computation, distributed_arrays, explicit_sharding)
+TUTORIALS = (shard_map, sharded_computation, distributed_arrays, explicit_sharding, parallel,
+             training_cookbook, distributed_data_loading, jep_14273, jep_17111)
 EXAMPLES = [ex for t in TUTORIALS for ex in t.EXAMPLES]
 
 

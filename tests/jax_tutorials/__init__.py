@@ -24,7 +24,9 @@ import contextlib
 import io
 import linecache
 import re
+import sys
 import textwrap
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -303,11 +305,15 @@ def _execute(code: str, filename: str) -> tuple[dict, str]:
         tree.body[-1] = ast.copy_location(
             ast.Assign(targets=[ast.Name("_", ast.Store())], value=last.value), last)
         ast.fix_missing_locations(tree)
-    ns: dict = {"__name__": "__jax_tutorial__"}
+    module = types.ModuleType("__jax_tutorial__")   # a module: dataclasses look theirs up
+    sys.modules[module.__name__] = module
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(tree, filename, "exec"), ns)
-    return ns, out.getvalue()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(tree, filename, "exec"), module.__dict__)
+    finally:
+        del sys.modules[module.__name__]
+    return module.__dict__, out.getvalue()
 
 
 @contextlib.contextmanager
@@ -398,8 +404,11 @@ def check(ex: Example, close) -> None:
         return
     jax_ns, jax_out = run_jax(ex)
     for name in ex.values:
+        got, want = (str(jax.tree_util.tree_structure(v, is_leaf=_is_tensor))
+                     for v in (nx_ns[name], jax_ns[name]))
+        assert got == want, f"{ex.name}: {name} is {got}, JAX's {want}"   # classes by name
         close(nx_ns[name], jax_ns[name], ex.rtol, ex.atol, what=f"{ex.name}: {name}",
-              dtypes=True, tree=True)
+              dtypes=True)
     for name in ex.shardings:
         got, want = nx_ns[name], jax_ns[name]
         for i, (g, w) in enumerate(zip(jax.tree_util.tree_leaves(got, is_leaf=_is_tensor),
