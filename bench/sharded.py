@@ -63,10 +63,10 @@ def _global_array(size, seed):
 def _nx_shards(arr, spec):
     """One EXLA tensor per device, each on its own device (partition order)."""
     from nxpy import types as T
-    from nxpy.defn.sharding import specs as SH
+    from nxpy.layout import read_sharding
     env = _env()
     mesh, backend = env["mesh"], env["backend"]
-    shards = SH.shard_array(arr, SH.normalize(spec, arr.shape, mesh), mesh)
+    shards = read_sharding(spec, arr.shape, mesh).shard_array(arr)
     out = [backend.from_numpy(np.ascontiguousarray(s), T.F32, None, device_id=d)
            for s, d in zip(shards, mesh.devices)]
     assert [t.device_id for t in out] == list(mesh.devices), [t.device_id for t in out]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-from . import _context, layout
+from . import _context
 from .format import format_array
 from .registry import Registry
 from .tensor import Tensor
@@ -120,7 +120,7 @@ class Backend:
         """``t``'s shards in this process (one per local partition of its mesh, in
         partition order), as tensors of this backend on their devices."""
         mesh = t.sharding.mesh
-        local = layout.local_shape(t.shape, t.sharding.tuple_for(len(t.shape)), mesh)
+        local = t.sharding.local_shape(t.shape)
         return [Tensor(d, local, t.type, t.names, self, mesh.devices[p])
                 for p, d in zip(mesh.local_partitions, t.data)]
 
@@ -141,20 +141,17 @@ class Backend:
     def place(self, array, type, names, sharding) -> Tensor:
         """A sharded tensor of the global host ``array`` (of ``type``'s dtype): this
         process's shards of it, per ``sharding``, placed on their devices."""
-        mesh = sharding.mesh
-        parts = layout.shard_array(array, sharding.tuple_for(array.ndim), mesh,
-                                   partitions=mesh.local_partitions)
+        parts = sharding.shard_array(array, partitions=sharding.mesh.local_partitions)
         return self.from_shards([self.from_numpy(a.copy(), type, names) for a in parts],
                                 array.shape, type, names, sharding)
 
     def covers(self, t: Tensor) -> bool:
         """Whether this process's shards of ``t`` hold its whole value (always in one
         process; with several, when the axes that split it are this process's own)."""
-        mesh = t.sharding.mesh
-        sh = t.sharding.tuple_for(len(t.shape))
-        blocks = {tuple(layout.block_index(p, d, sh, mesh) for d in range(len(sh)))
-                  for p in mesh.local_partitions}
-        return len(blocks) == layout.block_count(sh, mesh)
+        sh = t.sharding
+        blocks = {tuple(sh.block_index(p, d) for d in range(len(t.shape)))
+                  for p in sh.mesh.local_partitions}
+        return len(blocks) == sh.block_count
 
     def sharded_to_numpy(self, t: Tensor):
         """The global value of sharded tensor ``t`` from this process's shards."""
@@ -165,9 +162,8 @@ class Backend:
                 f"and its shards live on the devices of several processes; this process "
                 f"holds only its own (t.addressable_shards). Gather the whole value with "
                 f"nxpy.distributed.process_allgather(t) (every process calls it)")
-        return layout.unshard_arrays([s.to_numpy() for s in self.shards(t)],
-                                     t.sharding.tuple_for(len(t.shape)), mesh, check=False,
-                                     what="the tensor", partitions=mesh.local_partitions)
+        return t.sharding.unshard([s.to_numpy() for s in self.shards(t)], check=False,
+                                  what="the tensor", partitions=mesh.local_partitions)
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r}>"

@@ -33,7 +33,7 @@ from .backend import get_backend
 from .defn.sharding import specs as SH
 from .defn.placement import device_put
 from .defn.shard_jit import shard_jit
-from .layout import NamedSharding, as_partition_spec
+from .layout import NamedSharding, as_partition_spec, read_sharding
 from .mesh import Mesh
 from .ops import tensor as host_tensor, to_tensor
 from .tensor import Tensor
@@ -116,7 +116,8 @@ def process_count() -> int:
 
 def local_shards(t, mesh: Mesh, sharding) -> list:
     """This process's shards of a whole tensor ``t`` (the same on every process), per
-    ``sharding`` (``{dim: [mesh axes]}``): one per local partition, in partition order,
+    ``sharding`` (``{dim: [mesh axes]}`` or any one spec): one per local partition, in
+    partition order,
     as ``shard_jit`` takes them."""
     return SH.shard(t, mesh, sharding, partitions=mesh.local_partitions)
 
@@ -127,11 +128,11 @@ def from_process_pieces(piece, mesh: Mesh, sharding) -> list:
     rule). The local partitions must cover one block of the global tensor (true when the
     sharded mesh axes split along process boundaries, as in data parallelism)."""
     piece = to_tensor(piece, "piece")
-    sh = SH.normalize(sharding, piece.shape, mesh, piece.names)
+    sh = read_sharding(sharding, piece.shape, mesh, piece.names)
     parts = mesh.local_partitions
     rank = len(piece.shape)
     # block coordinates each local partition holds, per dim
-    blocks = [sorted({SH.block_index(p, d, sh, mesh) for p in parts}) for d in range(rank)]
+    blocks = [sorted({sh.block_index(p, d) for p in parts}) for d in range(rank)]
     counts = [len(b) for b in blocks]
     for d, b in enumerate(blocks):
         if b != list(range(b[0], b[0] + len(b))):
@@ -147,7 +148,7 @@ def from_process_pieces(piece, mesh: Mesh, sharding) -> list:
         idx = []
         for d in range(rank):
             n = piece.shape[d] // counts[d]
-            b = SH.block_index(p, d, sh, mesh) - blocks[d][0]
+            b = sh.block_index(p, d) - blocks[d][0]
             idx.append(slice(b * n, (b + 1) * n))
         out.append(piece.backend.from_numpy(np.ascontiguousarray(arr[tuple(idx)]), piece.type,
                                             piece.names))
@@ -172,13 +173,13 @@ def make_array_from_process_local_data(sharding, local_data, *, backend="exla") 
                         f"nx.NamedSharding, got {sharding!r}")
     piece = to_tensor(local_data, "local_data")
     mesh = sharding.mesh
-    sh = sharding.tuple_for(len(piece.shape), "make_array_from_process_local_data")
-    shards = from_process_pieces(piece, mesh, SH.to_dict(sh))
+    sharding.axes(len(piece.shape), "make_array_from_process_local_data")
+    shards = from_process_pieces(piece, mesh, sharding)
     parts = mesh.local_partitions
     shape = []
     for d, n in enumerate(piece.shape):
-        held = len({SH.block_index(p, d, sh, mesh) for p in parts})
-        shape.append(n // held * SH.factor(sh, mesh, d))
+        held = len({sharding.block_index(p, d) for p in parts})
+        shape.append(n // held * sharding.factor(d))
     return get_backend(backend).from_shards(shards, tuple(shape), piece.type, piece.names,
                                             sharding)
 
@@ -232,20 +233,19 @@ def fetch(per_device, mesh: Mesh, sharding) -> Tensor:
     communication."""
     if isinstance(sharding, (list, tuple)) and len(sharding) == 1 and isinstance(sharding[0], dict):
         sharding = sharding[0]
-    if as_partition_spec(sharding) is not None:
-        sharding = SH.spec_to_dict(sharding)
-    if not isinstance(sharding, dict):
+    if not isinstance(sharding, dict) and as_partition_spec(sharding) is None:
         raise TypeError(f"fetch: expected the sharding of one result, a dict {{dim: [mesh "
                         f"axes]}} or a P, got {sharding!r}")
     ts = [to_tensor(t, "result") for t in per_device]
     if not ts:
         raise ValueError("fetch: no per-device results given")
-    if not any(sharding.values()):
+    layout = read_sharding(sharding, ts[0].shape, mesh, ts[0].names, what="fetch: sharding")
+    if layout.is_replicated:
         return ts[0]
     compiler = "exla" if ts[0].backend.name == "exla" else "evaluator"
-    key = (mesh, repr(sorted((str(k), tuple(v)) for k, v in sharding.items())), compiler)
+    key = (layout, compiler)
     f = _GATHER.get(key)
     if f is None:
-        f = _GATHER[key] = shard_jit(_identity, mesh, input_shardings=[sharding],
+        f = _GATHER[key] = shard_jit(_identity, mesh, input_shardings=[layout],
                                      output_shardings=[{}], compiler=compiler)
     return f([[t] for t in ts])[0]

@@ -25,7 +25,6 @@ import weakref
 
 import numpy as np
 
-from . import layout
 from ._context import HostOnlyError
 
 __all__ = ["Deferred", "Donated", "DonatedError", "Shard", "Template", "Tensor", "shape_str",
@@ -176,8 +175,7 @@ class Tensor:
         if s is None:
             return [Shard(self.device_id, tuple(slice(0, n) for n in self.shape), 0, self)]
         mesh = s.mesh
-        sh = s.tuple_for(len(self.shape))
-        return [Shard(mesh.devices[p], layout.shard_index(self.shape, sh, mesh, p), p, t)
+        return [Shard(mesh.devices[p], s.shard_index(self.shape, p), p, t)
                 for p, t in zip(mesh.local_partitions, self.backend.shards(self))]
 
     @property

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import pjrt
 from .backend import Backend
-from .layout import NamedSharding, block_index, factor, to_p
+from .layout import NamedSharding
 from .tensor import Tensor
 from .defn.sharding.collectives import current_mesh
 from .defn.sharding.specs import Propagator
@@ -63,12 +63,12 @@ class _View:
         rank = len(self.shape)
         if self.sharding is None:
             return 1, 1, {(0, 0): _label([self.device])}
-        mesh = self.sharding.mesh
-        sh = self.sharding.tuple_for(rank, "visualize_sharding")
-        counts = [factor(sh, mesh, d) for d in range(rank)]
+        sh = self.sharding
+        sh.axes(rank, "visualize_sharding")
+        counts = [sh.factor(d) for d in range(rank)]
         ids: dict = {}
-        for p, pos in enumerate(mesh.devices):
-            idx = tuple(block_index(p, d, sh, mesh) for d in range(rank))
+        for p, pos in enumerate(sh.mesh.devices):
+            idx = tuple(sh.block_index(p, d) for d in range(rank))
             ids.setdefault(idx if rank == 2 else (0, *idx), []).append(pos)
         rows, cols = (counts if rank == 2 else [1, counts[0]])
         return rows, cols, {k: _label(v) for k, v in ids.items()}
@@ -98,10 +98,10 @@ def _traced_view(x: Tensor) -> _View:
         return _View(x.shape, NamedSharding(ctx.mesh))
     if ctx is not None:
         prop = ctx.propagator if ctx.propagator is not None else Propagator(ctx.mesh)
-        return _View(x.shape, NamedSharding(ctx.mesh, to_p(prop.of(x), ctx.mesh)))
+        return _View(x.shape, prop.layout(x))
     mesh = _constraint_mesh(e)
     if mesh is not None:  # no mesh yet, but a constraint names one: arguments replicated
-        return _View(x.shape, NamedSharding(mesh, to_p(Propagator(mesh).of(x), mesh)))
+        return _View(x.shape, Propagator(mesh).layout(x))
     return _View(x.shape, None, pjrt.default_device())  # where a program with no mesh runs
 
 
@@ -150,9 +150,9 @@ def _shape_view(shape, sharding) -> _View:
                         f"got {_describe(sharding)}")
     dims = tuple(int(n) for n in dims)
     if len(dims) <= 2:
-        sh = sharding.tuple_for(len(dims), "visualize_sharding: sharding")
+        sharding.axes(len(dims), "visualize_sharding: sharding")
         for d, n in enumerate(dims):
-            f = factor(sh, sharding.mesh, d)
+            f = sharding.factor(d)
             if n % f:
                 raise ValueError(f"visualize_sharding: dim {d} of shape {dims} (size {n}) "
                                  f"cannot be split into the {f} blocks of {sharding!r}")

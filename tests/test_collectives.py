@@ -11,6 +11,7 @@ from nxpy.defn import (all_gather, all_slice, all_to_all, axis_index, collective
                        collective_permute, jit, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                        reduce_scatter, shard_jit, shard_map, shift, all_reduce, while_loop)
 from nxpy.defn.sharding import specs as SH
+from nxpy.layout import read_sharding
 
 import jax  # after nxpy started XLA (conftest), so both share the 8 host devices
 from jax.sharding import Mesh as JMesh, PartitionSpec as P
@@ -204,9 +205,7 @@ def test_permute_counts_like_axis_index(compiler, axes):
 # The shard-dialect ops and collective_broadcast, against NumPy
 # ----------------------------------------------------------------------------------------
 def _blocks(x, mesh, spec):
-    spec_to_dict = __import__("nxpy.defn.shard_map", fromlist=["spec_to_dict"]).spec_to_dict
-    sh = SH.normalize(spec_to_dict(spec), x.shape, mesh)
-    return SH.shard_array(x, sh, mesh)
+    return read_sharding(spec, x.shape, mesh).shard_array(x)
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)

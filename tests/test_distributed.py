@@ -101,7 +101,8 @@ def test_local_shards_and_pieces():
     x = nx.iota((4, 4))
     shards = distributed.local_shards(x, mesh, {0: ["x"], 1: ["y"]})
     assert [s.to_numpy().tolist() for s in shards] == [
-        a.tolist() for a in nx.layout.shard_array(x.to_numpy(), ((0,), (1,)), mesh)]
+        a.tolist() for a in nx.layout.read_sharding(((0,), (1,)), x.shape, mesh).shard_array(
+            x.to_numpy())]
     # one process holds every partition: its piece is the whole tensor
     pieces = distributed.from_process_pieces(x, mesh, {0: ["x"], 1: ["y"]})
     assert [p.tolist() for p in pieces] == [s.tolist() for s in shards]

@@ -21,7 +21,7 @@ from nxpy.defn import (all_gather, all_to_all, axis_index, checkpoint, collectiv
                        grad, jit, jvp, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                        scan, shard_jit, shard_map, value_and_grad, while_loop)
 from nxpy.defn.sharding import specs as SH
-from nxpy.defn.shard_map import spec_to_dict
+from nxpy.layout import read_sharding
 
 from helpers import COMPILERS, covering
 
@@ -215,8 +215,7 @@ def inputs(shapes, seed):
 def blocks(arr, mesh_shape, spec, names=NAMES):
     """The local block of ``arr`` each device holds under ``spec`` (partition order)."""
     mesh = nx_mesh(mesh_shape, names)
-    sh = SH.normalize(spec_to_dict(spec), arr.shape, mesh)
-    return SH.shard_array(np.asarray(arr), sh, mesh)
+    return read_sharding(spec, arr.shape, mesh).shard_array(np.asarray(arr))
 
 
 def assert_close(got, want, what, rtol=RTOL, atol=ATOL):

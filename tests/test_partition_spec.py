@@ -13,6 +13,7 @@ import nxpy as nx
 from nxpy import P
 from nxpy.defn import axis_index, pmean, psum, shard_jit, shard_map, value_and_grad
 from nxpy.defn.sharding import specs as SH
+from nxpy.layout import read_sharding
 
 from helpers import COMPILERS, close
 
@@ -70,12 +71,13 @@ def test_jax_partition_spec_is_recognised_without_jax_in_nxpy():
 
 def test_every_spelling_normalises_alike():
     m, _ = mesh((2, 2), ("x", "y"))
-    want = ((1,), (), (0,))
+    want = nx.NamedSharding(m, P("y", None, "x"))
     for spec in (P("y", None, "x"), JP("y", None, "x"), ("y", None, "x"), {0: ["y"], 2: ["x"]},
-                 {0: [1], -1: [0]}, P(("y",), None, ("x",))):
-        assert SH.normalize(spec, (4, 3, 2), m) == want, spec
-    assert SH.normalize(P(), (4, 3), m) == SH.normalize(None, (4, 3), m) == ((), ())
-    assert SH.normalize(P("x"), (4, 3), m) == ((0,), ())  # trailing dims replicated
+                 {0: [1], -1: [0]}, P(("y",), None, ("x",)), want, ((1,), (), (0,))):
+        got = read_sharding(spec, (4, 3, 2), m)
+        assert got == want and got.axes(3) == ((1,), (), (0,)), spec
+    assert read_sharding(P(), (4, 3), m) == read_sharding(None, (4, 3), m) == nx.NamedSharding(m)
+    assert read_sharding(P("x"), (4, 3), m).axes(2) == ((0,), ())  # trailing dims replicated
 
 
 # ----------------------------------------------------------------------------------------

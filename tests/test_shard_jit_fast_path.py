@@ -12,6 +12,7 @@ from nxpy import pjrt
 from nxpy.compilers.exla.buffers import Piece
 from nxpy.defn import jit, shard_jit
 from nxpy.defn.sharding import specs as SH
+from nxpy.layout import read_sharding
 from nxpy.tensor import Deferred, Tensor
 
 SPEC = {0: [0], 1: [1]}
@@ -25,7 +26,7 @@ def _mesh():
 def _on_devices(arr, mesh, type="f32"):
     """Per-device EXLA tensors, each on its own device."""
     b = get_backend("exla")
-    parts = SH.shard_array(np.asarray(arr), SH.normalize(SPEC, np.shape(arr), mesh), mesh)
+    parts = read_sharding(SPEC, np.shape(arr), mesh).shard_array(np.asarray(arr))
     return [b.from_numpy(np.ascontiguousarray(p), nx.types.parse(type), None, device_id=d)
             for p, d in zip(parts, mesh.devices)]
 
@@ -131,15 +132,15 @@ def test_results_flow_into_the_next_program_as_the_global_array(devices):
     np.testing.assert_array_equal(SH.assemble(r, mesh, SPEC).to_numpy(), a * 12)
     for p, t in enumerate(r):  # each piece, read on its own, is its partition's shard
         assert pjrt.device_index_of(t.data) == mesh.devices[p]
-        np.testing.assert_array_equal(t.to_numpy(), SH.shard_array(a * 12, SH.normalize(
-            SPEC, a.shape, mesh), mesh)[p])
+        np.testing.assert_array_equal(
+            t.to_numpy(), read_sharding(SPEC, a.shape, mesh).shard_array(a * 12)[p])
 
 
 def test_pieces_out_of_place_are_not_taken_for_the_global_array():
     mesh = _mesh()
     a = np.arange(16, dtype=np.float32).reshape(4, 4)
     def shards(v):
-        return SH.shard_array(v, SH.normalize(SPEC, v.shape, mesh), mesh)
+        return read_sharding(SPEC, v.shape, mesh).shard_array(v)
     f = shard_jit(lambda x: x * 2, mesh, input_shardings=[SPEC], compiler="exla")
     g = shard_jit(lambda x: x + 1, mesh, input_shardings=[SPEC], compiler="exla")
     def fresh():

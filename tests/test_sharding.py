@@ -13,6 +13,7 @@ import nxpy as nx
 from nxpy.compilers import exla
 from nxpy import P, pjrt
 from nxpy.defn.sharding import specs as SH
+from nxpy.layout import read_sharding
 from nxpy.defn.sharding.collectives import all_gather
 from nxpy.defn.shard_jit import shard_jit
 from nxpy.stablehlo import parse
@@ -247,11 +248,11 @@ def test_meshes(compiler, shape, axes, sharding):
     f, res, glob = _run_global(lambda a: nx.exp(a / 16.0) * 2, mesh, [x], [sharding], compiler)
     want = np.exp(np.arange(64, dtype=np.float32).reshape(8, 4, 2) / 16.0) * 2
     np.testing.assert_allclose(glob.to_numpy(), want, rtol=1e-6)
-    norm = SH.normalize(sharding, (8, 4, 2), mesh)
-    assert f.output_sharding_dicts == SH.to_dict(norm)
-    assert f.output_shardings == SH.to_p(norm, mesh) and SH.normalize(
+    norm = read_sharding(sharding, (8, 4, 2), mesh)
+    assert f.output_sharding_dicts == norm.as_dict()
+    assert f.output_shardings == norm.spec and read_sharding(
         f.output_shardings, (8, 4, 2), mesh) == norm  # a P the user could pass back
-    assert [r.shape for r in res] == [SH.local_shape((8, 4, 2), norm, mesh)] * mesh.size
+    assert [r.shape for r in res] == [norm.local_shape((8, 4, 2))] * mesh.size
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -418,8 +419,8 @@ def _out_sharding(fun, shapes, shardings, mesh=None):
     f = shard_jit(fun, mesh, input_shardings=shardings, compiler="evaluator")
     f(per_device(mesh, tensors, shardings))
     shape = f.last.graph.outputs[0].shape  # the P reported means what the dict does
-    assert SH.normalize(f.output_shardings, shape, mesh) == SH.normalize(f.output_sharding_dicts,
-                                                                         shape, mesh)
+    assert read_sharding(f.output_shardings, shape, mesh) == read_sharding(
+        f.output_sharding_dicts, shape, mesh)
     return f.output_sharding_dicts
 
 

@@ -14,6 +14,7 @@ from nxpy.defn import (all_gather, all_slice, all_to_all, axis_index, collective
                        debug_expr, jit, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                        reduce_scatter, shard_jit, shard_map, shift)
 from nxpy.defn.sharding import specs as SH
+from nxpy.layout import read_sharding
 from nxpy.stablehlo import LoadError, StableHLOSyntaxError, UnsupportedOpError, load, parse
 from nxpy.stablehlo import roundtrip
 from nxpy.stablehlo.__main__ import main as cli_main
@@ -809,8 +810,7 @@ def test_jax_shard_map(compiler, sharded):
     outs = prog.shard_jit(compiler)([[s] for s in SH.shard(nx.tensor(x), mesh,
                                                            {0: ["x"], 1: ["y"]})])
     for i, (w, spec) in enumerate(zip(want, _JAX_OUT_SPECS)):
-        parts = SH.shard_array(np.asarray(w), SH.normalize(_spec_dict(spec), np.shape(w), mesh),
-                               mesh)
+        parts = read_sharding(_spec_dict(spec), np.shape(w), mesh).shard_array(np.asarray(w))
         for p in range(4):
             close(outs[p][i], parts[p], 1e-5, 1e-6, f"result {i} on device {p}", dtypes=True)
 
@@ -826,7 +826,7 @@ def test_jax_sharded_jit(compiler):
     mesh = prog.mesh()
     outs = prog.shard_jit(compiler)([[s] for s in SH.shard(nx.tensor(x), mesh,
                                                            {0: ["x"], 1: ["y"]})])
-    parts = SH.shard_array(np.sin(x * 2), SH.normalize({1: ["y"]}, (4, 4), mesh), mesh)
+    parts = read_sharding({1: ["y"]}, (4, 4), mesh).shard_array(np.sin(x * 2))
     for p in range(4):
         close(outs[p], parts[p], 1e-5, 1e-6, f"device {p}", dtypes=True)
 

@@ -14,6 +14,7 @@ import pytest
 import nxpy as nx
 from nxpy.defn import jit
 from nxpy.defn.sharding import specs as SH
+from nxpy.layout import read_sharding
 from nxpy.stablehlo import LoadError, StableHLOSyntaxError, UnsupportedOpError, load, parse
 from nxpy.stablehlo.__main__ import main as cli_main
 from nxpy.stablehlo.sharding import is_sharded, replica_groups
@@ -78,8 +79,7 @@ def check_results(got, mesh, want, out_specs, what, tol=1e-5):
                                        err_msg=f"{what}: result {i}")
         return
     for i, (w, spec) in enumerate(zip(want, out_specs)):
-        parts = SH.shard_array(np.asarray(w), SH.normalize(_spec_dict(spec), np.shape(w), mesh),
-                               mesh)
+        parts = read_sharding(_spec_dict(spec), np.shape(w), mesh).shard_array(np.asarray(w))
         for p in range(mesh.size):
             g = got[p][i].to_numpy()
             assert g.shape == parts[p].shape, (what, i, p, g.shape, parts[p].shape)
@@ -296,7 +296,7 @@ def test_sub_axes_and_axis_orders_run_as_nxpy_collectives(refs, axes, aig):
     prog = load(_module(_TWO, _reduce(_axes("@mesh_0", *refs)), local="tensor<2x2xf32>"))
     x = np.arange(32.0, dtype=np.float32).reshape(4, 8)
     mesh, got = _per_device(prog, x)
-    local = SH.shard_array(x, SH.normalize({0: ["x"], 1: ["y"]}, x.shape, mesh), mesh)
+    local = read_sharding({0: ["x"], 1: ["y"]}, x.shape, mesh).shard_array(x)
     for p in range(8):
         members = next(g for g in mesh.groups(axes, aig) if p in g)
         np.testing.assert_array_equal(got[p].to_numpy(), sum(local[q] for q in members))
@@ -308,7 +308,7 @@ def test_collective_broadcast_in_the_mesh_axes_form():
     prog = load(_module(_TWO, body))
     x = np.arange(32.0, dtype=np.float32).reshape(4, 8)
     mesh, got = _per_device(prog, x)
-    local = SH.shard_array(x, SH.normalize({0: ["x"], 1: ["y"]}, x.shape, mesh), mesh)
+    local = read_sharding({0: ["x"], 1: ["y"]}, x.shape, mesh).shard_array(x)
     for p in range(8):
         np.testing.assert_array_equal(got[p].to_numpy(), local[p - p % 4])
 
@@ -342,8 +342,8 @@ def test_identical_meshes_are_one_nx_mesh():
     x = np.arange(32.0, dtype=np.float32).reshape(4, 8)
     shards = [[s] for s in SH.shard(nx.tensor(x), other, {0: ["x"], 1: ["y"]})]
     got = prog.shard_jit("evaluator", mesh=other)(shards)
-    want = SH.shard_array(np.tile(x[:2] + x[2:], (2, 1)),
-                          SH.normalize({0: ["x"], 1: ["y"]}, x.shape, other), other)
+    want = read_sharding({0: ["x"], 1: ["y"]}, x.shape, other).shard_array(
+        np.tile(x[:2] + x[2:], (2, 1)))
     for p in range(8):
         np.testing.assert_array_equal(got[p].to_numpy(), want[p])
 

@@ -18,7 +18,6 @@ import numpy as np
 
 from .. import pjrt
 from ..backend import default_backend, get_backend
-from ..defn.sharding import specs as SH
 from ..defn.compiler import Compiler, register_compiler_factory
 from ..defn.expr import Expr, Fn
 from ..ops import op_method
@@ -150,12 +149,12 @@ class Evaluator(Compiler):
             args = []
             for i, (p, s) in enumerate(zip(graph.params, in_shardings)):
                 shards = [d[i] for d in every]
-                g = SH.unshard_arrays(shards, s, mesh, check=check, what=f"argument leaf {i}")
+                g = s.unshard(shards, check=check, what=f"argument leaf {i}")
                 args.append(b.from_numpy(g, p.type, p.names))
             outs = self.run_fn(graph, args, None, b, mesh=mesh, propagator=propagator)
             per = [[None] * len(outs) for _ in parts]
             for o, (t, s) in enumerate(zip(outs, out_shardings)):
-                pieces = SH.shard_array(t.to_numpy(), s, mesh)
+                pieces = s.shard_array(t.to_numpy())
                 for j, p in enumerate(parts):
                     r = b.from_numpy(pieces[p], t.type, t.names)
                     r.device_id = mesh.devices[p]
@@ -218,7 +217,7 @@ def _gather_shards(local, parts, in_shardings, mesh) -> list:
     process's (``local``, for partitions ``parts``): the shards of sharded arguments go
     through the coordination service (:func:`nxpy.pjrt.allgather_bytes`); a replicated
     argument's local copy stands for every partition's."""
-    sharded = [i for i, s in enumerate(in_shardings) if any(s)]
+    sharded = [i for i, s in enumerate(in_shardings) if not s.is_replicated]
     every = [[local[0][i] for i in range(len(in_shardings))] for _ in range(mesh.size)]
     if not sharded:
         return every
@@ -328,7 +327,7 @@ def _hook(ev, e, out, args, env, backend, mesh=None, propagator=None, **ctx):
     if mesh is None:
         fn(x)
         return x
-    pieces = SH.shard_array(x.to_numpy(), propagator.of(e), mesh)
+    pieces = propagator.layout(e).shard_array(x.to_numpy())
     for p in mesh.local_partitions:
         t = backend.from_numpy(pieces[p], x.type, x.names)
         t.device_id = mesh.devices[p]

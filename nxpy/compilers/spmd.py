@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import op_method
-from ..defn.sharding import specs as SH
 from ..defn.expr import Expr
 from ..tensor import Tensor
 from ..registry import rule_registrar
@@ -329,14 +328,14 @@ def _shard_map(ev, e, out, args, env, backend, **ctx):
     in_sh, out_sh = e.attrs["in_specs"], e.attrs["out_specs"]
     per_device = [[None] * len(args) for _ in range(mesh.size)]
     for i, (x, sh) in enumerate(zip(args, in_sh)):
-        for p, part in enumerate(SH.shard_array(x.to_numpy(), sh, mesh)):
+        for p, part in enumerate(sh.shard_array(x.to_numpy())):
             per_device[p][i] = backend.from_numpy(_contiguous(part), x.type, x.names)
     spmd = Spmd(ev, backend, mesh, env)
     outs = spmd.run(body, per_device, set(range(mesh.size)))
     result = []
     for o, sh in enumerate(out_sh):
         parts = [outs[p][o].to_numpy() for p in range(mesh.size)]
-        g = SH.unshard_arrays(parts, sh, mesh, check=False, what=f"shard_map output {o}")
+        g = sh.unshard(parts, check=False, what=f"shard_map output {o}")
         t = outs[0][o]
         result.append(backend.from_numpy(g, t.type, t.names))
     return result

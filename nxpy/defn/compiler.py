@@ -59,8 +59,11 @@ class Compiler:
     ``compile_sharded(graph, mesh, in_shardings, out_shardings, propagator, opts)``  (optional)
         The sharded entry point used by ``shard_jit`` and by ``jit`` on sharded tensors:
         returns ``(run, module_or_None)`` where ``run(per_device_args) ->
-        per_device_results`` (lists indexed by this process's partitions). Shardings are
-        tuples of mesh-axis tuples, one per dim. Optionally ``run.call_global(leaves) ->
+        per_device_results`` (lists indexed by this process's partitions). The shardings
+        are one :class:`~nxpy.NamedSharding` per argument and result leaf (its arithmetic
+        of shards: ``local_shape``, ``shard_array``, ``unshard``, ...); ``propagator``
+        gives the layout of every value of the graph (``propagator.layout(x)``).
+        Optionally ``run.call_global(leaves) ->
         results`` takes global tensors (each sharded as ``in_shardings`` says, or not
         sharded: replicated onto the mesh) and returns sharded tensors, with no split into
         per-device lists. Without ``compile_sharded``, ``shard_jit`` and sharded calls

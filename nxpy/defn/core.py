@@ -22,13 +22,13 @@ import numpy as np
 from .. import _context, pjrt, types as T
 from ..backend import default_backend
 from ..cache import FunctionCache, program_cache_size, put_bounded
-from ..layout import NamedSharding
+from ..layout import NamedSharding, read_sharding
 from ..mesh import Mesh
 from ..tensor import Tensor, template
 from .sharding import specs as SH
 from . import tree as tree_mod
 from .compiler import check_options, compile_graph, get_compiler
-from .sharding.programs import (MeshMixError, compile_program, named, one_mesh, program_meshes,
+from .sharding.programs import (MeshMixError, compile_program, one_mesh, program_meshes,
                                 result_shardings, trace_sharded)
 from .static_args import check_static_options
 from .tracing import (_arg_names, _leaf, _leaf_names, _leaves_of, _static_key, _template_str,
@@ -223,7 +223,8 @@ class Jit:
         self.fun = fun
         self.compiler = compiler
         self.opts = opts
-        self.layout = Layout(in_shardings, out_shardings, mesh, f"jit({self.__name__})")
+        self.sharding_opts = ShardingOptions(in_shardings, out_shardings, mesh,
+                                             f"jit({self.__name__})")
         self.donate_argnums = check_donate_argnums(
             donate_argnums, f"jit({getattr(fun, '__name__', 'function')})")
         # the hot paths (see _remember): argument templates -> call(args) -> result, ...
@@ -298,7 +299,7 @@ class Jit:
         templates = tuple([(t.shape, t.type, t.names) for t in leaves])
         shardings = tuple([t.sharding for t in leaves])
         key = (comp, tuple(sorted(opts.items())), tree, static, templates, self.donate_argnums,
-               shardings, self.layout.key)
+               shardings, self.sharding_opts.key)
 
         def build():
             self._check_arity(args, kwargs)
@@ -307,9 +308,9 @@ class Jit:
             donated = donated_leaves(args, self.donate_argnums, where)
             self.trace_count += 1
             labels = _leaf_names(self.fun, tree, len(args))
-            mesh = self.layout.mesh_of(leaves, labels)
+            mesh = self.sharding_opts.mesh_of(leaves, labels)
             if mesh is not None:  # sharded arguments, or shardings asked for
-                return self.layout.build(self.fun, comp, opts, args, kwargs, leaves, tree,
+                return self.sharding_opts.build(self.fun, comp, opts, args, kwargs, leaves, tree,
                                          labels, mesh, donated, where)
             graph = trace(self.fun, args, kwargs, list(templates), expand=expansions(comp))
             graph.donated = donated
@@ -319,7 +320,8 @@ class Jit:
                     raise MeshMixError(f"{self.__name__}: one program runs over one mesh, "
                                        f"this one names {meshes}")
                 graph.donated_where = where
-                return self.layout.compile(comp, opts, graph, leaves, labels, meshes[0], None)
+                return self.sharding_opts.compile(comp, opts, graph, leaves, labels, meshes[0],
+                                                  None)
             return donating(compile_graph(comp, graph, opts), donated, where), graph.tree
 
         exe = PROGRAMS.get(self.fun, key, build)
@@ -339,8 +341,9 @@ class Jit:
             self._check_arity(args, kwargs)
             inner = Jit(st.bind(self.fun, static_pos, static_kw), self.compiler,
                         st.donate(self.donate_argnums, static_pos),
-                        in_shardings=self.layout.in_shardings,
-                        out_shardings=self.layout.out_shardings, mesh=self.layout.mesh,
+                        in_shardings=self.sharding_opts.in_shardings,
+                        out_shardings=self.sharding_opts.out_shardings,
+                        mesh=self.sharding_opts.mesh,
                         **self.opts)
             put_bounded(self._by_static, key, inner, program_cache_size())
         before = inner.trace_count
@@ -394,33 +397,35 @@ class Jit:
         return self if obj is None else functools.partial(self, obj)
 
 
-def place_leaf(x, sh, mesh, what, backend=None):
-    """Argument ``x`` laid out over ``mesh`` as sharding tuple ``sh``: a sharded tensor
-    laid out so already is returned as it is, one laid out otherwise (or over another
-    mesh) is an error (JAX's rule: move it with ``nx.device_put`` first); an unsharded
-    one stays as it is when ``sh`` is replicated (the program copies it to every device),
-    and is placed (through the host, on ``backend``) otherwise."""
+def place_leaf(x, layout, what, backend=None):
+    """Argument ``x`` laid out as ``layout`` (a ``NamedSharding``): a sharded tensor laid
+    out so already is returned as it is, one laid out otherwise (or over another mesh) is
+    an error (JAX's rule: move it with ``nx.device_put`` first); an unsharded one stays as
+    it is when ``layout`` is replicated (the program copies it to every device), and is
+    placed (through the host, on ``backend``) otherwise."""
     s = x.sharding
     if s is not None:
-        if s.mesh != mesh:
-            one_mesh([(mesh, "the program"), (s.mesh, what)], what)
-        if s.tuple_for(len(x.shape), what) != sh:
-            want = SH.to_p(sh, mesh)
+        if s.mesh != layout.mesh:
+            one_mesh([(layout.mesh, "the program"), (s.mesh, what)], what)
+        if s != layout:
+            want = layout.spec
             raise ValueError(f"{what} is laid out as {s.spec!r} but the program takes it as "
                              f"{want!r} (in_shardings): reshard it on the devices first, "
                              f"nx.device_put(x, nx.NamedSharding(mesh, {want!r}))")
         return x
-    if not any(sh):
+    if layout.is_replicated:
         return x
     b = backend if backend is not None else x.backend
     if b.is_expr:
         raise ValueError(f"{what}: a traced value cannot be placed on devices")
-    return b.place(np.asarray(x.to_numpy()), x.type, x.names, named(sh, mesh))
+    return b.place(np.asarray(x.to_numpy()), x.type, x.names, layout)
 
 
-class Layout:
+class ShardingOptions:
     """The sharding options of a ``jit``/``compile`` (``in_shardings``, ``out_shardings``,
-    ``mesh``), and how a program on sharded tensors is built from them."""
+    ``mesh``), and how a program on sharded tensors is built from them: the specs are
+    checked here when they are handed in, and read into one layout per argument and result
+    when a call's arguments give their shapes."""
 
     def __init__(self, in_shardings, out_shardings, mesh, what):
         if mesh is not None and not isinstance(mesh, Mesh):
@@ -453,8 +458,8 @@ class Layout:
         return mesh
 
     def in_sh(self, leaves, tree, labels, mesh, n_args, fun) -> list:
-        """One sharding tuple per argument leaf: ``in_shardings``' (a prefix of the
-        positional arguments; None: unspecified), else the leaf's own, else replicated."""
+        """One layout per argument leaf: ``in_shardings``' (a prefix of the positional
+        arguments; None: unspecified), else the leaf's own, else replicated."""
         specs = [None] * len(leaves)
         if self.in_shardings is not None:
             n_pos = tree_mod.count_leaves(tree[1][0])
@@ -464,11 +469,10 @@ class Layout:
         out = []
         for x, spec, label in zip(leaves, specs, labels):
             if spec is None:
-                out.append(x.sharding.tuple_for(len(x.shape), label) if x.sharding is not None
-                           else SH.replicated(len(x.shape)))
+                out.append(x.sharding if x.sharding is not None else NamedSharding(mesh))
                 continue
-            sh = SH.normalize(spec, x.shape, mesh, x.names, what=f"in_shardings of {label}")
-            SH.check_divisible(x.shape, sh, mesh, label)
+            sh = read_sharding(spec, x.shape, mesh, x.names, what=f"in_shardings of {label}")
+            sh.check_divisible(x.shape, label)
             out.append(sh)
         return out
 
@@ -483,7 +487,7 @@ class Layout:
 
     def compile(self, comp, opts, graph, leaves, labels, mesh, out_specs):
         """A graph traced without a mesh that names one itself: every argument replicated."""
-        in_sh = [SH.replicated(len(t.shape)) for t in leaves]
+        in_sh = [NamedSharding(mesh)] * len(leaves)
         prop = SH.Propagator(mesh, in_sh)
         out_specs = self.out_shardings if out_specs is None else out_specs
         out_sh = result_shardings(graph, mesh, prop, out_specs)
@@ -497,17 +501,17 @@ class Layout:
         unsharded one the program takes sharded is placed on each call."""
         for x, sh, label in zip(leaves, in_sh, labels):
             if x.sharding is not None:
-                place_leaf(x, sh, mesh, label)  # raises unless laid out so
+                place_leaf(x, sh, label)  # raises unless laid out so
         exe = compile_program(comp, graph, mesh, in_sh, out_sh, prop, opts)
         backend = comp.result_backend(opts)
         call_global = exe.call_global
         todo = [(i, sh, labels[i]) for i, (x, sh) in enumerate(zip(leaves, in_sh))
-                if x.sharding is None and any(sh)]
+                if x.sharding is None and not sh.is_replicated]
         if todo:
             def run(leaves):
                 leaves = list(leaves)
                 for i, sh, label in todo:
-                    leaves[i] = place_leaf(leaves[i], sh, mesh, label, backend)
+                    leaves[i] = place_leaf(leaves[i], sh, label, backend)
                 return call_global(leaves)
         else:
             run = call_global
@@ -665,17 +669,18 @@ class Compiled:
             except TypeError as e:
                 raise TypeError(f"compile: {self.__name__} cannot be called with the "
                                 f"{len(templates)} templates given: {e}") from None
-        layout = Layout(opts.pop("in_shardings", None), opts.pop("out_shardings", None),
-                        opts.pop("mesh", None), f"compile({self.__name__})")
+        options = ShardingOptions(opts.pop("in_shardings", None),
+                                  opts.pop("out_shardings", None), opts.pop("mesh", None),
+                                  f"compile({self.__name__})")
         comp, opts = _resolve(compiler, opts)
         self._compiler = comp
         where = f"{self.__name__} (donate_argnums={argnums})"
         donated = donated_leaves(templates, argnums, where)
         args = tree_mod.unflatten(tree, self.templates)[0]
-        mesh = layout.mesh_of(self.templates, self._names)
+        mesh = options.mesh_of(self.templates, self._names)
         if mesh is not None:  # sharded example tensors, or shardings asked for
-            run, _ = layout.build(fun, comp, opts, args, None, self.templates, tree,
-                                  self._names, mesh, donated, where)
+            run, _ = options.build(fun, comp, opts, args, None, self.templates, tree,
+                                   self._names, mesh, donated, where)
             self.graph, self._run = run.executable.graph, run
             self.shardings = [t.sharding for t in self.templates]
             return
@@ -686,8 +691,8 @@ class Compiled:
         meshes = program_meshes(graph)
         if meshes:  # the program names a mesh itself
             graph.donated_where = where
-            self._run = layout.compile(comp, opts, graph, self.templates, self._names,
-                                       meshes[0], None)[0]
+            self._run = options.compile(comp, opts, graph, self.templates, self._names,
+                                        meshes[0], None)[0]
             self.graph = graph
             return
         self.graph = graph

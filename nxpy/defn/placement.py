@@ -19,7 +19,7 @@ import numpy as np
 from .. import _context, types as T
 from ..backend import get_backend
 from ..cache import PROCESS_FACTOR, program_cache_size, put_bounded
-from ..layout import NamedSharding
+from ..layout import NamedSharding, read_sharding
 from ..ops import to_tensor
 from ..ops.core import primitive, register_sharded_dispatch, replace_tensors, tensor_leaves
 from ..tensor import Tensor
@@ -73,8 +73,8 @@ def _put(x, s, backend, what):
     array = type(x) is np.ndarray and x.dtype in _NUMPY_TYPES  # placed with no copy first
     t = None if array else to_tensor(x, what)
     shape = x.shape if array else t.shape
-    SH.check_divisible(shape, s.tuple_for(len(shape), f"device_put: the sharding of {what}"),
-                       s.mesh, what)
+    s.axes(len(shape), f"device_put: the sharding of {what}")
+    s.check_divisible(shape, what)
     if array:
         return get_backend(backend if backend is not None else "exla").place(
             x, _NUMPY_TYPES[x.dtype], None, s)
@@ -164,15 +164,15 @@ def _constrain(x, spec):
     else:
         raise ValueError(f"with_sharding_constraint: {spec!r} names no mesh and the program "
                          f"runs over none: give nx.NamedSharding(mesh, spec)")
-    sh = SH.normalize(spec, x.shape, mesh, x.names, what="with_sharding_constraint")
-    SH.check_divisible(x.shape, sh, mesh, "with_sharding_constraint: x")
+    sh = read_sharding(spec, x.shape, mesh, x.names, what="with_sharding_constraint")
+    sh.check_divisible(x.shape, "with_sharding_constraint: x")
     return EXPR.node("sharding_constraint", Tensor(None, x.shape, x.type, x.names), x,
                      sharding=sh, mesh=mesh)
 
 
 @SH.register_sharding_rule("sharding_constraint")
 def _propagate(prop, e, args):
-    return e.attrs["sharding"]
+    return e.attrs["sharding"].axes(len(e.shape))
 
 
 # ----------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from __future__ import annotations
 from .. import _context
 from .. import shape as S
 from ..cache import FunctionCache, program_cache_size, put_bounded
-from ..layout import as_partition_spec
+from ..layout import as_partition_spec, read_sharding
 from ..mesh import Mesh
 from ..ops import template, to_tensor
 from ..tensor import Tensor, shape_str
@@ -71,9 +71,10 @@ class ShardJit:
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_jit: expected mesh to be an nx.Mesh, got {mesh!r}")
         one = as_partition_spec(input_shardings)  # one P for every argument
-        if one is None and (input_shardings is None or
-                            not isinstance(input_shardings, (list, tuple))):
-            SH.normalize_list(input_shardings, 0)
+        if one is None and not isinstance(input_shardings, (list, tuple)):
+            raise ValueError(f"input_shardings are required and must be a list with one "
+                             f"{{tensor_dim: [mesh_axes]}} dict per argument, got "
+                             f"{input_shardings!r}")
         self.fun = fun.fun if isinstance(fun, Jit) else fun  # a jit inside shard_jit: its function
         self.mesh = mesh
         self.input_shardings = one if one is not None else list(input_shardings)
@@ -87,6 +88,7 @@ class ShardJit:
             raise ValueError(f"compiler {self.compiler.name!r} has no sharded entry point "
                              f"(compile_sharded), so it cannot run shard_jit programs")
         self.cache: dict = {}
+        self._read: dict = {}  # (argument tree, ranks and names) -> [(label, layout)]
         self.last = None
         self._local_parts = None
 
@@ -148,10 +150,10 @@ class ShardJit:
         for a container argument) per argument, or one P for all."""
         specs = self.input_shardings
         n = len(tree[1])
-        if isinstance(specs, list):
-            SH.normalize_list(specs, n)
-        else:
+        if not isinstance(specs, list):
             specs = [specs] * n
+        elif len(specs) != n:
+            raise ValueError(f"expected {n} input sharding configuration(s), got {len(specs)}")
         names = _arg_names(self.fun, n)
         out = []
         for i, (spec, t) in enumerate(zip(specs, tree[1])):
@@ -160,11 +162,20 @@ class ShardJit:
                             f"input sharding {i} ({path})", s))
         return out
 
-    def _arg_shardings(self, tree, templates):
-        out = []
-        for (label, spec), t in zip(self._leaf_specs(tree), templates):
-            out.append(SH.normalize(spec, t.shape, self.mesh, t.names, what=label))
-        return out
+    def _layouts(self, tree, templates) -> list:
+        """``[(label, layout)]`` of the argument leaves, over ``self.mesh``: the specs read
+        once per argument structure, ranks and names (all a layout depends on)."""
+        key = (tree, tuple((len(t.shape), t.names) for t in templates))
+        got = self._read.get(key)
+        if got is None:
+            got = put_bounded(self._read, key, [
+                (label, read_sharding(spec, t.shape, self.mesh, t.names, what=label))
+                for (label, spec), t in zip(self._leaf_specs(tree), templates)],
+                program_cache_size())
+        return got
+
+    def _arg_shardings(self, tree, templates, mesh):
+        return [s.on(mesh) for _, s in self._layouts(tree, templates)]
 
     def _fast_prepare(self, per_device_args):
         """The common case, checked quickly: every device gets a flat list (or tuple) of
@@ -239,9 +250,10 @@ class ShardJit:
         """The program for these local templates: traced and lowered once per process for
         the abstract mesh (a same-shaped mesh of other devices reuses both), compiled once
         per device assignment."""
-        in_sh = tuple(self._arg_shardings(tree, local))
+        in_sh = tuple(self._arg_shardings(tree, local, mesh))
         key = (self.compiler, tuple(sorted(self.opts.items())), self.check_replicas,
-               mesh.abstract, in_sh, SH.spec_key(self.output_shardings_spec), tree,
+               mesh.abstract, tuple(s.spec for s in in_sh),
+               SH.spec_key(self.output_shardings_spec), tree,
                tuple((t.shape, t.type, t.names) for t in local), self.donate_argnums)
         donated = donated_leaves(args0, self.donate_argnums, self._where())
         traced = SHARDED.get(self.fun, key,
@@ -254,7 +266,7 @@ class ShardJit:
                 f"(donate_argnums={self.donate_argnums})")
 
     def _trace(self, tree, local, in_sh, donated, mesh):
-        globals_ = [template(SH.global_shape(t.shape, s, mesh), t.type, t.names)
+        globals_ = [template(s.global_shape(t.shape), t.type, t.names)
                     for t, s in zip(local, in_sh)]
         args = tree_mod.unflatten(tree, globals_)
         graph, out_sh, prop = trace_sharded(
@@ -264,7 +276,8 @@ class ShardJit:
         return graph, in_sh, out_sh, prop
 
     def _compile_traced(self, traced, mesh):
-        graph, in_sh, out_sh, prop = traced
+        graph, in_sh, out_sh, prop = traced  # traced over a mesh of the same axes
+        in_sh, out_sh = [s.on(mesh) for s in in_sh], [s.on(mesh) for s in out_sh]
         opts = dict(self.opts)
         if self.check_replicas is not None:
             opts["check_replicas"] = self.check_replicas
@@ -328,13 +341,11 @@ class ShardJit:
         leaves = [to_tensor(x, f"argument leaf {i}") for i, x in enumerate(leaves)]
         mesh = self.mesh
         self._local()
-        specs = self._leaf_specs(tree)
         placed, local = [], []
-        for i, (x, (label, spec)) in enumerate(zip(leaves, specs)):
-            sh = SH.normalize(spec, x.shape, mesh, x.names, what=label)
-            x = place_leaf(x, sh, mesh, f"shard_jit: {label}")
+        for x, (label, sh) in zip(leaves, self._layouts(tree, leaves)):
+            x = place_leaf(x, sh, f"shard_jit: {label}")
             placed.append(x)
-            local.append(template(SH.local_shape(x.shape, sh, mesh), x.type, x.names))
+            local.append(template(sh.local_shape(x.shape), x.type, x.names))
         key = (tree, tuple((t.shape, t.type) for t in local), "global")
         exe = self.cache.get(key)
         if exe is None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from .. import _context
 from .. import shape as S
 from ..cache import program_cache_size, put_bounded
+from ..layout import read_sharding
 from ..mesh import Mesh
 from ..ops import primitive, to_tensor
 from .sharding import specs as SH
@@ -39,19 +40,17 @@ from .tracing import _arg_names, check_donate_argnums
 from .expr import EXPR, trace_fn
 from .sharding.varying import analyze, divergent_collective, op_axes
 
-__all__ = ["shard_map", "ShardMap", "spec_to_dict", "varying_axes"]
-
-spec_to_dict = SH.spec_to_dict
+__all__ = ["shard_map", "ShardMap", "varying_axes"]
 
 primitive("control flow", "shard_map")
 
 
 def _normalized(labelled, templates, mesh, what):
-    """Each ``(label, spec)`` normalised for its template, errors naming the tensor."""
+    """Each ``(label, spec)`` read for its template, errors naming the tensor."""
     out = []
     for (label, spec), (shape, _, names) in zip(labelled, templates):
         try:
-            out.append(SH.normalize(spec, shape, mesh, names, what=f"{what} of {label}"))
+            out.append(read_sharding(spec, shape, mesh, names, what=f"{what} of {label}"))
         except (ValueError, TypeError) as e:
             raise type(e)(f"shard_map: {e}") from None
     return out
@@ -128,14 +127,14 @@ class ShardMap:
         in_sh = _normalized(labelled, [(x.shape, x.type, x.names) for x in inputs], mesh,
                             "in_specs")
         for (label, _), x, sh in zip(labelled, inputs, in_sh):
-            for d, axes in enumerate(sh):
-                f = SH._factor(sh, mesh, d)
+            for d, axes in enumerate(sh.axes(len(x.shape))):
+                f = sh.factor(d)
                 if x.shape[d] % f:
                     raise ValueError(f"shard_map: dim {d} of {label} (size "
                                      f"{x.shape[d]}) is not divisible by {f} (mesh axes "
                                      f"[{_fmt_axes(mesh, axes)}])")
-        local = [(SH.local_shape(x.shape, s, mesh), x.type, x.names) for x, s in zip(inputs, in_sh)]
-        in_axes = [frozenset(a for d in s for a in d) for s in in_sh]
+        local = [(s.local_shape(x.shape), x.type, x.names) for x, s in zip(inputs, in_sh)]
+        in_axes = [s.used_axes for s in in_sh]
 
         def run(a, ctx):
             for p, axes in zip(tree_mod.flatten(a)[0], in_axes):
@@ -150,7 +149,7 @@ class ShardMap:
         except (ValueError, TypeError) as e:
             raise type(e)(f"shard_map: {e}") from None
         out_sh = _normalized(out_labels, body.templates, mesh, "out_specs")
-        templates = [(SH.global_shape(o.shape, sh, mesh), o.type, o.names)
+        templates = [(sh.global_shape(o.shape), o.type, o.names)
                      for o, sh in zip(body.outputs, out_sh)]
         if self.check_vma:
             memo = analyze(body, in_axes, mesh)
@@ -159,7 +158,7 @@ class ShardMap:
                 raise ValueError(_divergence_message(mesh, *found))
             outs_vma = [memo.get(o.data.id, frozenset()) for o in body.outputs]
             for (label, _), v, sh in zip(out_labels, outs_vma, out_sh):
-                missing = v - {a for d in sh for a in d}
+                missing = v - sh.used_axes
                 if missing:
                     raise ValueError(
                         f"shard_map: {label} is declared replicated over mesh axes "
@@ -243,4 +242,4 @@ def varying_axes(fn, param_axes, mesh) -> list[frozenset]:
 @SH.register_result_rule("shard_map")
 def _propagate_result(prop, e, index):
     """Global view: a shard_map result is laid out as its out_spec says."""
-    return e.attrs["out_specs"][index]
+    return e.attrs["out_specs"][index].axes(len(e.outs[index][0]))

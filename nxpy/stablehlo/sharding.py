@@ -40,7 +40,7 @@ from ..defn import trace
 from ..defn import tree as tree_mod
 from ..defn.placement import with_sharding_constraint
 from ..defn.shard_map import shard_map
-from ..layout import NamedSharding
+from ..layout import read_sharding
 
 __all__ = ["program_mesh", "is_sharded", "shard_jit_program", "debug_expr_sharded",
            "replica_groups", "same_mesh", "identical_meshes", "axes_for_groups",
@@ -170,7 +170,7 @@ def debug_expr_sharded(program):
     """The Expr graph of a sharded program, traced as ``shard_jit`` traces it."""
     m, ins, _ = _entry_shardings(program)
     templates = program.templates
-    in_sh = [SH.normalize(s, t.shape, m) for s, t in zip(ins, templates)]
+    in_sh = [read_sharding(s, t.shape, m) for s, t in zip(ins, templates)]
     with C.mesh_context(m, SH.Propagator(m, in_sh)):
         graph = trace(program, templates)
     return tree_mod.unflatten(graph.tree, graph.outputs)
@@ -479,8 +479,7 @@ def _sharding_constraint(scope, op, x):
     mesh = _mesh_of(scope.program, sh)
     if ctx is not None and (ctx.mesh.shape, ctx.mesh.axis_names) == (mesh.shape, mesh.axis_names):
         mesh = ctx.mesh  # the mesh the program runs over (its devices)
-    norm = SH.normalize(sh.spec, x.shape, mesh, what=op.name)
-    return with_sharding_constraint(x, NamedSharding(mesh, SH.to_p(norm, mesh)))
+    return with_sharding_constraint(x, read_sharding(sh.spec, x.shape, mesh, what=op.name))
 
 
 @register_op("sdy.manual_computation")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import layout, pjrt
+from ... import pjrt
 from ...cache import PROCESS_FACTOR, program_cache_size, put_bounded
 from ...backend import Backend, register_backend_factory
 from ...ops.core import replace_tensors, tensor_leaves
@@ -59,13 +59,9 @@ class ExlaBackend(Backend):
         return pjrt.to_host(t.data)
 
     # --- sharded tensors: one global PJRT array over the mesh (as a jax.Array) ---------
-    @staticmethod
-    def _spec(sharding, rank):
-        return layout.partition_spec(sharding.tuple_for(rank), sharding.mesh)
-
     def shards(self, t: Tensor) -> list:
         mesh = t.sharding.mesh
-        local = layout.local_shape(t.shape, t.sharding.tuple_for(len(t.shape)), mesh)
+        local = t.sharding.local_shape(t.shape)
         return [Tensor(b, local, t.type, t.names, self, mesh.devices[p])
                 for p, b in zip(mesh.local_partitions, pjrt.shards_of(t.data))]
 
@@ -73,17 +69,15 @@ class ExlaBackend(Backend):
         mesh = sharding.mesh
         bufs = [self.buffer_on(s, mesh.devices[p]) for s, p in zip(shards, mesh.local_partitions)]
         array = pjrt.global_array(shape, type.dtype, mesh.devices, mesh.shape, mesh.axis_names,
-                                  self._spec(sharding, len(shape)), bufs)
+                                  sharding.entries(len(shape)), bufs)
         return Tensor(array, tuple(shape), type, names, self, None, sharding=sharding)
 
     def place(self, array, type, names, sharding) -> Tensor:
         mesh = sharding.mesh
         arr = convert(np.asarray(array), type)
-        sh = sharding.tuple_for(arr.ndim)
-        parts = layout.shard_array(arr, sh, mesh, partitions=mesh.local_partitions)
+        parts = sharding.shard_array(arr, partitions=mesh.local_partitions)
         g = pjrt.put_sharded(parts, arr.shape, arr.dtype, mesh.devices, mesh.shape,
-                             mesh.axis_names, layout.partition_spec(sh, mesh),
-                             mesh.local_partitions)
+                             mesh.axis_names, sharding.entries(arr.ndim), mesh.local_partitions)
         return Tensor(g, arr.shape, type, names, self, None, sharding=sharding)
 
     def reshard(self, t: Tensor, sharding):
@@ -93,13 +87,13 @@ class ExlaBackend(Backend):
         'x')): blocks that stay are reused, the others copied device to device (as JAX
         does). None otherwise (the caller compiles the move)."""
         mesh, rank = t.sharding.mesh, len(t.shape)
-        old, new = t.sharding.tuple_for(rank), sharding.tuple_for(rank)
-        if layout.local_shape(t.shape, old, mesh) != layout.local_shape(t.shape, new, mesh):
+        old, new = t.sharding, sharding
+        if old.local_shape(t.shape) != new.local_shape(t.shape):
             return None
         parts = mesh.local_partitions
 
         def block(sh, p):
-            return tuple(layout.block_index(p, d, sh, mesh) for d in range(rank))
+            return tuple(sh.block_index(p, d) for d in range(rank))
         held = {block(old, q): i for i, q in enumerate(parts)}
         bufs = pjrt.shards_of(t.data)
         picked = []
@@ -112,14 +106,13 @@ class ExlaBackend(Backend):
             else:
                 return None
         g = pjrt.move_blocks(t.shape, t.type.dtype, mesh.devices, mesh.shape, mesh.axis_names,
-                             layout.partition_spec(new, mesh), picked, parts)
+                             new.entries(rank), picked, parts)
         return Tensor(g, t.shape, t.type, t.names, self, None, sharding=sharding)
 
     def sharded_to_numpy(self, t: Tensor) -> np.ndarray:
         if not t.is_fully_addressable:  # this process's shards, if they hold it all
             return super().sharded_to_numpy(t)
-        return pjrt.to_host(t.data, layout.block_count(t.sharding.tuple_for(len(t.shape)),
-                                                       t.sharding.mesh))
+        return pjrt.to_host(t.data, t.sharding.block_count)
 
     def block_until_ready(self, tensors) -> None:
         bufs = {}

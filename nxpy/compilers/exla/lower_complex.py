@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ... import types as T
 from ...defn.expr import Expr
+from ...layout import NamedSharding
 from .lowering import Ctx, out_of, register_lowering
 from .mlir import Val, i64_array
 from .sharded import manual_region
@@ -96,7 +97,7 @@ def _global_fft(c: Ctx, e: Expr, x: Val, fft_type: str, lengths, perm) -> Val:
     (``fft_thunk``: ``IsMonotonicWithDim0Major``; plain JAX programs hit it too)."""
     in_sh = c.info["propagator"].of(e.args[0])
     k = len(lengths)
-    sh = tuple(in_sh[p] for p in perm[:len(perm) - k]) + ((),) * k
+    sh = NamedSharding.from_axes(c.info["mesh"], tuple(in_sh[p] for p in perm[:len(perm) - k]))
 
     def body(s: Ctx, locals_):
         return [fft_op(s, locals_[0], fft_type, lengths)]

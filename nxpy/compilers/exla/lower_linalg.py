@@ -45,7 +45,7 @@ import functools
 from ... import ops, types as T
 from ...defn.expr import Expr, trace_fn
 from ...defn.portable import pivots_to_permutation
-from ...defn.sharding import specs as SH
+from ...layout import NamedSharding
 from ...ops.core import portable
 from ...tensor import Tensor
 from .lowering import Ctx, register_lowering, register_platforms
@@ -332,13 +332,13 @@ def _batch_sharded(c: Ctx, e: Expr, operands, body) -> Val:
     batch = tuple(out_sh[:nb])
     if not any(batch):
         return body(c, operands, e.shape)
-    in_sh = [batch + ((),) * (len(v.shape) - nb) for v in operands]
-    sh = batch + ((),) * (len(e.shape) - nb)
-    local_out = SH.local_shape(e.shape, sh, c.info["mesh"])
+    sh = NamedSharding.from_axes(c.info["mesh"], batch)  # each operand's and the result's
+    local_out = sh.local_shape(e.shape)
 
     def run(s: Ctx, locals_):
         return [body(s, locals_, local_out)]
-    return manual_region(c, list(operands), in_sh, [(e.shape, e.type, sh)], run)[0]
+    return manual_region(c, list(operands), [sh] * len(operands), [(e.shape, e.type, sh)],
+                         run)[0]
 
 
 def _trsm(c: Ctx, op: str, a: Val, b: Val, *, left: bool, lower: bool, transpose: bool,

@@ -810,7 +810,7 @@ def donation_aliases(graph: Fn, in_shardings=None, out_shardings=None) -> dict:
         for j, o in enumerate(graph.outputs):
             if (j not in taken and o.shape == p.shape and o.type == p.type
                     and (in_shardings is None
-                         or tuple(in_shardings[i]) == tuple(out_shardings[j]))):
+                         or in_shardings[i] == out_shardings[j])):
                 alias[i] = j
                 taken.add(j)
                 break

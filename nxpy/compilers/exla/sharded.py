@@ -12,9 +12,9 @@ import re
 from ... import pjrt, telemetry
 from ... import types as T
 from ...backend import get_backend
-from ...defn.sharding import specs as SH
 from ...defn.kernel import identity_key
-from ...defn.sharding.programs import named
+from ...defn.sharding import specs as SH
+from ...layout import NamedSharding
 from ...tensor import Tensor, template
 from .buffers import GlobalResult, Piece
 from .lowering import Ctx, check_platform, lower_module, reducer_region, register_lowering
@@ -28,28 +28,27 @@ def mesh_symbol(mesh) -> str:
     return "@" + mesh.name if re.fullmatch(r"[A-Za-z_][\w$.]*", mesh.name) else f'@"{mesh.name}"'
 
 
-def _dims(sharding, mesh) -> str:
-    return "[" + ", ".join("{" + ", ".join(f'"{mesh.axis_names[a]}"' for a in axes) + "}"
-                           for axes in sharding) + "]"
+def _tensor_sharding(sharding, rank) -> str:
+    """``<@mesh, [{"axis_0"}, {}]>`` of a ``NamedSharding`` for a value of ``rank`` dims."""
+    names = sharding.mesh.axis_names
+    dims = ", ".join("{" + ", ".join(f'"{names[a]}"' for a in axes) + "}"
+                     for axes in sharding.axes(rank))
+    return f"<{mesh_symbol(sharding.mesh)}, [{dims}]>"
 
 
-def sdy_sharding(sharding, mesh) -> str:
+def sdy_sharding(sharding, rank) -> str:
     """``#sdy.sharding<@mesh, [{"axis_0"}, {}]>``"""
-    return f"#sdy.sharding<{mesh_symbol(mesh)}, {_dims(sharding, mesh)}>"
-
-
-def _tensor_sharding(sharding, mesh) -> str:
-    return f"<{mesh_symbol(mesh)}, {_dims(sharding, mesh)}>"
+    return "#sdy.sharding" + _tensor_sharding(sharding, rank)
 
 
 def manual_region(c: Ctx, operands, in_shardings, out_results, body) -> list:
     """Emits ``sdy.manual_computation`` over all mesh axes. ``operands`` are global Vals
-    with their shardings; ``out_results`` are ``(global_shape, type, sharding)``;
-    ``body(ctx, local_vals)`` returns the local result Vals."""
+    with their layouts (``NamedSharding``); ``out_results`` are ``(global_shape, type,
+    layout)``; ``body(ctx, local_vals)`` returns the local result Vals."""
     mesh = c.info["mesh"]
     b = c.b
     name = b.fresh()
-    locals_ = [Val(b.fresh().replace("%", "%m"), SH.local_shape(v.shape, s, mesh), v.type)
+    locals_ = [Val(b.fresh().replace("%", "%m"), s.local_shape(v.shape), v.type)
                for v, s in zip(operands, in_shardings)]
     child = b.child()
     sub = Ctx(child, {}, c, info={**c.info, "manual": True})  # lowerings may ask where they are
@@ -59,9 +58,10 @@ def manual_region(c: Ctx, operands, in_shardings, out_results, body) -> list:
                for i, (shape, t, _) in enumerate(out_results)]
     lhs = "" if n == 0 else f"{name} = " if n == 1 else f"{name}:{n} = "
     axes = ", ".join(f'"{a}"' for a in mesh.axis_names)
+    ins = ", ".join(_tensor_sharding(s, len(v.shape)) for v, s in zip(operands, in_shardings))
+    outs_sh = ", ".join(_tensor_sharding(s, len(shape)) for shape, _, s in out_results)
     b.raw(f"{lhs}sdy.manual_computation({', '.join(v.name for v in operands)}) "
-          f"in_shardings=[{', '.join(_tensor_sharding(s, mesh) for s in in_shardings)}] "
-          f"out_shardings=[{', '.join(_tensor_sharding(s, mesh) for _, _, s in out_results)}] "
+          f"in_shardings=[{ins}] out_shardings=[{outs_sh}] "
           f"manual_axes={{{axes}}} ({', '.join(f'{v.name}: {v.ty}' for v in locals_)}) {{")
     b.lines.extend(child.lines)
     b.raw(f"  sdy.return {', '.join(v.name for v in outs)} : {', '.join(v.ty for v in outs)}"
@@ -85,9 +85,8 @@ def _hook(c: Ctx, e, x: Val):
     if mesh is None or c.info.get("manual"):
         c.host_callback(_callback(fn, x.shape, e.type, e.names, mesh is not None), [x])
         return x
-    sh = c.info["propagator"].of(e)
-    local = SH.local_shape(e.shape, sh, mesh)
-    cb = _callback(fn, local, e.type, e.names, True)
+    sh = c.info["propagator"].layout(e)
+    cb = _callback(fn, sh.local_shape(e.shape), e.type, e.names, True)
 
     def body(sub: Ctx, locals_):
         sub.host_callback(cb, locals_)
@@ -139,8 +138,8 @@ def _runtime_call(c: Ctx, e, xs):
 
     def body(sub: Ctx, locals_):
         return sub.host_callback(cb, locals_, results)
-    return manual_region(c, xs, [SH.replicated(len(x.shape)) for x in xs],
-                         [(s, t, SH.replicated(len(s))) for s, t in results], body)
+    whole = NamedSharding(mesh)
+    return manual_region(c, xs, [whole] * len(xs), [(s, t, whole) for s, t in results], body)
 
 
 @register_lowering("sharding_constraint")
@@ -150,7 +149,7 @@ def _sharding_constraint(c: Ctx, e, x: Val):
         return x
     r = Val(c.b.fresh(), x.shape, x.type)
     c.b.raw(f"{r.name} = sdy.sharding_constraint {x.name} "
-            f"{_tensor_sharding(e.attrs['sharding'], mesh)} : {x.ty}")
+            f"{_tensor_sharding(e.attrs['sharding'], len(x.shape))} : {x.ty}")
     return r
 
 
@@ -165,10 +164,9 @@ def _all_gather(c: Ctx, e, x: Val, opts):
     prop = c.info.get("propagator")
     if prop is None:
         raise ValueError("all_gather in the global view needs a mesh (shard_jit)")
-    mesh = c.info["mesh"]
-    in_sh, out_sh = prop.of(e.args[0]), prop.of(e)
+    in_sh, out_sh = prop.layout(e.args[0]), prop.layout(e)
     d = opts["all_gather_dim"]
-    lout = SH.local_shape(e.shape, out_sh, mesh)
+    lout = out_sh.local_shape(e.shape)
 
     def body(s: Ctx, locals_):
         return [s.op("stablehlo.all_gather", locals_, (lout, x.type), {
@@ -189,7 +187,7 @@ def _shard_map(c: Ctx, e, *inputs):
     (body,) = e.fns
     caps = body.captures
     cap_vals = [c.lookup(x) for x in caps]
-    in_sh = list(e.attrs["in_specs"]) + [SH.replicated(len(v.shape)) for v in cap_vals]
+    in_sh = list(e.attrs["in_specs"]) + [NamedSharding(mesh)] * len(cap_vals)
     outs = [(s, t, sh) for (s, t, _), sh in zip(e.outs, e.attrs["out_specs"])]
     n = len(inputs)
 
@@ -326,8 +324,8 @@ def uses_shard_map(graph) -> list:
 
 
 def _replicated(graph, mesh):
-    in_sh = [SH.replicated(len(p.shape)) for p in graph.params]
-    out_sh = [SH.replicated(len(o.shape)) for o in graph.outputs]
+    in_sh = [NamedSharding(mesh)] * len(graph.params)
+    out_sh = [NamedSharding(mesh)] * len(graph.outputs)
     return in_sh, out_sh, SH.Propagator(mesh, in_sh)
 
 
@@ -359,8 +357,10 @@ def lower_sharded(graph, mesh, in_shardings, out_shardings, propagator, name="nx
     preamble = f"  sdy.mesh {mesh_symbol(mesh)} = <[{axes}]>"
     return lower_module(
         graph, name=name, num_partitions=mesh.size, preamble=preamble,
-        arg_attrs=[{"sdy.sharding": sdy_sharding(s, mesh)} for s in in_shardings],
-        result_attrs=[{"sdy.sharding": sdy_sharding(s, mesh)} for s in out_shardings],
+        arg_attrs=[{"sdy.sharding": sdy_sharding(s, len(p.shape))}
+                   for p, s in zip(graph.params, in_shardings)],
+        result_attrs=[{"sdy.sharding": sdy_sharding(s, len(o.shape))}
+                      for o, s in zip(graph.outputs, out_shardings)],
         info={"mesh": mesh, "propagator": propagator}, in_shardings=in_shardings,
         out_shardings=out_shardings, platform=platform)
 
@@ -369,8 +369,8 @@ def lowered(graph, mesh, in_shardings, out_shardings, propagator, platform=None)
     """``lower_sharded``, once per graph, abstract mesh and platform (the module names no
     devices: a same-shaped mesh of other devices reuses it)."""
     platform = check_platform(platform)
-    key = ("exla_sharded", mesh.abstract, tuple(map(tuple, in_shardings)),
-           tuple(map(tuple, out_shardings)), platform)
+    key = ("exla_sharded", mesh.abstract, tuple(s.spec for s in in_shardings),
+           tuple(s.spec for s in out_shardings), platform)
     text = graph.cache.get(key)
     if text is None:
         with telemetry.timed("lower", key=key[:2], function="shard_jit"):
@@ -386,7 +386,7 @@ class _SpmdProgram:
     time)."""
 
     __slots__ = ("text", "exe", "mesh", "backend", "parts", "devices", "check", "arg_specs",
-                 "execute", "outputs", "out_shardings", "in_shardings")
+                 "execute", "inputs", "outputs", "out_shardings", "in_shardings")
 
     def __init__(self, graph, mesh, in_shardings, out_shardings, propagator, opts):
         self.text = lowered(graph, mesh, in_shardings, out_shardings, propagator)
@@ -401,14 +401,14 @@ class _SpmdProgram:
         # per argument: its sharding and a function wrapping its per-partition buffers
         # into one global array (abstract value and sharding built here, once)
         self.arg_specs = [(s, pjrt.assembler(p.shape, p.type.dtype, mesh.devices, mesh.shape,
-                                             mesh.axis_names, SH.partition_spec(s, mesh)))
+                                             mesh.axis_names, s.entries(len(p.shape))))
                           for p, s in zip(graph.params, in_shardings)]
         self.execute = pjrt.sharded_executor(
-            self.exe, [(o.shape, o.type.dtype, SH.partition_spec(s, mesh))
+            self.exe, [(o.shape, o.type.dtype, s.entries(len(o.shape)))
                        for o, s in zip(graph.outputs, out_shardings)],
             mesh.devices, mesh.shape, mesh.axis_names)
         self.outputs, self.out_shardings = list(graph.outputs), out_shardings
-        self.in_shardings = in_shardings
+        self.inputs, self.in_shardings = list(graph.params), in_shardings
 
 
 def _whole_of(per_device, i, sharding):
@@ -429,9 +429,9 @@ def _per_device_caller(prog: _SpmdProgram):
     """Nx's form: ``run(per_device_leaves) -> per_device_outputs``, each partition's
     argument leaves in, each partition's result tensors out (pieces of the global
     results, split off when used alone)."""
-    backend, devices, check, mesh = prog.backend, prog.devices, prog.check, prog.mesh
+    backend, devices, check = prog.backend, prog.devices, prog.check
     arg_specs, execute = prog.arg_specs, prog.execute
-    out_t = [(SH.local_shape(o.shape, s, mesh), o.type, o.names, sh)
+    out_t = [(s.local_shape(o.shape), o.type, o.names, sh)
              for o, s, sh in zip(prog.outputs, prog.out_shardings, execute.shardings)]
     move = backend.buffer_on
     local = range(len(prog.parts))
@@ -441,8 +441,8 @@ def _per_device_caller(prog: _SpmdProgram):
         arrays = []
         for i, (sh, assemble) in enumerate(arg_specs):
             if check:
-                SH.unshard_arrays([per_device[p][i].to_numpy() for p in local], sh, mesh,
-                                  what=f"argument leaf {i}")
+                sh.unshard([per_device[p][i].to_numpy() for p in local],
+                           what=f"argument leaf {i}")
             array = _whole_of(per_device, i, assemble.sharding)
             if array is None:
                 bufs = []
@@ -465,9 +465,9 @@ def _global_caller(prog: _SpmdProgram):
     backend, devices, check, mesh = prog.backend, prog.devices, prog.check, prog.mesh
     arg_specs, execute = prog.arg_specs, prog.execute
     out_g = [(o.shape, o.type, o.names, template(o.shape, o.type, o.names, ns))
-             for o, ns in zip(prog.outputs, [named(s, mesh) for s in prog.out_shardings])]
+             for o, ns in zip(prog.outputs, prog.out_shardings)]
     array = pjrt.array_type()
-    spec_of = [SH.partition_spec(s, mesh) for s in prog.in_shardings]
+    spec_of = [s.entries(len(x.shape)) for x, s in zip(prog.inputs, prog.in_shardings)]
     move = backend.buffer_on
 
     def replicate(x, i):
@@ -516,8 +516,8 @@ def _global_caller(prog: _SpmdProgram):
         if check:
             for i, (x, (sh, _)) in enumerate(zip(leaves, arg_specs)):
                 if x.sharding is not None:
-                    SH.unshard_arrays([pjrt.to_host(b) for b in pjrt.shards_of(arrays[i])], sh,
-                                      mesh, what=f"argument leaf {i}")
+                    sh.unshard([pjrt.to_host(b) for b in pjrt.shards_of(arrays[i])],
+                               what=f"argument leaf {i}")
         return [Tensor(g, s, t, nm, backend, None, tk, tk.sharding)
                 for g, (s, t, nm, tk) in zip(execute(arrays), out_g)]
     return call_global

@@ -2,10 +2,11 @@
 called with global sharded tensors — the engine under ``jit`` on sharded tensors (JAX's
 model), ``shard_jit`` (Nx's per-device lists) and ``nx.device_put``'s resharding.
 
-A program takes one sharding per argument tensor (its *input shardings*: a sharded
-argument's own, or what ``in_shardings`` says, replicated otherwise) and decides one per
-result: nxpy propagates shardings through the graph (:class:`~nxpy.defn.sharding.specs.Propagator`)
-unless ``out_shardings`` fix them, so every compiler returns the same shards.
+A program takes one layout (a :class:`~nxpy.NamedSharding`) per argument tensor (its
+*input shardings*: a sharded argument's own, or what ``in_shardings`` says, replicated
+otherwise) and decides one per result: nxpy propagates shardings through the graph
+(:class:`~nxpy.defn.sharding.specs.Propagator`) unless ``out_shardings`` fix them, so
+every compiler returns the same shards.
 
 >>> import nxpy as nx
 >>> from nxpy.defn import jit
@@ -19,7 +20,7 @@ unless ``out_shardings`` fix them, so every compiler returns the same shards.
 """
 from __future__ import annotations
 
-from ...layout import NamedSharding
+from ...layout import read_sharding
 from . import specs as SH
 from .. import tree as tree_mod
 from .collectives import mesh_context
@@ -27,16 +28,11 @@ from ..compiler import compile_graph_sharded
 from ..tracing import check_not_reused, donating, expansions, give_up, trace
 
 __all__ = ["ShardedExecutable", "trace_sharded", "compile_program", "program_meshes",
-           "named", "MeshMixError"]
+           "MeshMixError"]
 
 
 class MeshMixError(ValueError):
     """The arguments (or the shardings asked for) of one program name different meshes."""
-
-
-def named(sharding, mesh) -> NamedSharding:
-    """The :class:`~nxpy.NamedSharding` of a sharding tuple over ``mesh``."""
-    return NamedSharding(mesh, SH.to_p(sharding, mesh))
 
 
 class ShardedExecutable:
@@ -44,16 +40,16 @@ class ShardedExecutable:
 
     ``run(per_device_leaves) -> per_device_results`` takes and returns one list per
     partition of this process (Nx's form, ``shard_jit``); ``call_global(leaves) ->
-    results`` takes global tensors (each sharded as ``in_named`` says, or not sharded at
-    all: then it is replicated onto the mesh) and returns sharded tensors (JAX's form)."""
+    results`` takes global tensors (each laid out as ``in_shardings`` says, or not sharded
+    at all: then it is replicated onto the mesh) and returns sharded tensors (JAX's form).
+    ``in_shardings`` and ``out_shardings``: one ``NamedSharding`` per argument and result
+    leaf."""
 
     def __init__(self, graph, mesh, in_shardings, out_shardings, run, module=None):
         self.graph = graph
         self.mesh = mesh
-        self.in_shardings = in_shardings          # normalised, one per argument leaf
-        self.out_shardings = out_shardings        # normalised, one per output leaf
-        self.in_named = [named(s, mesh) for s in in_shardings]
-        self.out_named = [named(s, mesh) for s in out_shardings]
+        self.in_shardings = in_shardings
+        self.out_shardings = out_shardings
         self.module = module
         self.single_output = graph.tree == tree_mod.LEAF  # the output is one tensor
         where = getattr(graph, "donated_where", None)
@@ -72,7 +68,7 @@ class ShardedExecutable:
         its per-device results on their backend."""
         parts = self.mesh.local_partitions
         outs_t = self.graph.outputs
-        out_named = self.out_named
+        out_sh = self.out_shardings
 
         def call_global(leaves):
             cols = [[x] * len(parts) if x.sharding is None else x.backend.shards(x)
@@ -81,31 +77,30 @@ class ShardedExecutable:
             outs = run(per_device)
             return [outs[0][i].backend.from_shards([o[i] for o in outs], t.shape, t.type,
                                                    t.names, s)
-                    for i, (t, s) in enumerate(zip(outs_t, out_named))]
+                    for i, (t, s) in enumerate(zip(outs_t, out_sh))]
         return call_global
 
     @property
     def output_shardings(self):
         """The result shardings as ``P``s (axes by name, as a user writes them), in the
         output's container."""
-        return tree_mod.unflatten(self.graph.tree,
-                                  [SH.to_p(s, self.mesh) for s in self.out_shardings])
+        return tree_mod.unflatten(self.graph.tree, [s.spec for s in self.out_shardings])
 
     @property
     def output_sharding_dicts(self):
         """The result shardings as Nx's ``{dim: [axis indices]}`` dicts, in the output's
         container."""
-        return tree_mod.unflatten(self.graph.tree, [SH.to_dict(s) for s in self.out_shardings])
+        return tree_mod.unflatten(self.graph.tree, [s.as_dict() for s in self.out_shardings])
 
     @property
     def input_shardings(self):
         """The shardings of the argument tensors (one ``P`` per leaf, in flatten order)."""
-        return [SH.to_p(s, self.mesh) for s in self.in_shardings]
+        return [s.spec for s in self.in_shardings]
 
     @property
     def input_sharding_dicts(self):
         """:attr:`input_shardings` as Nx's ``{dim: [axis indices]}`` dicts."""
-        return [SH.to_dict(s) for s in self.in_shardings]
+        return [s.as_dict() for s in self.in_shardings]
 
 
 def _donating(run, call_global, donated, where):
@@ -124,8 +119,8 @@ def _donating(run, call_global, donated, where):
 def trace_sharded(fun, args, kwargs, templates, mesh, in_sh, out_specs, compiler, *,
                   donated=(), where=None, what="out_shardings"):
     """Traces ``fun`` at global ``templates`` over ``mesh`` (collectives in the global
-    view see ``in_sh``, the arguments' shardings). Returns ``(graph, out_sh, propagator)``:
-    the result shardings are ``out_specs``' (one spec or a container of specs, a prefix of
+    view see ``in_sh``, the arguments' layouts). Returns ``(graph, out_sh, propagator)``:
+    the result layouts are ``out_specs``' (one spec or a container of specs, a prefix of
     the result; None: propagated)."""
     prop = SH.Propagator(mesh, in_sh)
     with mesh_context(mesh, prop):
@@ -136,14 +131,14 @@ def trace_sharded(fun, args, kwargs, templates, mesh, in_sh, out_specs, compiler
 
 
 def result_shardings(graph, mesh, prop, out_specs, what="out_shardings") -> list:
-    """One sharding tuple per output of ``graph``: ``out_specs``' or propagated."""
+    """One layout per output of ``graph``: ``out_specs``' or propagated."""
     if out_specs is None:
-        return [prop.of(o) for o in graph.outputs]
+        return [prop.layout(o) for o in graph.outputs]
     out = []
     for (label, s), o in zip(SH.output_specs(out_specs, graph.tree, what), graph.outputs):
-        sh = SH.normalize(s, o.shape, mesh, o.names, what=f"{what[:-1]} of {label}")
-        for d in range(len(sh)):
-            f = SH.factor(sh, mesh, d)
+        sh = read_sharding(s, o.shape, mesh, o.names, what=f"{what[:-1]} of {label}")
+        for d in range(len(o.shape)):
+            f = sh.factor(d)
             if o.shape[d] % f:
                 raise ValueError(f"{what[:-1]} of {label}: dim {d} of size {o.shape[d]} "
                                  f"cannot be split over {f} devices")

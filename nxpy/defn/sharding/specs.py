@@ -1,12 +1,12 @@
 """Sharding specs of arguments and results (containers of them), splitting/assembling
 tensors, and sharding propagation over Expr graphs.
 
-A sharding is a tuple with one entry per tensor dim: the mesh axes (indices, major to
-minor) that split that dim; ``()`` is replicated. Users write it as a dict
-``{tensor_dim: [mesh_axes]}`` (dims as index, negative index or name; axes as index or
-name; unlisted dims replicated) or a ``P``. The layout arithmetic itself (``normalize``,
-``local_shape``, ``shard_array``, ...) lives in :mod:`nxpy.layout`, below the tensor, and
-is re-exported here.
+The entry points read the specs a user hands in here: one spec, or a container of specs
+matching the arguments or the result (JAX's pytree prefix), each read for its tensor by
+:func:`nxpy.layout.read_sharding` into a :class:`~nxpy.NamedSharding`. Propagation
+computes with each value's per-dim axes (a tuple with one entry per dim: the mesh axes,
+indices major to minor, that split it; ``()`` is replicated), the form its rules take
+and return; :meth:`Propagator.layout` gives a value's ``NamedSharding``.
 
 >>> leaf_specs({"w": {1: [1]}, "b": None}, tree_mod.flatten({"w": 1, "b": 2})[1], "p", "spec")
 [("p['w']", {1: [1]}), ("p['b']", None)]
@@ -16,22 +16,16 @@ from __future__ import annotations
 import math
 
 from ... import ops as O
-from ...layout import (NamedSharding, _is_axis_entry, block_index, check_divisible, factor,
-                       global_shape, local_shape, normalize, partition_spec, replicated,
-                       shard_array, shard_index, spec_to_dict, to_dict, to_p, unshard_arrays,
-                       P, as_partition_spec)
+from ...layout import NamedSharding, P, as_partition_spec, is_axes_entry, read_sharding
 from ...ops.core import derive_rule
 from ...registry import rule_registrar
 from ...tensor import Tensor
 from .. import tree as tree_mod
 from ..expr import Expr
 
-__all__ = ["normalize", "spec_to_dict", "is_one_spec", "leaf_specs", "per_argument_specs",
-           "output_specs", "normalize_list", "local_shape", "global_shape", "shard_array",
-           "unshard_arrays", "to_dict", "to_p", "AmbiguousSpecError", "Propagator",
-           "SHARDING_RULES", "RESULT_RULES", "register_result_rule",
-           "register_sharding_rule", "replicated", "shard", "assemble", "partition_spec",
-           "block_index", "shard_index", "check_divisible", "factor", "spec_key",
+__all__ = ["is_one_spec", "leaf_specs", "per_argument_specs", "output_specs",
+           "AmbiguousSpecError", "Propagator", "SHARDING_RULES", "RESULT_RULES",
+           "register_result_rule", "register_sharding_rule", "shard", "assemble", "spec_key",
            "check_spec_kinds"]
 
 
@@ -107,7 +101,7 @@ def is_one_spec(spec, subtree=None) -> bool:
     if spec is None or as_partition_spec(spec) is not None:
         return True
     if isinstance(spec, dict):
-        if not all(_is_axis_entry(v) or (isinstance(v, list) and _is_axis_entry(tuple(v)))
+        if not all(is_axes_entry(v) or (isinstance(v, list) and is_axes_entry(tuple(v)))
                    for v in spec.values()):
             return False  # its values are specs
         if isinstance(subtree, tuple) and subtree[0] in ("dict", "node"):
@@ -115,7 +109,7 @@ def is_one_spec(spec, subtree=None) -> bool:
             return keys is None or not set(keys) <= set(spec)
         return True
     if type(spec) is tuple:  # a tuple of specs holds a P, a dict or a container
-        return all(_is_axis_entry(e) for e in spec) and \
+        return all(is_axes_entry(e) for e in spec) and \
             _per_dim_is_one_spec(spec, _positional_count(subtree))
     return not isinstance(spec, (tuple, list)) and not tree_mod.is_container(spec)
 
@@ -132,7 +126,7 @@ def check_spec_kinds(spec, option, what, path=""):
                 check_spec_kinds(v, option, what, f"{path}[{k!r}]")
         return
     if isinstance(spec, (list, tuple)):
-        if not (type(spec) is tuple and all(_is_axis_entry(e) for e in spec)):  # per-dim
+        if not (type(spec) is tuple and all(is_axes_entry(e) for e in spec)):  # per-dim
             for i, v in enumerate(spec):
                 check_spec_kinds(v, option, what, f"{path}[{i}]")
         return
@@ -205,9 +199,6 @@ def output_specs(specs, out_tree, what) -> list:
     return [(f"output {i}", s) for i, s in enumerate(specs)]
 
 
-_factor = factor  # the name this package's modules use
-
-
 def spec_key(spec):
     """A user's sharding spec (dicts, lists, P, NamedSharding, containers of them) as a
     hashable cache key."""
@@ -223,25 +214,13 @@ def spec_key(spec):
     return spec
 
 
-def normalize_list(input_shardings, n_args: int, *, what="input"):
-    if input_shardings is None or not isinstance(input_shardings, (list, tuple)):
-        raise ValueError(f"{what}_shardings are required and must be a list with one "
-                         f"{{tensor_dim: [mesh_axes]}} dict per argument, got {input_shardings!r}")
-    if len(input_shardings) != n_args:
-        raise ValueError(f"expected {n_args} {what} sharding configuration(s), got "
-                         f"{len(input_shardings)}")
-    return list(input_shardings)
-
-
 def shard(t, mesh, sharding, *, partitions=None) -> list:
     """Splits a global tensor into per-device tensors (partition order) for ``sharding``
-    (a dict or a normalised tuple); ``partitions``: only those partitions' pieces."""
+    (any one spec, see :func:`nxpy.layout.read_sharding`); ``partitions``: only those
+    partitions' pieces."""
     t = O.to_tensor(t, "tensor")
-    sh = normalize(sharding, t.shape, mesh, t.names)
-    arr = t.to_numpy()
-    parts = shard_array(arr, sh, mesh)
-    if partitions is not None:
-        parts = [parts[p] for p in partitions]
+    parts = read_sharding(sharding, t.shape, mesh, t.names).shard_array(
+        t.to_numpy(), partitions=partitions)
     return [t.backend.from_numpy(a, t.type, t.names) for a in parts]
 
 
@@ -257,8 +236,8 @@ def assemble(per_device, mesh, sharding, *, check=True):
     out = []
     for i, (label, spec) in enumerate(leaf_specs(sharding, tree, "output", "sharding")):
         ts = [O.to_tensor(f[0][i]) for f in flat]
-        norm = normalize(spec, ts[0].shape, mesh, ts[0].names, what="sharding")
-        arr = unshard_arrays([t.to_numpy() for t in ts], norm, mesh, check=check, what=label)
+        layout = read_sharding(spec, ts[0].shape, mesh, ts[0].names, what="sharding")
+        arr = layout.unshard([t.to_numpy() for t in ts], check=check, what=label)
         out.append(O.tensor(arr, ts[0].type, names=ts[0].names if any(ts[0].names) else None))
     return tree_mod.unflatten(tree, out)
 
@@ -277,13 +256,19 @@ register_sharding_rule = rule_registrar(
 
 class Propagator:
     """Lazily computes (and memoises) the sharding of every node reachable from what is
-    asked, from the parameters' shardings. Results are always valid: a dim whose size is
-    not divisible by its axes becomes replicated, and no axis is used twice."""
+    asked, from the parameters' layouts (``params``: one ``NamedSharding`` per top-level
+    parameter). Results are always valid: a dim whose size is not divisible by its axes
+    becomes replicated, and no axis is used twice. :meth:`of` gives a value's per-dim
+    axes (what the rules compute with), :meth:`layout` its ``NamedSharding``."""
 
     def __init__(self, mesh, params=()):
         self.mesh = mesh
-        self.params = list(params)  # shardings of the top-level parameters, by index
+        self.params = list(params)
         self.memo: dict = {}
+
+    def layout(self, x) -> NamedSharding:
+        """The layout of ``x`` (a tensor or single-result node of the graph)."""
+        return NamedSharding.from_axes(self.mesh, self.of(x))
 
     def of(self, x) -> tuple:
         e = x.data if isinstance(x, Tensor) else x
@@ -305,10 +290,10 @@ class Propagator:
         if e.outs is not None:  # multi-result nodes (cond, while): their elems replicate
             return None
         if e.op == "parameter" and e.scope.parent is None and self.params:
-            return self.params[e.attrs["index"]]
+            return self.params[e.attrs["index"]].axes(len(e.shape))
         rule = SHARDING_RULES.get(e.op)
         if rule is None:
-            return replicated(len(e.shape))
+            return ((),) * len(e.shape)
         args = [self._arg(a) for a in e.args]
         return self.valid(rule(self, e, args), e.shape)
 
@@ -383,7 +368,7 @@ register_result_rule = rule_registrar(
 def _elem(prop, e, args):
     parent = e.args[0]
     rule = RESULT_RULES.get(parent.op)
-    return rule(prop, parent, e.attrs["index"]) if rule else replicated(len(e.shape))
+    return rule(prop, parent, e.attrs["index"]) if rule else ((),) * len(e.shape)
 
 
 @register_result_rule("optimization_barrier")

@@ -30,6 +30,7 @@ Ops without a rule are batched by the loop (correct for every op, one example at
 from __future__ import annotations
 
 from ... import ops as O
+from ...layout import NamedSharding
 from ...ops.core import BATCH_RULES, derive_rule, register_batch_rule
 from ..expr import EXPR
 
@@ -105,7 +106,9 @@ def _elementwise(ctx, e, xs, dims):
 @register_batch_rule("sharding_constraint")
 def _sharding_constraint(ctx, e, xs, dims):
     """The examples' axis (first) is not split; the example's dims keep their layout."""
-    return node(ctx, e, [_front(ctx, e, xs, dims)], sharding=((),) + e.attrs["sharding"])
+    s = e.attrs["sharding"]
+    return node(ctx, e, [_front(ctx, e, xs, dims)],
+                sharding=NamedSharding.from_axes(s.mesh, ((),) + s.axes(len(e.shape))))
 
 
 @register_batch_rule("reshape")

@@ -19,7 +19,6 @@ import numpy as np
 
 from ... import ops as O
 from ...tensor import Tensor
-from ..sharding import specs as SH
 from .backprop import Backprop, add_to, differentiable, zeros_like
 from ..sharding.collectives import psum
 from ..expr import Expr
@@ -249,7 +248,7 @@ def _backward_shard_map(bp, e, gs, ct, dep):
     want = [i for i, x in enumerate(inputs) if x.id in dep and differentiable(x)]
     if not want:
         return
-    in_axes = [frozenset(a for d in s for a in d) for s in in_specs]
+    in_axes = [s.used_axes for s in in_specs]
 
     def transposed(*params):
         xs, gs_local = params[:n_in], params[n_in:]
@@ -263,7 +262,7 @@ def _backward_shard_map(bp, e, gs, ct, dep):
         for o, g, spec in zip(body.outputs, gs_local, out_specs):
             if not differentiable(o):
                 continue
-            named = frozenset(a for d in spec for a in d)
+            named = spec.used_axes
             have = vma.get(o.data.id, frozenset())
             if named - have:  # tiled copies of an invariant value: their cotangents add
                 g = psum(g, tuple(sorted(named - have)))
@@ -277,9 +276,8 @@ def _backward_shard_map(bp, e, gs, ct, dep):
             out.append(c if c is not None else zeros_like(body.params[i]))
         return tuple(out)
 
-    specs = [SH.to_dict(s) for s in in_specs] + [SH.to_dict(s) for s in out_specs]
-    res = shard_map(transposed, mesh, in_specs=specs,
-                    out_specs=[SH.to_dict(in_specs[i]) for i in want],
+    res = shard_map(transposed, mesh, in_specs=[*in_specs, *out_specs],
+                    out_specs=[in_specs[i] for i in want],
                     check_vma=False)(*[bp.fwd(x) for x in inputs], *g_in)
     bp.accumulate(e, [inputs[i] for i in want], list(res), ct, dep)
 

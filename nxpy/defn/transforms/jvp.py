@@ -25,7 +25,6 @@ import functools
 from ... import _context
 from ... import ops as O
 from ...tensor import Tensor, shape_str
-from ..sharding import specs as SH
 from .. import tree as tree_mod
 from ..core import jit
 from ..expr import EXPR, Expr, trace_fn
@@ -271,10 +270,8 @@ class Forward:
                 tans.append(_fit(t, o) if t is not None else zeros(o.shape, o.type))
             return tuple(outs) + tuple(tans)
 
-        specs = [SH.to_dict(s) for s in in_specs]
-        res = shard_map(mapped, mesh, in_specs=specs + [specs[i] for i in t_in],
-                        out_specs=[SH.to_dict(s) for s in out_specs]
-                        + [SH.to_dict(out_specs[i]) for i in live],
+        res = shard_map(mapped, mesh, in_specs=[*in_specs, *(in_specs[i] for i in t_in)],
+                        out_specs=[*out_specs, *(out_specs[i] for i in live)],
                         check_vma=False)(*[self.fwd(x) for x in inputs],
                                          *[self.tangent(inputs[i]) for i in t_in])
         self._results(e, res, len(outs_t), live)
