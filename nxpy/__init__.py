@@ -20,7 +20,7 @@ from ._context import HostOnlyError
 from .tensor import DonatedError, Tensor
 from .types import Type
 from .registry import PluginError
-from .mesh import Mesh
+from .mesh import AxisType, Mesh, get_mesh, make_mesh, set_mesh
 from .layout import NamedSharding, P, PartitionSpec
 from . import backends, compilers, defn, plugins
 from . import linalg  # nxpy.linalg: Nx.LinAlg

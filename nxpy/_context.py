@@ -8,6 +8,7 @@ class _Local(threading.local):
     # AttributeError a plain threading.local raises (and getattr catches) on every call
     stack = None
     grad_depth = 0
+    mesh = None  # the context mesh (nxpy.mesh.set_mesh)
 
 
 _local = _Local()

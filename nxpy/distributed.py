@@ -34,7 +34,7 @@ from .defn.sharding import specs as SH
 from .defn.placement import device_put
 from .defn.shard_jit import shard_jit
 from .layout import NamedSharding, as_partition_spec, read_sharding
-from .mesh import Mesh
+from .mesh import Mesh, mesh_for
 from .ops import tensor as host_tensor, to_tensor
 from .tensor import Tensor
 
@@ -159,7 +159,8 @@ def make_array_from_process_local_data(sharding, local_data, *, backend="exla") 
     """The sharded tensor of which this process holds ``local_data``: the block of the
     global value its partitions cover (JAX's ``jax.make_array_from_process_local_data``;
     data parallelism across processes: each process loads only its own rows). In one
-    process ``local_data`` is the whole value.
+    process ``local_data`` is the whole value. ``sharding``: an ``nx.NamedSharding``, or a
+    ``P`` over the context mesh (:func:`nx.set_mesh`).
 
     >>> import nxpy as nx
     >>> mesh = nx.Mesh("m", (2, 2), axis_names=("data", "model"))
@@ -168,10 +169,14 @@ def make_array_from_process_local_data(sharding, local_data, *, backend="exla") 
     >>> x.shape, x.sharding.spec, x.addressable_shards[2].data.tolist()
     ((4, 2), P('data'), [[4, 5], [6, 7]])
     """
-    if not isinstance(sharding, NamedSharding):
-        raise TypeError(f"make_array_from_process_local_data: expected sharding to be an "
-                        f"nx.NamedSharding, got {sharding!r}")
     piece = to_tensor(local_data, "local_data")
+    if not isinstance(sharding, NamedSharding):
+        if as_partition_spec(sharding) is None:
+            raise TypeError(f"make_array_from_process_local_data: expected sharding to be an "
+                            f"nx.NamedSharding, or a P over the context mesh, got {sharding!r}")
+        what = "make_array_from_process_local_data: sharding"
+        sharding = read_sharding(sharding, piece.shape, mesh_for(sharding, what), piece.names,
+                                 what=what)
     mesh = sharding.mesh
     sharding.axes(len(piece.shape), "make_array_from_process_local_data")
     shards = from_process_pieces(piece, mesh, sharding)

@@ -155,8 +155,11 @@ def test_device_put_errors():
     with pytest.raises(ValueError, match=r"cannot shard dim 0 of x \(size 3\) over mesh axes "
                                          r"\['data'\]"):
         nx.device_put(np.ones(3), nx.NamedSharding(m, P("data")))
-    with pytest.raises(TypeError, match="expected the sharding of x to be an nx.NamedSharding"):
+    with pytest.raises(ValueError, match=r"device_put: the sharding of x: P\('data'\) names no "
+                                         r"mesh and no mesh is set: .*nx.set_mesh\(mesh\)"):
         nx.device_put(np.ones(4), P("data"))
+    with pytest.raises(TypeError, match="expected the sharding of x to be an nx.NamedSharding"):
+        nx.device_put(np.ones(4), 2.5)
 
 
 # ----------------------------------------------------------------------------------------
@@ -365,7 +368,7 @@ def module(f):
 def test_sharding_constraint_errors():
     m, _ = meshes()
     other = nx.Mesh("o", (2, 2), axis_names=("data", "model"), devices=[4, 5, 6, 7])
-    with pytest.raises(ValueError, match="names no mesh and the program runs over none"):
+    with pytest.raises(ValueError, match="names no mesh and no mesh is set"):
         jit(lambda x: with_sharding_constraint(x, P("data")))(np.ones(4))
     with pytest.raises(ValueError, match="inside shard_map values are each device's own shard"):
         shard_map(lambda x: with_sharding_constraint(x, P()), m, in_specs=P("data"),

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import operator
@@ -232,6 +233,10 @@ class Jit:
         self._fast_arrays: dict = {}  # ((shape, dtype) per argument) -> call(arrays)
         self._fast_nested: dict = {}  # tensors and tuples/lists of tensors -> call(args)
         self._mixed: dict = {}  # argument templates -> (run, out_tree)
+        # calls under a context mesh (nx.set_mesh) run through a view of this Jit for that
+        # mesh, whose hot paths are its own (a program traced under one mesh is not taken
+        # under another); the view counts its traces here
+        self._view_of, self._root, self._views = None, self, {}
         with _JITS_LOCK:
             _JITS.add(self)
         self.trace_count = 0
@@ -251,6 +256,9 @@ class Jit:
         # hot path: positional tensors whose templates were seen (looked up in C), or
         # positional NumPy arrays whose shapes and dtypes were seen
         if not kwargs and args and not _LOCAL.stack:
+            mesh = _LOCAL.mesh
+            if mesh is not self._view_of and mesh != self._view_of:
+                return self._view(mesh)(*args)
             a0 = type(args[0])
             if a0 is Tensor:
                 try:
@@ -277,7 +285,9 @@ class Jit:
             return self.fun(*args, **kwargs)
         if self._statics is not None:
             return self._call_static(args, kwargs)
-        if not kwargs:  # tensors and arrays mixed, tensors whose templates are not made yet
+        mesh = _LOCAL.mesh  # the context mesh: part of the key; hot paths are per mesh
+        hot = mesh is self._view_of or mesh == self._view_of
+        if not kwargs and hot:  # tensors and arrays mixed, templates not made yet
             hit = self._mixed.get(tuple([
                 (a._tk or a.template) if type(a) is Tensor
                 else _ARRAY_TEMPLATES.get((a.shape, a.dtype)) if type(a) is _NDARRAY
@@ -299,14 +309,14 @@ class Jit:
         templates = tuple([(t.shape, t.type, t.names) for t in leaves])
         shardings = tuple([t.sharding for t in leaves])
         key = (comp, tuple(sorted(opts.items())), tree, static, templates, self.donate_argnums,
-               shardings, self.sharding_opts.key)
+               shardings, self.sharding_opts.key, mesh)
 
         def build():
             self._check_arity(args, kwargs)
             where = (f"{getattr(self.fun, '__name__', 'function')} "
                      f"(donate_argnums={self.donate_argnums})")
             donated = donated_leaves(args, self.donate_argnums, where)
-            self.trace_count += 1
+            self._root.trace_count += 1
             labels = _leaf_names(self.fun, tree, len(args))
             mesh = self.sharding_opts.mesh_of(leaves, labels)
             if mesh is not None:  # sharded arguments, or shardings asked for
@@ -325,7 +335,7 @@ class Jit:
             return donating(compile_graph(comp, graph, opts), donated, where), graph.tree
 
         exe = PROGRAMS.get(self.fun, key, build)
-        if not kwargs:
+        if not kwargs and hot:
             self._remember(args, leaves, exe)
         run, out_tree = exe
         return tree_mod.unflatten(out_tree, run(leaves))
@@ -377,8 +387,23 @@ class Jit:
             put_bounded(self._fast_arrays, tuple([(a.shape, a.dtype) for a in args]),
                         call_arrays, size)
 
+    def _view(self, mesh) -> "Jit":
+        """This Jit as called under context mesh ``mesh`` (itself for None): the same
+        function and options, hot paths of its own."""
+        if mesh is None:
+            return self._root
+        root = self._root
+        view = root._views.get(mesh)
+        if view is None:
+            view = copy.copy(root)
+            view._fast, view._fast_arrays, view._fast_nested, view._mixed = {}, {}, {}, {}
+            view._view_of, view._views = mesh, {}
+            view = put_bounded(root._views, mesh, view, program_cache_size())
+        return view
+
     def forget_programs(self) -> None:
         """Empties the hot paths (the programs stay in the process-wide cache)."""
+        self._views.clear()
         for inner in list(self._by_static.values()):
             inner.forget_programs()
         self._fast.clear()
@@ -452,9 +477,12 @@ class ShardingOptions:
                 found.append((x.sharding.mesh, label))
         mesh = one_mesh(found, self.what)
         if mesh is None and (self.in_shardings is not None or self.out_shardings is not None):
-            raise ValueError(f"{self.what}: in_shardings/out_shardings given as P (or dicts) "
-                             f"need a mesh: give NamedSharding(mesh, spec), pass mesh=, or "
-                             f"call it on sharded tensors")
+            mesh = _LOCAL.mesh
+            if mesh is None:
+                raise ValueError(f"{self.what}: in_shardings/out_shardings given as P (or "
+                                 f"dicts) need a mesh: give NamedSharding(mesh, spec), pass "
+                                 f"mesh=, set a context mesh (nx.set_mesh(mesh)), or call it "
+                                 f"on sharded tensors")
         return mesh
 
     def in_sh(self, leaves, tree, labels, mesh, n_args, fun) -> list:

@@ -10,6 +10,7 @@ plain Python control flow.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import sys
 import threading
@@ -72,9 +73,11 @@ def _coerce(t, shape, type):
 _MISSING = object()
 
 
-def cond(pred, on_true=_MISSING, on_false=_MISSING):
+def cond(pred, on_true=_MISSING, on_false=_MISSING, *operands):
     """``on_true()`` if ``pred`` is non-zero, else ``on_false()``. Branches are callables
     (or values) returning the same container structure; shapes broadcast, types merge.
+    JAX's ``lax.cond(pred, true_fun, false_fun, *operands)``: with ``operands`` the
+    branches are called with them (``on_true(*operands)``).
 
     Nx's multi-clause form takes one list of ``(pred, branch)`` clauses: the first clause
     whose predicate is non-zero runs; the last clause's predicate must be ``True`` (it
@@ -89,7 +92,20 @@ def cond(pred, on_true=_MISSING, on_false=_MISSING):
     >>> sign = jit(lambda x: nx.cond([(x < 0, lambda: -1), (x == 0, lambda: 0), (True, lambda: 1)]))
     >>> [sign(v).tolist() for v in (-3.0, 0.0, 5.0)]
     [-1, 0, 1]
+    >>> jit(lambda x, y: nx.cond(x > 0, lambda a, b: a + b, lambda a, b: a - b, x, y))(
+    ...     nx.tensor(1.0), nx.tensor(2.0)).tolist()
+    3.0
     """
+    if operands:
+        if on_true is _MISSING or on_false is _MISSING:
+            raise TypeError("cond: operands follow both branches: cond(pred, on_true, "
+                            "on_false, *operands)")
+        for name, fn in (("on_true", on_true), ("on_false", on_false)):
+            if not callable(fn):
+                raise TypeError(f"cond: with operands, {name} must be a callable taking them, "
+                                f"got {fn!r}")
+        on_true, on_false = (functools.partial(on_true, *operands),
+                             functools.partial(on_false, *operands))
     if on_true is _MISSING and on_false is _MISSING:
         clauses = _clauses(pred)
     elif on_true is _MISSING or on_false is _MISSING:

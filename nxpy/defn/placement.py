@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _context, types as T
+from .. import _context, pjrt, types as T
 from ..backend import get_backend
 from ..cache import PROCESS_FACTOR, program_cache_size, put_bounded
-from ..layout import NamedSharding, read_sharding
+from ..layout import NamedSharding, as_partition_spec, read_sharding
+from ..mesh import mesh_for
 from ..ops import to_tensor
 from ..ops.core import primitive, register_sharded_dispatch, replace_tensors, tensor_leaves
 from ..tensor import Tensor
@@ -62,17 +63,23 @@ def _reshard(x, s, b):
 
 
 def _put(x, s, backend, what):
+    if hasattr(s, "id") and hasattr(s, "platform"):  # a device (nx.pjrt.devices())
+        s = pjrt.position_of(s)
     if isinstance(s, (int, np.integer)) and not isinstance(s, bool):  # one device
         t = to_tensor(x, what)
         b = get_backend(backend if backend is not None else "exla")
         return b.from_numpy(np.asarray(t.to_numpy()), t.type, t.names, device_id=int(s)) \
             if b.name == "exla" else b.from_tensor(t)
-    if not isinstance(s, NamedSharding):
+    if not isinstance(s, (NamedSharding, dict, tuple)) and as_partition_spec(s) is None:
         raise TypeError(f"device_put: expected the sharding of {what} to be an "
-                        f"nx.NamedSharding(mesh, spec) or a device position, got {s!r}")
+                        f"nx.NamedSharding(mesh, spec), a P over the context mesh, a device or "
+                        f"a device position, got {s!r}")
     array = type(x) is np.ndarray and x.dtype in _NUMPY_TYPES  # placed with no copy first
     t = None if array else to_tensor(x, what)
     shape = x.shape if array else t.shape
+    if not isinstance(s, NamedSharding):  # a P (or dict, or per-dim tuple): over the context mesh
+        s = read_sharding(s, shape, mesh_for(s, f"device_put: the sharding of {what}"),
+                          None if array else t.names, what=f"device_put: the sharding of {what}")
     s.axes(len(shape), f"device_put: the sharding of {what}")
     s.check_divisible(shape, what)
     if array:
@@ -93,9 +100,10 @@ def _put(x, s, backend, what):
 
 def device_put(x, sharding, *, backend=None):
     """Places ``x`` (a tensor, array or number, or a container of them) on devices:
-    ``sharding`` is an :class:`nx.NamedSharding` (a container of them for a container
-    ``x``, a prefix as in ``jax.device_put``) or a device position. The result is one
-    sharded tensor per leaf: its global ``shape``, its ``sharding``, its
+    ``sharding`` is an :class:`nx.NamedSharding`, a ``P`` laid over the context mesh
+    (:func:`nx.set_mesh`), a device (``nx.pjrt.devices()[i]``) or a device position, or a
+    container of them for a container ``x`` (a prefix, as in ``jax.device_put``). The
+    result is one sharded tensor per leaf: its global ``shape``, its ``sharding``, its
     ``addressable_shards``, each on its device.
 
     A sharded tensor put to another layout over the same mesh is resharded **on the
@@ -123,7 +131,8 @@ def device_put(x, sharding, *, backend=None):
 def with_sharding_constraint(x, sharding):
     """Pins the layout of ``x`` (a value inside a traced function, or a container of
     them) to ``sharding`` (an :class:`nx.NamedSharding`, or a ``P``/dict over the mesh of
-    the program being traced), as ``jax.lax.with_sharding_constraint``: EXLA lowers it to
+    the program being traced, else over the context mesh: :func:`nx.set_mesh`), as
+    ``jax.lax.with_sharding_constraint``: EXLA lowers it to
     ``sdy.sharding_constraint`` and the partitioner lays the value out so; nxpy's
     propagation starts again from it, so later values (and the results) follow, on every
     compiler. A program that uses one runs over that mesh. Outside a traced function it
@@ -162,8 +171,7 @@ def _constrain(x, spec):
     elif ctx is not None:
         mesh = ctx.mesh
     else:
-        raise ValueError(f"with_sharding_constraint: {spec!r} names no mesh and the program "
-                         f"runs over none: give nx.NamedSharding(mesh, spec)")
+        mesh = mesh_for(spec, "with_sharding_constraint")
     sh = read_sharding(spec, x.shape, mesh, x.names, what="with_sharding_constraint")
     sh.check_divisible(x.shape, "with_sharding_constraint: x")
     return EXPR.node("sharding_constraint", Tensor(None, x.shape, x.type, x.names), x,

@@ -25,11 +25,13 @@ or (P('x', 'y'),) for the second
 """
 from __future__ import annotations
 
+import functools
+
 from .. import _context
 from .. import shape as S
 from ..cache import program_cache_size, put_bounded
 from ..layout import read_sharding
-from ..mesh import Mesh
+from ..mesh import Mesh, get_mesh
 from ..ops import primitive, to_tensor
 from .sharding import specs as SH
 from . import tree as tree_mod
@@ -68,8 +70,10 @@ class ShardMap:
                  static_argnames=None, **jit_opts):
         if not callable(fun):
             raise TypeError(f"shard_map: expected fun to be a callable, got {fun!r}")
-        if not isinstance(mesh, Mesh):
-            raise TypeError(f"shard_map: expected mesh to be an nx.Mesh, got {mesh!r}")
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise TypeError(f"shard_map: expected mesh to be an nx.Mesh (or None: the context "
+                            f"mesh), got {mesh!r}")
+        functools.update_wrapper(self, fun, updated=())
         self.fun, self.mesh = fun, mesh
         self.in_specs, self.out_specs = in_specs, out_specs
         self.check_vma = S.boolean(check_vma, "shard_map: check_vma")
@@ -110,10 +114,21 @@ class ShardMap:
         return inner(*dyn, **dyn_kw)
 
     def _trace(self, args):
-        mesh = self.mesh
         ctx = current_mesh()
         if ctx is not None and ctx.view == "local":
             raise ValueError("shard_map cannot be nested inside another shard_map")
+        mesh = self.mesh if self.mesh is not None else ctx.mesh if ctx is not None else \
+            get_mesh()
+        if mesh is None:
+            raise ValueError("shard_map: no mesh: pass mesh=, or set a context mesh with "
+                             "nx.set_mesh(mesh) (as a context manager: `with "
+                             "nx.set_mesh(mesh):`)")
+        if self.in_specs is INFER:
+            raise TypeError(
+                f"shard_map: in_specs was not given, and inferring it from the arguments' "
+                f"sharding types needs mesh axes of type AxisType.Explicit (as in JAX); the "
+                f"axes of {mesh!r} are AxisType.Auto, whose layouts are not part of a "
+                f"value's type: give in_specs")
         if ctx is not None and ctx.mesh != mesh:
             raise ValueError(f"shard_map over {mesh!r} inside a shard_jit over {ctx.mesh!r}: "
                              f"use the same mesh")
@@ -215,11 +230,36 @@ def _axes_arg(mesh, axes):
     return repr(names[0]) if len(names) == 1 else repr(tuple(names))
 
 
-def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, static_argnums=None,
-              static_argnames=None, **jit_opts) -> ShardMap:
-    """Runs ``fun`` on each device's shard. ``in_specs``: one spec per argument (or one
+#: ``in_specs`` left out: JAX's ``jax.sharding.Infer`` (inferred from the arguments' types)
+INFER = type("Infer", (), {"__repr__": lambda self: "Infer", "__slots__": ()})()
+_REQUIRED = object()
+
+
+def shard_map(fun=None, mesh=None, in_specs=INFER, out_specs=_REQUIRED, *, axis_names=None,
+              check_vma=True, static_argnums=None, static_argnames=None,
+              **jit_opts) -> ShardMap:
+    """Runs ``fun`` on each device's shard, over ``mesh`` (by default the context mesh:
+    :func:`nx.set_mesh`, or the mesh of the ``jit`` it is traced in). Nx's positional
+    form ``shard_map(fun, mesh, in_specs, out_specs)`` and JAX's keyword form
+    ``shard_map(fun, out_specs=..., in_specs=..., mesh=...)`` are the same; without
+    ``fun`` it is a decorator (``@shard_map(out_specs=P())``).
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import shard_map, psum
+    >>> with nx.set_mesh(nx.make_mesh((2,), ("i",))):
+    ...     @shard_map(in_specs=nx.P("i"), out_specs=nx.P())
+    ...     def total(a):
+    ...         return psum(nx.sum(a, keep_axes=True), "i")
+    ...     total(nx.iota((4,))).tolist()
+    [6]
+
+    ``in_specs``: one spec per argument (or one
     spec for all); ``out_specs``: one per output (or one for all); which a tuple is
-    follows :func:`nxpy.defn.sharding.specs.is_one_spec`. With ``check_vma`` (the
+    follows :func:`nxpy.defn.sharding.specs.is_one_spec`. Left out, JAX infers
+    ``in_specs`` from the arguments' sharding types, which needs explicit mesh axes; over
+    nxpy's meshes (``AxisType.Auto``) it is a TypeError, as JAX's is for Auto axes.
+    ``axis_names``: the mesh axes the body sees per device (JAX's manual axes); all of
+    them, the default, is the one choice nxpy takes. With ``check_vma`` (the
     default) an output declared replicated over an axis along which its value provably
     varies is an error, and so is a collective inside a ``cond`` (or ``while_loop``) whose
     predicate (condition) varies along the collective's axes: the devices of one of its
@@ -228,6 +268,22 @@ def shard_map(fun, mesh, in_specs, out_specs, *, check_vma=True, static_argnums=
     ``static_argnums``/``static_argnames`` pass those arguments to ``fun`` as the values
     themselves, one program per distinct values (as for :func:`~nxpy.defn.jit`);
     ``in_specs`` then gives the specs of the other arguments."""
+    if out_specs is _REQUIRED:
+        raise TypeError("shard_map: out_specs is missing (one spec per output, or one for "
+                        "all: out_specs=P() for a replicated result)")
+    if axis_names is not None:
+        names = {axis_names} if isinstance(axis_names, str) else set(axis_names)
+        mesh_of = mesh if mesh is not None else get_mesh()
+        if mesh_of is None or names != set(mesh_of.axis_names):
+            raise NotImplementedError(
+                f"shard_map: axis_names={sorted(names)} makes only some mesh axes manual "
+                f"(the others automatic), which nxpy does not support; the body sees every "
+                f"mesh axis per device (leave axis_names out)"
+                + ("" if mesh_of is None else f": the mesh's axes are {list(mesh_of.axis_names)}"))
+    if fun is None:
+        return lambda f: ShardMap(f, mesh, in_specs, out_specs, check_vma,
+                                  static_argnums=static_argnums,
+                                  static_argnames=static_argnames, **jit_opts)
     return ShardMap(fun, mesh, in_specs, out_specs, check_vma, static_argnums=static_argnums,
                     static_argnames=static_argnames, **jit_opts)
 

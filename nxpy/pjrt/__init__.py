@@ -46,8 +46,8 @@ from .distributed import (ENV, DistributedError, ProcessLostError, allgather_byt
                           shutdown_distributed)
 from .client import (PLATFORMS, default_device, device_count, device_kind, devices,
                      how_to_get_devices, is_local, local_positions, oracle, platform,
-                     process_count, process_index, process_of, requested_platform,
-                     set_platform)
+                     position_of, process_count, process_index, process_of,
+                     requested_platform, set_platform)
 from .errors import BufferDeletedError, CompileError, raise_runtime_failure
 from .disk_cache import _digest, cache_dir, set_cache_dir
 from .callbacks import (CallbackModule, HostCallback, SynchronousExecutable, _callbacks,
@@ -64,7 +64,7 @@ __all__ = [
     "ENV", "DistributedError", "ProcessLostError", "allgather_bytes", "distributed_from_env",
     "distributed_info", "initialize_distributed", "shutdown_distributed",
     "PLATFORMS", "default_device", "device_count", "device_kind", "devices",
-    "how_to_get_devices", "is_local", "local_positions", "oracle", "platform",
+    "how_to_get_devices", "is_local", "local_positions", "oracle", "platform", "position_of",
     "process_count", "process_index", "process_of", "requested_platform", "set_platform",
     "BufferDeletedError", "CompileError", "raise_runtime_failure",
     "cache_dir", "set_cache_dir",

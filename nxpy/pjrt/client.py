@@ -144,6 +144,17 @@ def process_of(position: int) -> int:
     return devices()[position].process_index
 
 
+def position_of(device) -> int:
+    """The position of ``device`` (one of :func:`devices`, a jaxlib device: what
+    ``jax.devices()`` lists too) among the client's devices."""
+    devs = devices()
+    for i, d in enumerate(devs):
+        if d is device or d == device:
+            return i
+    raise ValueError(f"{device!r} is not a device of the {platform()} client (its devices "
+                     f"are {list(devs)})")
+
+
 def is_local(position: int) -> bool:
     """Whether the device at ``position`` belongs to this process (can hold its buffers)."""
     _client()

@@ -6,7 +6,7 @@ Copyright The JAX Authors, Apache-2.0; read at the commit below, the last before
 removal. Each ``B<n>`` is the n-th fenced block of the page, verbatim. The page's arrays
 are 8192 x 8192 and its network 8192 wide: the tests run them at 64 (the same edit for
 JAX and for nxpy)."""
-from jax_tutorials import example, missing, normal
+from jax_tutorials import example, normal
 
 SOURCE = ("jax-ml/jax 220f0751106a31289082d7d0060eff2a8d3facfc "
           "docs/notebooks/Distributed_arrays_and_automatic_parallelization.md")
@@ -452,69 +452,64 @@ def shown(name, where, code, pictures, **kw):
 
 EXAMPLES = [
     shown("distributed_arrays:quick_example", "§ Intro and a quick example (blocks 1, 3-5)",
-          B1 + B3 + B4 + B5, ("y",), xfail=missing("make_mesh")),
+          B1 + B3 + B4 + B5, ("y",)),
     shown("distributed_arrays:sin", "§ Intro and a quick example (blocks 1, 3-6)",
-          B1 + B3 + B4 + B5 + B6, ("z",), xfail=missing("make_mesh")),
+          B1 + B3 + B4 + B5 + B6, ("z",)),
     shown("distributed_arrays:unsharded", "§ Sharding basics (blocks 9, 10)", B1 + B9 + B10,
           ("x",), shardings=(),),
     shown("distributed_arrays:mesh_a_b", "§ Sharding basics (blocks 9, 11)", B1 + B9 + B11,
-          ("y",), xfail=missing("make_mesh")),
+          ("y",)),
     shown("distributed_arrays:spec_a_b", "§ Sharding basics (blocks 9, 11-13)", MESH_AB + B13,
-          ("y",), xfail=missing("make_mesh")),
+          ("y",)),
     shown("distributed_arrays:spec_b_a", "§ Sharding basics (block 14)", MESH_AB + B14,
-          ("y",), xfail=missing("make_mesh")),
+          ("y",)),
     shown("distributed_arrays:spec_a_none", "§ Sharding basics (block 15)", MESH_AB + B15,
-          ("y",), xfail=missing("make_mesh")),
+          ("y",)),
     shown("distributed_arrays:spec_none_b", "§ Sharding basics (block 16)", MESH_AB + B16,
-          ("y",), xfail=missing("make_mesh")),
+          ("y",)),
     shown("distributed_arrays:spec_none_a", "§ Sharding basics (block 17)", MESH_AB + B17,
-          ("y",), xfail=missing("make_mesh")),
+          ("y",)),
     shown("distributed_arrays:spec_ab_none", "§ Sharding basics (block 18)", MESH_AB + B18,
-          ("y",), xfail=missing("make_mesh")),
+          ("y",)),
     shown("distributed_arrays:sin_follows", "§ Computation follows data sharding "
-          "(blocks 19, 20)", FOLLOWS, ("x", "y"), xfail=missing("make_mesh")),
+          "(blocks 19, 20)", FOLLOWS, ("x", "y")),
     shown("distributed_arrays:dot_follows", "§ Computation follows data sharding (block 21)",
-          FOLLOWS + B21, ("y", "z", "w"), xfail=missing("make_mesh")),
+          FOLLOWS + B21, ("y", "z", "w")),
     shown("distributed_arrays:single_device", "§ Computation follows data sharding "
           "(blocks 22, 23)", FOLLOWS + B21 + B22 + B23, ("x_single",), values=("_", "x_single"),
-          shardings=(), edits=SMALL + (AUTO_AB,),
-          xfail=missing("make_mesh", "AxisType") + "; not in issue 45: device_put(x, a device)"),
+          shardings=(), edits=SMALL + (AUTO_AB,)),
     shown("distributed_arrays:copy", "§ Computation follows data sharding (block 26)",
-          FOLLOWS + B21 + B26, ("w_copy",), xfail=missing("make_mesh")),
+          FOLLOWS + B21 + B26, ("w_copy",)),
     example("distributed_arrays:disagree_devices", "§ When explicit shardings disagree, JAX "
             "errors (blocks 27, 28)", B1 + B3 + B9 + B11 + B27 + B28, stdout="some",
-            edits=SMALL + NO_TERMCOLOR, deviations=X,
-            xfail=missing("make_mesh", "Mesh(devices, axis_names)")),
+            edits=SMALL + NO_TERMCOLOR, deviations=X),
     example("distributed_arrays:disagree_order", "§ When explicit shardings disagree, JAX "
             "errors (blocks 27, 29)", B1 + B3 + B9 + B11 + B27 + B29, stdout="some",
-            edits=SMALL + NO_TERMCOLOR, deviations=X,
-            xfail=missing("make_mesh", "Mesh(devices, axis_names)")),
+            edits=SMALL + NO_TERMCOLOR, deviations=X),
     example("distributed_arrays:committed_with_uncommitted", "§ When explicit shardings "
             "disagree, JAX errors (blocks 27-30)", B1 + B3 + B9 + B11 + B27 + B28 + B30,
-            stdout="some", edits=SMALL + NO_TERMCOLOR, deviations=X,
-            xfail=missing("make_mesh", "Mesh(devices, axis_names)")),
+            stdout="some", edits=SMALL + NO_TERMCOLOR, deviations=X),
     shown("distributed_arrays:with_sharding_constraint", "§ Constraining shardings of "
           "intermediates (blocks 31-34)", B1 + B3 + B31 + B32 + B33 + B34, ("x", "y"),
-          edits=SMALL + (AUTO_XY,), xfail=missing("make_mesh", "AxisType")),
+          edits=SMALL + (AUTO_XY,)),
     shown("distributed_arrays:with_sharding_constraint_replicated", "§ Constraining "
           "shardings of intermediates (blocks 31, 32, 35, 36)", B1 + B3 + B31 + B32 + B35 + B36,
-          ("x", "y"), edits=SMALL + (AUTO_XY,), xfail=missing("make_mesh", "AxisType")),
+          ("x", "y"), edits=SMALL + (AUTO_XY,)),
     example("distributed_arrays:nn_data_parallel", "§ 8-way batch data parallelism "
             "(blocks 37-44)", NN_DP + B44, values=("_", "params"),
             shardings=("params", "batch"), edits=NN_SMALL, deviations=NN_INPUTS,
-            rtol=1e-4, atol=1e-4, xfail=missing("make_mesh")),
+            rtol=1e-4, atol=1e-4),
     example("distributed_arrays:nn_data_parallel_train", "§ 8-way batch data parallelism "
             "(blocks 37-45)", NN_DP + B45, values=("params",), shardings=("params",),
-            stdout="numbers", edits=NN_SMALL, deviations=NN_INPUTS, rtol=1e-4, atol=1e-4,
-            xfail=missing("make_mesh")),
+            stdout="numbers", edits=NN_SMALL, deviations=NN_INPUTS, rtol=1e-4, atol=1e-4),
     example("distributed_arrays:nn_tensor_parallel", "§ 4-way batch data parallelism and "
             "2-way model tensor parallelism (blocks 37-40, 49-55)", NN_TP + B53 + B54 + B55,
             values=("params",), shardings=("params", "batch"),
             pictures=("W2", "W3"), stdout="numbers", edits=NN_SMALL + (AUTO_TP,),
-            deviations=NN_INPUTS, rtol=1e-4, atol=1e-4, xfail=missing("make_mesh", "AxisType")),
+            deviations=NN_INPUTS, rtol=1e-4, atol=1e-4),
     example("distributed_arrays:nn_tensor_parallel_train", "§ 4-way batch data parallelism "
             "and 2-way model tensor parallelism (blocks 37-40, 49-52, 55-58)",
             NN_TP + B55 + B56 + B57 + B58, values=("params",), shardings=("params",),
             pictures=("W2", "W3"), stdout="numbers", edits=NN_SMALL + (AUTO_TP,),
-            deviations=NN_INPUTS, rtol=1e-4, atol=1e-4, xfail=missing("make_mesh", "AxisType")),
+            deviations=NN_INPUTS, rtol=1e-4, atol=1e-4),
 ]

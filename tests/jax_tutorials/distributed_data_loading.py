@@ -5,7 +5,7 @@ blocks (``B2``, ``B4``: its second and fourth fenced blocks, verbatim), both rea
 ``tf.data`` pipeline: the tests give them a stand-in for the three calls they make
 (tensorflow is not installed), the same for JAX and nxpy. Run in one process, each is the
 one-process case of the page's multi-process recipe."""
-from jax_tutorials import example, missing
+from jax_tutorials import example
 
 SOURCE = "jax-ml/jax cec06d116c05f0d52adfceee3d3b730fdbcb0ce5 docs/distributed_data_loading.md"
 
@@ -108,11 +108,9 @@ F32 = (("np.ones((16, 3)) * i", "(np.ones((16, 3)) * i).astype(np.float32)",
 EXAMPLES = [
     example("distributed_data_loading:data_parallelism", "§ Important trick about data "
             "parallelism (block 2)", B2, values=("global_batch_array",),
-            shardings=("global_batch_array",), edits=TF, deviations=F32,
-            xfail=missing("make_mesh")),
+            shardings=("global_batch_array",), edits=TF, deviations=F32),
     example("distributed_data_loading:model_parallelism_within_a_process", "§ Model "
             "parallelism within a process (block 4)", B4, values=("global_batch_array",),
             shardings=("global_batch_array",), edits=TF, deviations=F32,
-            xfail=missing("Mesh(devices, axis_names)")
-            + "; not in issue 45: jax.local_devices(process_index)"),
+            xfail="not in issue 45: jax.local_devices(process_index)"),
 ]

@@ -6,7 +6,7 @@ Copyright The JAX Authors, Apache-2.0; read at the commit below. Each ``B<n>`` i
 fenced block of the page, verbatim; the page's names are JAX's as of 2023 (block 6 reads
 ``mesh.axis_size['j']``, which no JAX had, and blocks 3, 4, 10 and 11 are pseudo-code: they
 are left out)."""
-from jax_tutorials import example, missing, narrow
+from jax_tutorials import example, narrow
 
 SOURCE = "jax-ml/jax cec06d116c05f0d52adfceee3d3b730fdbcb0ce5 docs/jep/14273-shard-map.md"
 
@@ -121,22 +121,17 @@ AUTO = (("jax.make_mesh((4, 2), ('i', 'j'))",
 I32 = (narrow("np.arange(12 * 12)", "int32"),)
 
 EXAMPLES = [
-    example("jep_14273:matmul_basic", "§ TL;DR example (block 1)", B1, values=("c",), edits=AUTO,
-            xfail=missing("make_mesh", "AxisType")),
+    example("jep_14273:matmul_basic", "§ TL;DR example (block 1)", B1, values=("c",), edits=AUTO),
     example("jep_14273:matmul_reduce_scatter", "§ TL;DR example (blocks 1, 2)", B1 + B2,
-            values=("c",), edits=AUTO, xfail=missing("make_mesh", "AxisType")),
+            values=("c",), edits=AUTO),
     example("jep_14273:in_specs", "§ Controlling how each input is split (block 5)",
-            IMPORTS + B5, values=("y",), stdout="text", deviations=I32,
-            xfail=missing(MESH)),
+            IMPORTS + B5, values=("y",), stdout="text", deviations=I32),
     example("jep_14273:out_specs_tile", "§ Controlling how each output assembled "
-            "(blocks 5, 7)", IMPORTS + B5 + B7, values=("z",), stdout="numbers",
-            xfail=missing(MESH)),
+            "(blocks 5, 7)", IMPORTS + B5 + B7, values=("z",), stdout="numbers"),
     example("jep_14273:out_specs_psum_f3", "§ Controlling how each output assembled "
             "(blocks 5, 8)", IMPORTS + B5 + B8, values=("y3",), stdout="text",
-            deviations=I32,
-            xfail=missing(MESH)),
+            deviations=I32),
     example("jep_14273:out_specs_psum_f4_f5", "§ Controlling how each output assembled "
             "(blocks 5, 9)", IMPORTS + B5 + B9, values=("y4", "y5"), stdout="text",
-            deviations=I32,
-            xfail=missing(MESH)),
+            deviations=I32),
 ]

@@ -14,7 +14,7 @@ since renamed ``pcast(..., to="varying")``: jax.lax.pbroadcast is now another fu
 the lines writing
 ``t(f1) = ...`` (the JEP's notation for what the transpose is) and those with type
 annotations in the JEP's aval syntax (``f32[3,4]{i}``)."""
-from jax_tutorials import example, missing
+from jax_tutorials import example
 
 SOURCE = "jax-ml/jax cec06d116c05f0d52adfceee3d3b730fdbcb0ce5 docs/jep/17111-shmap-transpose.md"
 
@@ -113,7 +113,6 @@ y = f4_better(v)
 vbar = t(f4_better, (v,), v + 1)
 '''
 
-ALL_GATHER = "all_gather(x, axis_name, axis=, tiled=)"
 
 EXAMPLES = [
     example("jep_17111:psum_unmapped_output", "§ Problem: Example 1 (block 2)",
@@ -126,11 +125,10 @@ EXAMPLES = [
             FREE + CURSED + DRIVE_CURSED, prelude=MESH, values=("y", "vbar", "ybar")),
     example("jep_17111:all_gather_unmapped_output", "§ Problem: Example 4 (block 7)",
             FREE + F4 + DRIVE_F4, prelude=MESH, absent=("y",), stdout="some",
-            xfail=missing(ALL_GATHER) + "; not in issue 45: nxpy's all_gather result is "
+            xfail="not in issue 45: nxpy's all_gather result is "
             "invariant (out_specs=P() accepted), JAX's varies (out_specs=P() an error)"),
     example("jep_17111:all_gather_mapped_output", "§ Problem: Example 5 (block 8)",
-            FREE + F5 + DRIVE_F5, prelude=MESH, values=("y", "vbar", "wbar"),
-            xfail=missing(ALL_GATHER)),
+            FREE + F5 + DRIVE_F5, prelude=MESH, values=("y", "vbar", "wbar")),
     example("jep_17111:identity_mapped", "§ Partial solution: Example 4 again (block 9)",
             FREE + F4_BETTER + DRIVE_F4_BETTER, prelude=MESH, values=("y", "vbar")),
 ]

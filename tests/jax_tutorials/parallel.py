@@ -321,93 +321,84 @@ RANDOM = (("nx.random.normal(nx.random.key(0), (8, 4),",
            "nx.random.normal_split(nx.random.key(0), shape=(8, 4),",
            "nxpy.random is Nx.Random's API (jax.random.normal(key, shape) is its "
            "normal_split(key, shape=shape))"),)
-CONTEXT = ("make_mesh", "set_mesh", "a bare P with the mesh from context")
 X = B3 + B4                             # the page's x, on its explicit 4 x 2 mesh
 SHARD_DEVICE = "not in issue 45: Shard.device (nxpy's shards have device_id)"
 
 EXAMPLES = [
     example("parallel:typeof", "§ Distributed arrays ... (blocks 3, 4)", X + B4_TYPEOF,
-            values=("x",), shardings=("x",), stdout="text", xfail=missing(*CONTEXT, "typeof")),
+            values=("x",), shardings=("x",), stdout="text", xfail=missing("typeof")),
     example("parallel:visualize", "§ Distributed arrays ... (blocks 3-5)", X + B5,
-            pictures=("x",), xfail=missing(*CONTEXT)),
+            pictures=("x",)),
     example("parallel:sin_transpose", "§ Distributed arrays ... (blocks 3, 4, 6)", X + B6,
-            values=("y",), shardings=("y",), stdout="text", xfail=missing(*CONTEXT, "typeof")),
+            values=("y",), shardings=("y",), stdout="text", xfail=missing("typeof")),
     example("parallel:mesh", "§ A Mesh is a grid of devices with named axes (blocks 9, 10)",
-            B3 + B9 + B10, stdout="some", xfail=missing("make_mesh", "set_mesh")),
+            B3 + B9 + B10, stdout="some"),
     example("parallel:abstract_mesh", "§ A Mesh is a grid of devices with named axes "
             "(block 11)", X + B9 + B10 + B11, values=("z",), stdout="text",
-            xfail=missing(*CONTEXT, "typeof", "reshard")
+            xfail=missing("typeof", "reshard")
             + "; not in issue 45: AbstractMesh, use_abstract_mesh"),
     example("parallel:sharding", "§ A Sharding describes how array values are laid out "
-            "(block 12)", X + B12, shardings=("x",), pictures=("x",),
-            xfail=missing(*CONTEXT)),
+            "(block 12)", X + B12, shardings=("x",), pictures=("x",)),
     example("parallel:addressable_shards", "§ A Sharding describes how array values are "
             "laid out (block 13)", X + B13, stdout="numbers",
-            xfail=missing(*CONTEXT) + "; " + SHARD_DEVICE),
+            xfail=SHARD_DEVICE),
     example("parallel:spec_y_x", "§ A Sharding describes how array values are laid out "
-            "(block 14)", X + B14, values=("y",), shardings=("y",), pictures=("y",),
-            xfail=missing(*CONTEXT)),
+            "(block 14)", X + B14, values=("y",), shardings=("y",), pictures=("y",)),
     example("parallel:spec_x_none", "§ A Sharding describes how array values are laid out "
-            "(block 15)", X + B15, values=("y",), shardings=("y",), pictures=("y",),
-            xfail=missing(*CONTEXT)),
+            "(block 15)", X + B15, values=("y",), shardings=("y",), pictures=("y",)),
     example("parallel:spec_xy", "§ A Sharding describes how array values are laid out "
-            "(block 17)", X + B17, values=("y",), shardings=("y",), pictures=("y",),
-            xfail=missing(*CONTEXT)),
+            "(block 17)", X + B17, values=("y",), shardings=("y",), pictures=("y",)),
     example("parallel:unreduced", "§ A Sharding describes how array values are laid out "
             "(blocks 18, 19)", X + B18 + B19, stdout="numbers",
-            xfail=missing(*CONTEXT, "P(..., unreduced=)") + "; " + SHARD_DEVICE),
+            xfail=missing("P(..., unreduced=)") + "; " + SHARD_DEVICE),
     example("parallel:another_mesh", "§ A Sharding describes how array values are laid out "
-            "(blocks 17, 20)", X + B17 + B20, values=("z",), shardings=("z", "y"),
-            xfail=missing(*CONTEXT)),
+            "(blocks 17, 20)", X + B17 + B20, values=("z",), shardings=("z", "y")),
     example("parallel:typeof_sharding", "§ Explicit sharding mode makes sharding queryable "
             "at trace-time (blocks 21, 22)", X + B21 + B22, stdout="some",
-            xfail=missing(*CONTEXT, "typeof")),
+            xfail=missing("typeof")),
     example("parallel:binary_op_rule", "§ Explicit sharding mode makes sharding queryable "
             "at trace-time (block 24)", X + NUMPY + B24, values=("result",),
             shardings=("result",), stdout="text", deviations=(A4, A8),
-            xfail=missing(*CONTEXT, "typeof")),
+            xfail=missing("typeof")),
     example("parallel:binary_op_rule_jit", "§ Explicit sharding mode makes sharding "
             "queryable at trace-time (blocks 24, 25)", X + NUMPY + B24 + B25, values=("_",),
             shardings=("_",), stdout="text", deviations=(A4, A8),
-            xfail=missing(*CONTEXT, "typeof")),
+            xfail=missing("typeof")),
     example("parallel:random_out_sharding", "§ Explicit sharding mode makes sharding "
             "queryable at trace-time (blocks 26, 27)", X + B26 + B27, values=("x", "y"),
             shardings=("x", "y"), stdout="text", deviations=RANDOM,
-            xfail=missing(*CONTEXT, "typeof", "out_sharding=")),
+            xfail=missing("typeof", "out_sharding=")),
     example("parallel:compiled_all_reduce", "§ Explicit sharding mode makes sharding "
             "queryable at trace-time (blocks 26, 28)", X + B26 + B28, stdout="text",
-            deviations=RANDOM, xfail=missing(*CONTEXT, "typeof", "out_sharding=")
+            deviations=RANDOM, xfail=missing("typeof", "out_sharding=")
             + "; not in issue 45: jit(f).lower(x).compile().as_text()"),
     example("parallel:dot_error", "§ Result shardings follow simple rules, or error and "
             "require annotation (block 29)", X + B29, stdout="some",
-            xfail=missing(*CONTEXT, "the explicit-mode errors")),
+            xfail=missing("the explicit-mode errors")),
     example("parallel:dot_out_sharding", "§ Result shardings follow simple rules, or error "
             "and require annotation (blocks 29, 30)", X + B29 + B30, values=("z",),
             shardings=("z",), stdout="some",
-            xfail=missing(*CONTEXT, "typeof", "the explicit-mode errors", "out_sharding=")),
+            xfail=missing("typeof", "the explicit-mode errors", "out_sharding=")),
     example("parallel:auto_axes", "§ With @auto_axes the compiler chooses shardings "
             "(blocks 31, 32)", X + NUMPY + B31 + B32, values=("result",), shardings=("result",),
             stdout="some", deviations=(A16,),
-            xfail=missing(*CONTEXT, "typeof", "the explicit-mode errors",
-                          "auto_axes/explicit_axes", "get_abstract_mesh")),
+            xfail=missing("typeof", "the explicit-mode errors", "auto_axes/explicit_axes",
+                          "get_abstract_mesh")),
     example("parallel:auto_mesh_dot", "§ Auto sharding mode decides shardings automatically "
             "(blocks 33, 34)", B3 + B33 + B34, values=("z",), shardings=("z",),
-            stdout="some", xfail=missing("AxisType", *CONTEXT)),
+            stdout="some"),
     example("parallel:auto_mesh_constraint", "§ Auto sharding mode decides shardings "
             "automatically (blocks 33, 35)", B3 + B33 + B35, values=("z",), shardings=("z",),
-            stdout="some", xfail=missing("AxisType", *CONTEXT)),
+            stdout="some"),
     example("parallel:explicit_axes", "§ Auto sharding mode decides shardings automatically "
             "(blocks 31, 33, 36)", B3 + NUMPY + AUTO_AXES + B33 + B36, values=("_",),
             shardings=("_",), stdout="some", deviations=(A16,),
-            xfail=missing("AxisType", *CONTEXT, "auto_axes/explicit_axes", "typeof",
-                          "get_abstract_mesh")),
+            xfail=missing("AxisType", "auto_axes/explicit_axes", "typeof", "get_abstract_mesh")),
     example("parallel:concrete_vs_type_sharding", "§ Concrete array shardings can mention "
             "Auto mesh axis (blocks 31, 37)", B3 + NUMPY + AUTO_AXES + B37,
             values=("my_array",), shardings=("my_array",), stdout="some", deviations=(A8,),
-            xfail=missing(*CONTEXT, "auto_axes/explicit_axes", "typeof", "get_abstract_mesh")),
+            xfail=missing("auto_axes/explicit_axes", "typeof", "get_abstract_mesh")),
     example("parallel:shard_map_matmul", "§ Manual mode lets you write explicit collectives "
             "(block 38)", B3 + B38, values=("z",), shardings=("z",), stdout="numbers",
-            xfail=missing(*CONTEXT, "shard_map inferring in_specs",
-                          "shard_map as a decorator (no function)",
-                          "shard_map with the mesh from context", "typeof")),
+            xfail=missing("shard_map inferring in_specs", "typeof")),
 ]

@@ -265,16 +265,15 @@ EXAMPLES = [
     example("sharded_computation:visualize_unsharded", "§ Key concept: Data sharding "
             "(blocks 1, 3, 5)", B1 + B3 + B5, pictures=("arr",)),
     example("sharded_computation:named_sharding", "§ Key concept: Data sharding "
-            "(blocks 1, 3, 6)", B1 + B3 + B6, stdout="some", xfail=missing("make_mesh")),
+            "(blocks 1, 3, 6)", B1 + B3 + B6, stdout="some"),
     example("sharded_computation:device_put", "§ Key concept: Data sharding (blocks 1, 3, 6, 7)",
             PLACED + B7_VISUALIZE, values=("arr_sharded",), shardings=("arr_sharded",),
-            pictures=("arr_sharded",), xfail=missing("make_mesh")),
+            pictures=("arr_sharded",)),
     example("sharded_computation:jit_elementwise", "§ 1. Automatic parallelism via jit "
             "(block 8)", PLACED + B8, values=("result",), shardings=("result",),
-            stdout="numbers", xfail=missing("make_mesh")),
+            stdout="numbers"),
     example("sharded_computation:jit_contract", "§ 1. Automatic parallelism via jit (block 9)",
-            PLACED + B9, values=("result",), shardings=("result",), pictures=("result",),
-            xfail=missing("make_mesh")),
+            PLACED + B9, values=("result",), shardings=("result",), pictures=("result",)),
     example("sharded_computation:typeof", "§ 2. Explicit sharding (block 10)",
             B1 + B3 + B10, deviations=SOME, stdout="text", xfail=missing("typeof")),
     example("sharded_computation:typeof_traced", "§ 2. Explicit sharding (blocks 10, 11)",
@@ -283,34 +282,33 @@ EXAMPLES = [
     example("sharded_computation:explicit_mesh_typeof", "§ 2. Explicit sharding "
             "(blocks 12, 13)", B1 + B3 + B6 + B12 + B13, deviations=(A8,),
             values=("sharded_array",), shardings=("sharded_array",), stdout="text",
-            xfail=missing("make_mesh", "AxisType", "typeof")),
+            xfail=missing("AxisType", "typeof")),
     example("sharded_computation:explicit_add", "§ 2. Explicit sharding (blocks 12, 14)",
             B1 + B3 + B6 + B12 + B14, deviations=(A4, A8), values=("arg0", "arg1"), stdout="text",
-            xfail=missing("make_mesh", "AxisType", "typeof", "set_mesh")),
+            xfail=missing("AxisType", "typeof")),
     example("sharded_computation:shard_map_elementwise", "§ 3. Manual parallelism with "
-            "shard_map (block 15)", PLACED + B8 + B15, values=("_",), shardings=("_",),
-            xfail=missing("make_mesh")),
+            "shard_map (block 15)", PLACED + B8 + B15, values=("_",), shardings=("_",)),
     example("sharded_computation:shard_map_local_shape", "§ 3. Manual parallelism with "
             "shard_map (blocks 15, 16)", PLACED + B8 + B15 + B16, values=("y",),
-            shardings=("y",), stdout="numbers", xfail=missing("make_mesh")),
+            shardings=("y",), stdout="numbers"),
     example("sharded_computation:shard_map_keepdims", "§ 3. Manual parallelism with "
             "shard_map (blocks 15-17)", PLACED + B8 + B15 + B16 + B17, values=("_",),
-            shardings=("_",), xfail=missing("make_mesh")),
+            shardings=("_",)),
     example("sharded_computation:shard_map_psum", "§ 3. Manual parallelism with shard_map "
             "(blocks 15, 16, 18)", PLACED + B8 + B15 + B16 + B18, values=("_",),
-            shardings=("_",), xfail=missing("make_mesh")),
+            shardings=("_",)),
     example("sharded_computation:layer", "§ Comparing the three approaches (blocks 19, 20)",
             B1 + B3 + B19 + B20, deviations=RNG, values=("_",)),
     example("sharded_computation:layer_auto", "§ Comparing the three approaches "
             "(blocks 19-21)", B1 + B3 + B6 + B19 + B20 + B21, deviations=RNG, values=("_",),
-            shardings=("_",), xfail=missing("make_mesh")),
+            shardings=("_",)),
     example("sharded_computation:layer_explicit", "§ Comparing the three approaches "
             "(blocks 19, 20, 22)", B1 + B3 + B6 + AXIS_TYPE + B19 + B20 + B22,
             deviations=RNG, values=("x_sharded",), stdout="text",
-            xfail=missing("make_mesh", "AxisType", "typeof", "set_mesh")),
+            xfail=missing("AxisType", "typeof")),
     example("sharded_computation:layer_shard_map", "§ Comparing the three approaches "
             "(blocks 19-21, 23)", B1 + B3 + B6 + B19 + B20 + B21 + B23, deviations=RNG,
-            values=("_",), shardings=("_", "x", "weights", "bias"), xfail=missing("make_mesh")),
+            values=("_",), shardings=("_", "x", "weights", "bias")),
     example("sharded_computation:device_put_device", "§ Controlling data and computation "
             "placement on devices (block 25)", B25, values=("arr",), stdout="text",
             xfail=missing(".devices()") + "; not in issue 45: device_put(x, a device)"),

@@ -94,19 +94,46 @@ def _check_groups(groups, mesh, op):
     return groups
 
 
+def _is_axis_name(a) -> bool:
+    return isinstance(a, str) or (isinstance(a, (tuple, list)) and bool(a) and all(
+        isinstance(n, str) for n in a))
+
+
 def all_gather(tensor, opts=None, **kwargs):
     """Gathers ``all_gather_dim`` across the mesh axes that shard it.
 
-    Options (a mapping or keyword arguments): ``all_gather_dim`` (required), ``axes`` (the
-    mesh axes to gather over, by index or name; default: the axes sharding that dim at this
-    point; given axes must be the minor-most of them, in order), ``replica_groups`` (an
-    explicit list of partition-id groups, validated against the mesh), ``channel_id``.
+    Nx's options (a mapping or keyword arguments): ``all_gather_dim`` (required),
+    ``axes`` (the mesh axes to gather over, by index or name; default: the axes sharding
+    that dim at this point; given axes must be the minor-most of them, in order),
+    ``replica_groups`` (an explicit list of partition-id groups, validated against the
+    mesh), ``channel_id``, ``tiled`` (default True).
+
+    JAX's form, ``all_gather(x, axis_name, *, axis=0, tiled=False,
+    axis_index_groups=None)`` (the axis name, or a tuple of them, second), has JAX's
+    defaults: untiled, the gathered pieces stacked along a new dim ``axis``; tiled, they
+    are concatenated along dim ``axis``.
 
     >>> import nxpy as nx
-    >>> from nxpy.defn import jit, all_gather
+    >>> from nxpy.defn import jit, all_gather, shard_map
     >>> jit(lambda x: all_gather(x, all_gather_dim=0))(nx.tensor([1, 2])).tolist()  # no mesh
     [1, 2]
+    >>> mesh = nx.make_mesh((2,), ("i",))
+    >>> f = shard_map(lambda a: all_gather(a, "i"), mesh, in_specs=nx.P("i"), out_specs=nx.P())
+    >>> f(nx.iota((4,))).shape, shard_map(lambda a: all_gather(a, "i", tiled=True), mesh,
+    ...     in_specs=nx.P("i"), out_specs=nx.P())(nx.iota((4,))).shape
+    ((2, 2), (4,))
     """
+    if _is_axis_name(opts) or "axis_name" in kwargs:  # JAX's all_gather(x, axis_name, ...)
+        name = kwargs.pop("axis_name") if opts is None else opts
+        unknown = sorted(set(kwargs) - {"axis", "tiled", "axis_index_groups"})
+        if unknown:
+            raise TypeError(f"all_gather(x, axis_name, ...): unexpected keyword argument"
+                            f"{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} (JAX's "
+                            f"form takes axis, tiled and axis_index_groups; Nx's options are "
+                            f"all_gather(x, all_gather_dim=..., axes=...))")
+        opts, kwargs = None, {"axes": name, "all_gather_dim": kwargs.get("axis", 0),
+                              "tiled": S.boolean(kwargs.get("tiled", False), "all_gather: tiled"),
+                              "axis_index_groups": kwargs.get("axis_index_groups")}
     o = _options(opts, kwargs, _AG_OPTS, "all_gather")
     if "all_gather_dim" not in o:
         raise ValueError("all_gather: the all_gather_dim option is required")
@@ -431,6 +458,25 @@ def collective_broadcast(x, axes, source=0):
                  groups=ctx.mesh.groups(axes), source=source)
 
 
+def axis_size(axis_name) -> int:
+    """The number of devices along mesh axis ``axis_name`` (or the product for a tuple
+    of axes), as ``jax.lax.axis_size``: a Python int, inside ``shard_map`` (or a
+    ``shard_jit``).
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import shard_map, axis_size
+    >>> f = shard_map(lambda a: a * axis_size("i"), nx.make_mesh((4,), ("i",)),
+    ...               in_specs=nx.P("i"), out_specs=nx.P("i"))
+    >>> f(nx.full((4,), 1, type="s32")).tolist()
+    [4, 4, 4, 4]
+    """
+    ctx = current_mesh()
+    if ctx is None:
+        raise ValueError(f"axis_size: axis {axis_name!r} is not bound: call it inside a "
+                         f"function run by shard_map (or shard_jit) over a mesh with that axis")
+    return _group_size(ctx.mesh, _axes(ctx, axis_name, "axis_size"))
+
+
 def axis_index(axes):
     """This device's index along ``axes`` (an s32 scalar; several axes count in the order
     given, the first major)."""
@@ -459,6 +505,6 @@ VARYING_OPS = {"axis_index", "collective_permute", "reduce_scatter", "all_to_all
 INVARIANT_OPS = {"all_gather", "all_reduce", "collective_broadcast"}
 primitive("collectives", *VARYING_OPS, *INVARIANT_OPS)
 
-__all__ += ["all_reduce", "psum", "pmax", "pmin", "pmean", "reduce_scatter", "psum_scatter",
-            "all_to_all", "collective_permute", "ppermute", "shift", "collective_broadcast",
-            "axis_index", "all_slice", "VARYING_OPS", "INVARIANT_OPS"]
+__all__ += ["axis_size", "all_reduce", "psum", "pmax", "pmin", "pmean", "reduce_scatter",
+            "psum_scatter", "all_to_all", "collective_permute", "ppermute", "shift",
+            "collective_broadcast", "axis_index", "all_slice", "VARYING_OPS", "INVARIANT_OPS"]
