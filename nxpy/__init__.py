@@ -33,7 +33,8 @@ from .defn.core import compatible
 from .defn.kernel import (cond, fori_loop, hook, print_expr, print_value, runtime_call,
                           while_loop)
 from .defn.transforms.vmap import vmap
-from .defn.placement import device_put
+from .defn.placement import auto_axes, device_put, explicit_axes, reshard
+from .defn.sharding.explicit import ShardingTypeError, get_abstract_mesh, typeof
 from .serialize import (SerializationError, deserialize, load, load_numpy, save, save_numpy,
                         serialize)
 from . import interop

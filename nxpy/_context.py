@@ -9,6 +9,7 @@ class _Local(threading.local):
     stack = None
     grad_depth = 0
     mesh = None  # the context mesh (nxpy.mesh.set_mesh)
+    node_check = None  # called with each Expr node recorded (explicit sharding's checks)
 
 
 _local = _Local()

@@ -31,6 +31,7 @@ import io
 from . import pjrt, shape as S
 from .backend import get_backend
 from .defn.sharding import specs as SH
+from .defn import tree as tree_mod
 from .defn.placement import device_put
 from .defn.shard_jit import shard_jit
 from .layout import NamedSharding, as_partition_spec, read_sharding
@@ -168,7 +169,16 @@ def make_array_from_process_local_data(sharding, local_data, *, backend="exla") 
     ...                                        nx.iota((4, 2)))
     >>> x.shape, x.sharding.spec, x.addressable_shards[2].data.tolist()
     ((4, 2), P('data'), [[4, 5], [6, 7]])
+
+    A container of pieces (a dict of arrays, a tuple, ...) gives the same container of
+    sharded tensors, ``sharding`` one for all or a container of them (JAX's prefix).
     """
+    leaves, tree = tree_mod.flatten(local_data)
+    if tree != tree_mod.LEAF:
+        specs = SH.leaf_specs(sharding, tree, "local_data", "sharding")
+        return tree_mod.unflatten(tree, [
+            make_array_from_process_local_data(s, leaf, backend=backend)
+            for leaf, (_, s) in zip(leaves, specs)])
     piece = to_tensor(local_data, "local_data")
     if not isinstance(sharding, NamedSharding):
         if as_partition_spec(sharding) is None:

@@ -19,10 +19,10 @@ shape), and ``mesh.shape`` is read by axis name too:
 >>> import nxpy as nx
 >>> j = nx.make_mesh((2, 2), ("x", "y"))
 >>> j, j.shape["y"], dict(j.shape), j.axis_sizes
-(Mesh('mesh', [x=2, y=2]), 2, {'x': 2, 'y': 2}, (2, 2))
+(Mesh('mesh', [x=2, y=2], axis_types=(Explicit, Explicit)), 2, {'x': 2, 'y': 2}, (2, 2))
 >>> import numpy as np
->>> Mesh(np.array(nx.pjrt.devices()[:4]).reshape(2, 2), ("x", "y")) == j
-True
+>>> Mesh(np.array(nx.pjrt.devices()[:4]).reshape(2, 2), ("x", "y"))  # Auto axes, as JAX's
+Mesh('mesh', [x=2, y=2])
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class AxisType(enum.Enum):
     Manual = "Manual"
 
     def __repr__(self):
-        return f"AxisType.{self.name}"
+        return self.name  # as JAX's: Mesh(..., axis_types=(Explicit, Explicit))
 
 
 class MeshShape(tuple):
@@ -101,7 +101,7 @@ class Mesh:
     (or a list, for one axis) of devices (``nx.pjrt.devices()``) or device positions,
     whose shape is the mesh's; ``axis_names`` a tuple of names or one name; the mesh is
     named ``"mesh"``. ``axis_types``: one :class:`AxisType` per axis (all ``Auto`` by
-    default).
+    default, as JAX's ``Mesh``; :func:`make_mesh`'s are ``Explicit``).
 
     ``with mesh:`` makes it the context mesh in its block (:func:`set_mesh`).
 
@@ -211,6 +211,12 @@ class Mesh:
         """Whether the mesh's devices belong to more than one process."""
         return pjrt.process_count() > 1 and len(set(self.processes)) > 1
 
+    def with_axis_types(self, axis_types) -> "Mesh":
+        """This mesh with its axes of ``axis_types``."""
+        m = Mesh(self.name, self.axis_sizes, self.axis_names,
+                 None if self.is_abstract else self.devices, axis_types=axis_types)
+        return m
+
     def bind(self, devices) -> "Mesh":
         """This mesh on ``devices`` (one device position per partition)."""
         return Mesh(self.name, self.axis_sizes, self.axis_names, devices,
@@ -293,17 +299,19 @@ def _axis_types(types, n, what) -> tuple:
         raise TypeError(f"{what}: expected axis_types to be {n} nx.AxisType values (one per "
                         f"axis), got {types!r}")
     for t in types:
-        if t is not AxisType.Auto:
+        if t is AxisType.Manual:
             raise NotImplementedError(
-                f"{what}: AxisType.{t.name} axes are not supported yet (explicit sharding is "
-                f"issue 45 item 4); use AxisType.Auto, whose layouts nxpy's propagation "
-                f"and XLA's partitioner choose")
+                f"{what}: a mesh of AxisType.Manual axes is not supported: the axes are "
+                f"manual inside shard_map (its body sees each device's shard); make the "
+                f"mesh's axes Explicit or Auto")
     return types
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
     """A mesh of ``axis_shapes`` with ``axis_names`` over ``devices`` (devices or device
-    positions; by default the first ones), as ``jax.make_mesh``: named ``"mesh"``.
+    positions; by default the first ones), as ``jax.make_mesh``: named ``"mesh"``, its axes
+    ``AxisType.Explicit`` unless ``axis_types`` says otherwise (JAX's default: a value's
+    layout over them is part of its type, :func:`nx.typeof`).
 
     >>> import nxpy as nx
     >>> nx.make_mesh((2, 4), ("data", "model")).devices
@@ -318,6 +326,8 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh
             raise ValueError(f"make_mesh: a mesh of shape {shape} needs {math.prod(shape)} "
                              f"devices, devices has {len(devices)}")
         devices = devices[:math.prod(shape)]
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(shape)
     return Mesh("mesh", shape, axis_names, devices, axis_types=axis_types)
 
 
@@ -340,8 +350,8 @@ class set_mesh:
     ...     x = nx.device_put(nx.iota((4,)), nx.P("x"))
     ...     nx.get_mesh() is mesh
     True
-    >>> x.sharding, nx.get_mesh()
-    (NamedSharding(mesh=Mesh('mesh', [x=2]), spec=P('x')), None)
+    >>> x.sharding.spec, nx.typeof(x), nx.get_mesh()
+    (P('x'), ShapedArray(int32[4@x]), None)
     """
 
     def __init__(self, mesh):

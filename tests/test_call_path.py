@@ -280,14 +280,18 @@ def test_calls_leave_no_reference_cycles(compiler, where):
     tree = jit(lambda v: (v * 2, {"s": v + 1, "t": [v]}), compiler=compiler)
     for _ in range(3):
         one(x), tree(x), nx.add(nx.tensor(a), nx.tensor(a))
-    gc.collect()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        for _ in range(20):
-            one(x), tree(x), nx.add(nx.tensor(a), nx.tensor(a))
+
+    def window():
         gc.collect()
-        garbage = [type(o).__name__ for o in gc.garbage]
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-    assert garbage == []
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for _ in range(20):
+                one(x), tree(x), nx.add(nx.tensor(a), nx.tensor(a))
+            gc.collect()
+            return [type(o).__name__ for o in gc.garbage]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    # a cycle per call shows in every window; what earlier tests of this worker left to be
+    # released once (their programs, as caches turn over) shows in the first at most
+    assert window() == [] or window() == []

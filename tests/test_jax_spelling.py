@@ -2,8 +2,8 @@
 mesh (``make_mesh``, ``Mesh(devices, axis_names)``, ``set_mesh`` and ``with mesh:``, bare ``P``
 wherever a sharding is taken), ``shard_map`` in JAX's keyword and decorator forms with the mesh
 from context, and JAX's signatures of ``all_gather``, ``axis_size``, ``cond`` with operands and
-``mesh.shape``. Values and layouts are compared with JAX running the same program on an Auto
-mesh (nxpy's meshes are Auto: explicit axes are item 4), on both compilers."""
+``mesh.shape``. Values and layouts are compared with JAX running the same program, on an Auto
+mesh (explicit sharding: tests/test_explicit_sharding.py), on both compilers."""
 import threading
 
 import numpy as np
@@ -28,6 +28,10 @@ def jmesh(shape, names):
                          devices=jax.devices()[:int(np.prod(shape))])
 
 
+def amesh(shape, names, **kw):
+    return nx.make_mesh(shape, names, axis_types=(nx.AxisType.Auto,) * len(shape), **kw)
+
+
 def x44():
     return np.arange(32, dtype=np.float32).reshape(8, 4)
 
@@ -36,7 +40,9 @@ def x44():
 # Meshes as JAX makes them
 # ----------------------------------------------------------------------------------------
 def test_make_mesh_and_jax_mesh_constructor_build_the_mesh_jax_does():
-    m, j = nx.make_mesh((2, 4), ("x", "y")), jmesh((2, 4), ("x", "y"))
+    m, j = amesh((2, 4), ("x", "y")), jmesh((2, 4), ("x", "y"))
+    e, je = nx.make_mesh((2, 4), ("x", "y")), jax.make_mesh((2, 4), ("x", "y"))
+    assert [t.name for t in e.axis_types] == [t.name for t in je.axis_types] == ["Explicit"] * 2
     assert m.axis_names == j.axis_names and dict(m.shape) == dict(j.shape)
     assert m.shape["y"] == j.shape["y"] == 4 and m.axis_sizes == j.axis_sizes == (2, 4)
     assert list(m.shape.items()) == list(j.shape.items()) and m.shape == (2, 4)
@@ -46,7 +52,8 @@ def test_make_mesh_and_jax_mesh_constructor_build_the_mesh_jax_does():
     assert nx.Mesh(np.array(devs[:4]).reshape(2, 2), ("a", "b")).devices == (0, 1, 2, 3)
     assert nx.Mesh(devs[4:6], "a").devices == (4, 5) == nx.Mesh([4, 5], ("a",)).devices
     assert nx.make_mesh((2,), ("a",), devices=devs[6:]).devices == (6, 7)
-    assert nx.make_mesh((2,), ("a",)) == nx.Mesh(devs[:2], "a") != nx.Mesh(devs[2:4], "a")
+    assert amesh((2,), ("a",)) == nx.Mesh(devs[:2], "a") != nx.Mesh(devs[2:4], "a")
+    assert nx.make_mesh((2,), ("a",)) != nx.Mesh(devs[:2], "a")        # axis types differ
     with pytest.raises(KeyError, match="'z' is not an axis of the mesh"):
         m.shape["z"]
     with pytest.raises(ValueError, match="devices has 2 dims .* names 1"):
@@ -57,8 +64,8 @@ def test_make_mesh_and_jax_mesh_constructor_build_the_mesh_jax_does():
         nx.make_mesh((4,), ("a",), devices=devs[:2])
     with pytest.raises(TypeError, match="axis_types to be 1 nx.AxisType"):
         nx.make_mesh((2,), ("a",), axis_types=("Auto",))
-    with pytest.raises(NotImplementedError, match="AxisType.Explicit axes are not supported"):
-        nx.make_mesh((2,), ("a",), axis_types=(nx.AxisType.Explicit,))
+    with pytest.raises(NotImplementedError, match="a mesh of AxisType.Manual axes"):
+        nx.make_mesh((2,), ("a",), axis_types=(nx.AxisType.Manual,))
 
 
 def test_set_mesh_is_a_thread_local_nestable_setter_and_context_manager():
@@ -91,7 +98,7 @@ def test_set_mesh_is_a_thread_local_nestable_setter_and_context_manager():
 # ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("spec", [("x",), ("x", "y"), (None, "y"), (("x", "y"),), ()])
 def test_device_put_of_a_bare_p_lays_it_out_as_jax_does(spec):
-    m, j = nx.make_mesh((2, 2), ("x", "y")), jmesh((2, 2), ("x", "y"))
+    m, j = amesh((2, 2), ("x", "y")), jmesh((2, 2), ("x", "y"))
     with nx.set_mesh(m):
         got = nx.device_put(x44(), P(*spec))
         from_tensor = nx.device_put(nx.tensor(x44()), P(*spec))
@@ -114,7 +121,7 @@ def test_device_put_to_a_device_object_and_errors_without_a_mesh():
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_jit_shardings_and_constraints_as_bare_p_take_the_context_mesh(compiler):
-    m, j = nx.make_mesh((2, 2), ("x", "y")), jmesh((2, 2), ("x", "y"))
+    m, j = amesh((2, 2), ("x", "y")), jmesh((2, 2), ("x", "y"))
 
     def body(a):
         return with_sharding_constraint(xnp.sin(a) * 2, P(None, "y")) + 1
@@ -137,7 +144,7 @@ def test_jit_shardings_and_constraints_as_bare_p_take_the_context_mesh(compiler)
     assert shard_layout(got_f) == shard_layout(want_f)
     assert got_g.sharding.spec == P(None, "y")
     # the context mesh is part of a call's key: another mesh traces again, none reads none
-    with nx.set_mesh(nx.make_mesh((4,), ("x",), devices=nx.pjrt.devices()[4:])) as m4:
+    with nx.set_mesh(amesh((4,), ("x",), devices=nx.pjrt.devices()[4:])) as m4:
         with pytest.raises(ValueError, match="'y' is not an axis of mesh"):
             f(x44())
     n = f.trace_count
@@ -152,7 +159,7 @@ def test_jit_shardings_and_constraints_as_bare_p_take_the_context_mesh(compiler)
 
 
 def test_make_array_from_process_local_data_takes_a_bare_p():
-    m, j = nx.make_mesh((2, 2), ("x", "y")), jmesh((2, 2), ("x", "y"))
+    m, j = amesh((2, 2), ("x", "y")), jmesh((2, 2), ("x", "y"))
     with nx.set_mesh(m):
         got = nx.distributed.make_array_from_process_local_data(P("y"), x44())
     with jax.set_mesh(j):
@@ -166,7 +173,7 @@ def test_make_array_from_process_local_data_takes_a_bare_p():
 # ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_shard_map_keyword_and_decorator_forms_with_the_mesh_from_context(compiler):
-    m, j = nx.make_mesh((4,), ("i",)), jmesh((4,), ("i",))
+    m, j = amesh((4,), ("i",)), jmesh((4,), ("i",))
 
     with nx.set_mesh(m):
         @jit
@@ -192,7 +199,7 @@ def test_shard_map_keyword_and_decorator_forms_with_the_mesh_from_context(compil
 
 
 def test_shard_map_errors_name_what_is_missing():
-    m = nx.make_mesh((2,), ("i",))
+    m = amesh((2,), ("i",))
     with pytest.raises(ValueError, match="shard_map: no mesh: pass mesh=, or set a context"):
         shard_map(lambda a: a, in_specs=P("i"), out_specs=P("i"))(x44())
     with pytest.raises(TypeError, match="shard_map: out_specs is missing"):
@@ -200,7 +207,7 @@ def test_shard_map_errors_name_what_is_missing():
     with pytest.raises(TypeError, match="in_specs was not given, .* AxisType.Explicit"):
         shard_map(lambda a: a, mesh=m, out_specs=P("i"))(x44())
     with pytest.raises(NotImplementedError, match="makes only some mesh axes manual"):
-        shard_map(lambda a: a, mesh=nx.make_mesh((2, 2), ("i", "j")), in_specs=P("i"),
+        shard_map(lambda a: a, mesh=amesh((2, 2), ("i", "j")), in_specs=P("i"),
                   out_specs=P("i"), axis_names={"i"})
     # JAX: the same call on an Auto mesh is a TypeError too
     with pytest.raises(TypeError, match="in_specs"):
@@ -214,7 +221,7 @@ def test_shard_map_errors_name_what_is_missing():
 @pytest.mark.parametrize("kw", [{}, {"axis": 1}, {"tiled": True}, {"axis": 1, "tiled": True},
                                 {"axis": 2}])
 def test_all_gather_called_jax_s_way_has_jax_s_defaults(compiler, kw):
-    m, j = nx.make_mesh((2, 2), ("i", "j")), jmesh((2, 2), ("i", "j"))
+    m, j = amesh((2, 2), ("i", "j")), jmesh((2, 2), ("i", "j"))
     x = x44()
     if kw.get("axis") == 2 and kw.get("tiled"):
         pytest.skip("axis 2 exists only untiled")
@@ -237,7 +244,7 @@ def test_all_gather_called_jax_s_way_has_jax_s_defaults(compiler, kw):
 
 
 def test_all_gather_and_axis_size_errors():
-    m = nx.make_mesh((2,), ("i",))
+    m = amesh((2,), ("i",))
     with pytest.raises(TypeError, match="unexpected keyword argument all_gather_dim"):
         shard_map(lambda a: all_gather(a, "i", all_gather_dim=0), m, P("i"), P())(x44())
     with pytest.raises(ValueError, match="axis_size: axis 'i' is not bound"):

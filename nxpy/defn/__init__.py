@@ -53,9 +53,9 @@ from __future__ import annotations
 
 from . import sharding
 from .sharding.collectives import (all_gather, all_reduce, all_slice, all_to_all, axis_index,
-                                   axis_size, collective_broadcast, collective_permute, pmax,
-                                   pmean, pmin, ppermute, psum, psum_scatter, reduce_scatter,
-                                   shift)
+                                   axis_size, collective_broadcast, collective_permute, pcast,
+                                   pmax, pmean, pmin, ppermute, psum, psum_scatter, pvary,
+                                   reduce_scatter, shift)
 from .compiler import Compiler, register_compiler, register_compiler_factory
 from .core import (Compiled, Jit, compatible, compile, debug_expr, default_options, defn, jit,
                    trace)
@@ -84,7 +84,8 @@ __all__ = ["defn", "jit", "compile", "debug_expr", "default_options", "Compiler"
            "ShardJit", "shard_map", "ShardMap", "sharding", "register_container", "all_gather",
            "all_reduce", "psum", "pmax", "pmin",
            "pmean", "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute",
-           "ppermute", "shift", "collective_broadcast", "axis_index", "axis_size", "all_slice",
+           "ppermute", "shift", "collective_broadcast", "axis_index", "axis_size", "pcast", "pvary",
+           "all_slice",
            "device_put", "with_sharding_constraint", "scan", "associative_scan", "checkpoint",
            "call", "remat", "checkpoint_name", "checkpoint_policies", "jvp", "linearize", "jacfwd",
            "jacrev", "custom_jvp"]

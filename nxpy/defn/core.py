@@ -236,7 +236,7 @@ class Jit:
         # calls under a context mesh (nx.set_mesh) run through a view of this Jit for that
         # mesh, whose hot paths are its own (a program traced under one mesh is not taken
         # under another); the view counts its traces here
-        self._view_of, self._root, self._views = None, self, {}
+        self._view_of, self._parent, self._views = None, None, {}  # _parent: a weakref
         with _JITS_LOCK:
             _JITS.add(self)
         self.trace_count = 0
@@ -316,7 +316,7 @@ class Jit:
             where = (f"{getattr(self.fun, '__name__', 'function')} "
                      f"(donate_argnums={self.donate_argnums})")
             donated = donated_leaves(args, self.donate_argnums, where)
-            self._root.trace_count += 1
+            self._root().trace_count += 1
             labels = _leaf_names(self.fun, tree, len(args))
             mesh = self.sharding_opts.mesh_of(leaves, labels)
             if mesh is not None:  # sharded arguments, or shardings asked for
@@ -390,16 +390,19 @@ class Jit:
     def _view(self, mesh) -> "Jit":
         """This Jit as called under context mesh ``mesh`` (itself for None): the same
         function and options, hot paths of its own."""
+        root = self._root()
         if mesh is None:
-            return self._root
-        root = self._root
+            return root
         view = root._views.get(mesh)
         if view is None:
             view = copy.copy(root)
             view._fast, view._fast_arrays, view._fast_nested, view._mixed = {}, {}, {}, {}
-            view._view_of, view._views = mesh, {}
+            view._view_of, view._views, view._parent = mesh, {}, weakref.ref(root)
             view = put_bounded(root._views, mesh, view, program_cache_size())
         return view
+
+    def _root(self) -> "Jit":
+        return self if self._parent is None else self._parent()
 
     def forget_programs(self) -> None:
         """Empties the hot paths (the programs stay in the process-wide cache)."""

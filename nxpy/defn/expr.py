@@ -202,6 +202,9 @@ class ExprBackend(Backend):
                                f"Expr tensors exist only while a defn is being traced; "
                                f"return the value from the defn instead of keeping it")
         e = Expr(op, args, attrs, out.shape, out.type, out.names, scope, fns, outs)
+        check = _context._local.node_check
+        if check is not None:
+            check(e)
         return Tensor(e, out.shape, out.type, out.names, self)
 
     def node(self, op, out, *args, fns=(), **attrs) -> Tensor:

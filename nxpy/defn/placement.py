@@ -14,23 +14,26 @@ P('data', 'model')
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import _context, pjrt, types as T
 from ..backend import get_backend
 from ..cache import PROCESS_FACTOR, program_cache_size, put_bounded
 from ..layout import NamedSharding, as_partition_spec, read_sharding
-from ..mesh import mesh_for
+from ..mesh import AxisType, mesh_for
 from ..ops import to_tensor
 from ..ops.core import primitive, register_sharded_dispatch, replace_tensors, tensor_leaves
 from ..tensor import Tensor
-from .sharding import specs as SH
+from .sharding import explicit as EX, specs as SH
 from . import tree as tree_mod
 from .sharding.collectives import current_mesh
 from .core import jit
 from .expr import EXPR
 
-__all__ = ["device_put", "with_sharding_constraint"]
+__all__ = ["device_put", "with_sharding_constraint", "reshard", "auto_axes", "explicit_axes",
+           "with_out_sharding", "out_sharding_option"]
 
 primitive("sharding", "sharding_constraint")
 
@@ -149,19 +152,24 @@ def with_sharding_constraint(x, sharding):
     """
     if not _context.tracing():
         return device_put(x, sharding)
-    SH.check_spec_kinds(sharding, "sharding", "with_sharding_constraint")
+    return _constrain_all(x, sharding, "with_sharding_constraint")
+
+
+def _constrain_all(x, sharding, what):
+    SH.check_spec_kinds(sharding, "sharding", what)
     leaves, tree = tree_mod.flatten(x)
     specs = SH.leaf_specs(sharding, tree, "x", "sharding")
-    return tree_mod.unflatten(tree, [_constrain(leaf, s) for leaf, (_, s) in zip(leaves, specs)])
+    return tree_mod.unflatten(tree, [_constrain(leaf, s, what)
+                                     for leaf, (_, s) in zip(leaves, specs)])
 
 
-def _constrain(x, spec):
-    x = EXPR.lift(x, "with_sharding_constraint: x")
+def _constrain(x, spec, what="with_sharding_constraint"):
+    x = EXPR.lift(x, f"{what}: x")
     ctx = current_mesh()
     if ctx is not None and ctx.view == "local":
-        raise ValueError("with_sharding_constraint: inside shard_map values are each "
-                         "device's own shard; constrain the global value outside the "
-                         "shard_map instead")
+        raise ValueError(f"{what}: inside shard_map values are each device's own shard; "
+                         f"{'constrain' if what != 'reshard' else 'reshard'} the global value "
+                         f"outside the shard_map instead")
     if isinstance(spec, NamedSharding):
         mesh = spec.mesh
         if ctx is not None and ctx.mesh != mesh:
@@ -171,11 +179,116 @@ def _constrain(x, spec):
     elif ctx is not None:
         mesh = ctx.mesh
     else:
-        mesh = mesh_for(spec, "with_sharding_constraint")
-    sh = read_sharding(spec, x.shape, mesh, x.names, what="with_sharding_constraint")
-    sh.check_divisible(x.shape, "with_sharding_constraint: x")
+        mesh = mesh_for(spec, what)
+    sh = read_sharding(spec, x.shape, mesh, x.names, what=what)
+    sh.check_divisible(x.shape, f"{what}: x")
+    if what == "with_sharding_constraint" and ctx is not None and ctx.propagator is not None \
+            and x.data.scope.parent is None:
+        explicit = EX.explicit_axes_of(mesh)
+        has = ctx.propagator.of(x)
+        if explicit and any({a for a in g if a in explicit} != {a for a in w if a in explicit}
+                            for g, w in zip(has, sh.axes(len(x.shape)))):
+            raise AssertionError(
+                f"with_sharding_constraint acts as an assert over explicit mesh axes: the "
+                f"value is laid out as {EX.typeof(x)} but the constraint says {sh.spec!r}; "
+                f"use nx.reshard(x, {sh.spec!r}) to change its layout")
     return EXPR.node("sharding_constraint", Tensor(None, x.shape, x.type, x.names), x,
                      sharding=sh, mesh=mesh)
+
+
+def reshard(x, sharding):
+    """``x`` (a tensor, a traced value, or a container of them) laid out as ``sharding`` (a
+    ``P`` over the context mesh or the program's, or an ``nx.NamedSharding``), as
+    ``jax.sharding.reshard``: :func:`device_put` outside a traced function, a change of
+    layout inside one (over explicit axes, of the value's type; the devices move the
+    data).
+
+    >>> import nxpy as nx
+    >>> with nx.set_mesh(nx.make_mesh((2,), ("X",))):
+    ...     print(nx.typeof(nx.reshard(nx.iota((4, 2)), nx.P(None, "X"))))
+    int32[4,2@X]
+    """
+    if not _context.tracing():
+        return device_put(x, sharding)
+    return _constrain_all(x, sharding, "reshard")
+
+
+def with_out_sharding(compute, out_sharding):
+    """``compute()`` laid out as ``out_sharding`` (None: as its operands make it): the
+    ``out_sharding=`` of an op, whose explicit-sharding checks it turns off (the result's
+    layout is said)."""
+    if out_sharding is None:
+        return compute()
+    with EX.no_checks():
+        out = compute()
+    return reshard(out, out_sharding)
+
+
+def out_sharding_option(fn):
+    """``fn`` with JAX's keyword ``out_sharding=`` (:func:`with_out_sharding`)."""
+    @functools.wraps(fn)
+    def run(*args, out_sharding=None, **kwargs):
+        return with_out_sharding(lambda: fn(*args, **kwargs), out_sharding)
+    return run
+
+
+def _axes_of(axes, what):
+    mesh = EX.get_abstract_mesh()
+    if mesh is None:
+        raise ValueError(f"{what}: no mesh: set a context mesh (nx.set_mesh(mesh)) or call "
+                         f"it inside a program over one")
+    names = mesh.axis_names if axes is None else (axes,) if isinstance(axes, str) \
+        else tuple(axes)
+    for n in names:
+        mesh.axis_index(n)
+    return names
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """``f`` run with mesh axes ``axes`` (all, by default) of type ``AxisType.Auto``, as
+    ``jax.sharding.auto_axes``: inside, the layouts over them are the partitioner's (no
+    explicit-mode errors); the result is laid out as ``out_sharding`` (given here or to
+    the call: required). A decorator without ``f``.
+
+    >>> import nxpy as nx
+    >>> with nx.set_mesh(nx.make_mesh((2,), ("X",))):
+    ...     a = nx.reshard(nx.iota((4, 4), type="f32"), nx.P("X"))
+    ...     b = nx.reshard(nx.iota((4, 4), type="f32"), nx.P(None, "X"))
+    ...     print(nx.typeof(auto_axes(lambda u, v: u + v)(a, b, out_sharding=nx.P("X"))))
+    float32[4@X,4]
+    """
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+    def run(*args, out_sharding=out_sharding, **kwargs):
+        if out_sharding is None:
+            raise TypeError("auto_axes: out_sharding is missing (the layout of the result "
+                            "over the explicit axes: give it to auto_axes or to the call)")
+        names = _axes_of(axes, "auto_axes")
+        with EX.axis_types_in(names, AxisType.Auto), EX.no_checks():
+            out = f(*args, **kwargs)
+        return reshard(out, out_sharding)
+    return functools.wraps(f)(run)
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """``f`` run with mesh axes ``axes`` (all, by default) of type ``AxisType.Explicit``,
+    its arguments first laid out as ``in_sharding`` (given here or to the call), as
+    ``jax.sharding.explicit_axes``: inside, layouts are part of the values' types and the
+    explicit-mode errors apply. A decorator without ``f``."""
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+    def run(*args, in_sharding=in_sharding, **kwargs):
+        if in_sharding is None:
+            raise TypeError("explicit_axes: in_sharding is missing (the layout of the "
+                            "arguments over the explicit axes: give it to explicit_axes or "
+                            "to the call)")
+        names = _axes_of(axes, "explicit_axes")
+        with EX.axis_types_in(names, AxisType.Explicit):
+            placed = reshard(args if len(args) != 1 else args[0], in_sharding)
+            return f(*(placed if len(args) != 1 else (placed,)), **kwargs)
+    return functools.wraps(f)(run)
 
 
 @SH.register_sharding_rule("sharding_constraint")

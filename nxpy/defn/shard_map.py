@@ -30,10 +30,10 @@ import functools
 from .. import _context
 from .. import shape as S
 from ..cache import program_cache_size, put_bounded
-from ..layout import read_sharding
+from ..layout import NamedSharding, read_sharding
 from ..mesh import Mesh, get_mesh
 from ..ops import primitive, to_tensor
-from .sharding import specs as SH
+from .sharding import explicit as EX, specs as SH
 from . import tree as tree_mod
 from .sharding.collectives import current_mesh, mesh_context
 from .core import jit
@@ -123,7 +123,8 @@ class ShardMap:
             raise ValueError("shard_map: no mesh: pass mesh=, or set a context mesh with "
                              "nx.set_mesh(mesh) (as a context manager: `with "
                              "nx.set_mesh(mesh):`)")
-        if self.in_specs is INFER:
+        explicit = EX.explicit_axes_of(mesh)
+        if self.in_specs is INFER and not explicit:
             raise TypeError(
                 f"shard_map: in_specs was not given, and inferring it from the arguments' "
                 f"sharding types needs mesh axes of type AxisType.Explicit (as in JAX); the "
@@ -134,13 +135,31 @@ class ShardMap:
                              f"use the same mesh")
         leaves, tree = tree_mod.flatten(tuple(args))
         inputs = [EXPR.lift(to_tensor(x, f"argument leaf {i}")) for i, x in enumerate(leaves)]
-        try:
-            labelled = SH.per_argument_specs(self.in_specs, tree, _arg_names(self.fun, len(args)),
-                                             "in_specs")
-        except (ValueError, TypeError) as e:
-            raise type(e)(f"shard_map: {e}") from None
+        # over explicit axes an argument's layout is part of its type: in_specs left out
+        # are inferred from it, and given ones must agree with it (JAX's rules)
+        types = [_explicit_layout(x, mesh, explicit) for x in inputs] if explicit else None
+        if self.in_specs is INFER:
+            labelled = [(f"argument leaf {i}", t) for i, t in enumerate(types)]
+        else:
+            try:
+                labelled = SH.per_argument_specs(self.in_specs, tree,
+                                                 _arg_names(self.fun, len(args)), "in_specs")
+            except (ValueError, TypeError) as e:
+                raise type(e)(f"shard_map: {e}") from None
         in_sh = _normalized(labelled, [(x.shape, x.type, x.names) for x in inputs], mesh,
                             "in_specs")
+        if types is not None and self.in_specs is not INFER:
+            for x, sh, t in zip(inputs, in_sh, types):
+                given = tuple(tuple(a for a in ax if a in explicit)
+                              for ax in sh.axes(len(x.shape)))
+                if given != t.axes(len(x.shape)):
+                    raise ValueError(
+                        f"in_specs passed to shard_map: {sh.spec!r} does not match the specs "
+                        f"of the input: {t.spec!r} for arg: {EX.typeof(x)}. `in_specs` is an "
+                        f"optional argument so you can omit specifying it and shard_map will "
+                        f"infer the in_specs from the arguments. If you want to reshard your "
+                        f"inputs, you can use `nx.reshard` on the arguments and then pass "
+                        f"those args to shard_map.")
         for (label, _), x, sh in zip(labelled, inputs, in_sh):
             for d, axes in enumerate(sh.axes(len(x.shape))):
                 f = sh.factor(d)
@@ -183,6 +202,15 @@ class ShardMap:
         outs = EXPR.multi("shard_map", templates, *inputs, fns=(body,), mesh=mesh,
                           in_specs=tuple(in_sh), out_specs=tuple(out_sh))
         return tree_mod.unflatten(body.tree, outs)
+
+
+def _explicit_layout(x, mesh, explicit) -> NamedSharding:
+    """The layout over ``mesh``'s explicit axes that ``x``'s type carries."""
+    sh = EX.typeof(x).sharding
+    if sh is None or sh.mesh.abstract != mesh.abstract:
+        return NamedSharding(mesh)
+    return NamedSharding.from_axes(mesh, [tuple(a for a in ax if a in explicit)
+                                          for ax in sh.axes(len(x.shape))])
 
 
 #: what the front end calls the collective a node records
@@ -247,17 +275,18 @@ def shard_map(fun=None, mesh=None, in_specs=INFER, out_specs=_REQUIRED, *, axis_
     >>> import nxpy as nx
     >>> from nxpy.defn import shard_map, psum
     >>> with nx.set_mesh(nx.make_mesh((2,), ("i",))):
-    ...     @shard_map(in_specs=nx.P("i"), out_specs=nx.P())
+    ...     @shard_map(out_specs=nx.P())
     ...     def total(a):
     ...         return psum(nx.sum(a, keep_axes=True), "i")
-    ...     total(nx.iota((4,))).tolist()
+    ...     total(nx.reshard(nx.iota((4,)), nx.P("i"))).tolist()
     [6]
 
     ``in_specs``: one spec per argument (or one
     spec for all); ``out_specs``: one per output (or one for all); which a tuple is
-    follows :func:`nxpy.defn.sharding.specs.is_one_spec`. Left out, JAX infers
-    ``in_specs`` from the arguments' sharding types, which needs explicit mesh axes; over
-    nxpy's meshes (``AxisType.Auto``) it is a TypeError, as JAX's is for Auto axes.
+    follows :func:`nxpy.defn.sharding.specs.is_one_spec`. Over explicit mesh axes
+    (``nx.make_mesh``'s) an argument's layout is part of its type: left out, ``in_specs``
+    are inferred from it, and given ones must agree with it (a ValueError otherwise, as in
+    JAX: ``nx.reshard`` the argument first); over Auto axes they are required.
     ``axis_names``: the mesh axes the body sees per device (JAX's manual axes); all of
     them, the default, is the one choice nxpy takes. With ``check_vma`` (the
     default) an output declared replicated over an axis along which its value provably

@@ -16,6 +16,7 @@ places results with ``with_sharding_constraint``).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -23,6 +24,7 @@ import numpy as np
 from .. import ops as O
 from .. import shape as S
 from .. import types as T
+from ..defn.placement import with_out_sharding
 from ..random import core as RC
 from ..random.basic import uniform_split
 from ..random.distributions import standard_normal, orthogonal_split, truncated_normal_split
@@ -54,6 +56,17 @@ def _check_key(key, op):
     return RC.check_key(key, op)
 
 
+def _jax_signature(init):
+    """``init(key, shape, type)`` as JAX's initializers are called: ``(key, shape, dtype,
+    out_sharding)``, the last the result's layout (``nx.reshard``)."""
+    @functools.wraps(init)
+    def run(key, shape, *args, out_sharding=None, **kwargs):
+        if len(args) > 1:
+            args, out_sharding = args[:1], args[1]
+        return with_out_sharding(lambda: init(key, shape, *args, **kwargs), out_sharding)
+    return run
+
+
 def _scaled_draw(op, draw, scale, default, *, complex_ok=True):
     """The initializer ``draw(key, shape, t) * scale`` (``t`` the call's type, or
     ``default``), its arguments checked for ``op``."""
@@ -62,9 +75,10 @@ def _scaled_draw(op, draw, scale, default, *, complex_ok=True):
         shape = _init_shape(shape, op)
         t = _init_type(op, type, complex_ok=complex_ok)
         return O.multiply(draw(key, shape, t), _scalar(scale, t))
-    return init
+    return _jax_signature(init)
 
 
+@_jax_signature
 def zeros(key, shape, type=None) -> Tensor:
     """Zeros of ``shape`` (``jax.nn.initializers.zeros(key, shape, dtype)``; ``key`` is
     ignored, as in JAX).
@@ -78,6 +92,7 @@ def zeros(key, shape, type=None) -> Tensor:
     return O.broadcast(O.tensor(0, type=t), shape)
 
 
+@_jax_signature
 def ones(key, shape, type=None) -> Tensor:
     """Ones of ``shape`` (``jax.nn.initializers.ones(key, shape, dtype)``).
 
@@ -111,7 +126,7 @@ def constant(value, type=None):
             raise ValueError(f"constant: cannot broadcast value of shape {v.shape} to shape "
                              f"{shape}") from None
         return O.broadcast(v, shape)
-    return init
+    return _jax_signature(init)
 
 
 def uniform(scale=0.01, type=None):
@@ -156,7 +171,7 @@ def truncated_normal(stddev=0.01, type=None, lower=-2.0, upper=2.0):
         t = _init_type(op, type, complex_ok=False)
         z = truncated_normal_split(key, lower, upper, shape=shape, type=t)
         return O.multiply(z, _scalar(stddev, t))
-    return init
+    return _jax_signature(init)
 
 
 def _axes(v, arg, op):
@@ -269,7 +284,7 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
             u = uniform_split(key, -1, 1, shape=shape, type=t)
             return O.multiply(u, O.sqrt(O.multiply(O.tensor(3, type=t), variance)))
         return O.multiply(_complex_uniform(key, shape, t), O.sqrt(variance))
-    return init
+    return _jax_signature(init)
 
 
 def _variance_scaling_preset(name, scale, mode, distribution, jax_doc):
@@ -346,7 +361,7 @@ def orthogonal(scale=1.0, column_axis=-1, type=None):
         perm.insert(ax, len(rest))
         q = O.transpose(q, perm)
         return O.multiply(_scalar(scale, t), q)
-    return init
+    return _jax_signature(init)
 
 
 def delta_orthogonal(scale=1.0, column_axis=-1, type=None):
@@ -379,4 +394,4 @@ def delta_orthogonal(scale=1.0, column_axis=-1, type=None):
         center = [(k - 1) // 2 for k in shape[:-2]]
         upd = O.reshape(ortho, (1,) * len(center) + shape[-2:])
         return O.put_slice(w, center + [0, 0], upd)
-    return init
+    return _jax_signature(init)

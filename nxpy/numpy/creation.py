@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import types as T
+from ..defn.placement import with_out_sharding
 from ..tensor import Tensor
 from ._common import dtype_of
 
@@ -75,45 +76,52 @@ def _filled(shape, value, t, fn):
     return v if v.shape == shape else O.broadcast(v, shape)
 
 
-def zeros(shape, dtype=None):
-    """``jnp.zeros``: a tensor of ``shape`` filled with 0, of ``dtype`` (f32 by default).
+def zeros(shape, dtype=None, *, out_sharding=None):
+    """``jnp.zeros``: a tensor of ``shape`` filled with 0, of ``dtype`` (f32 by default);
+    ``out_sharding`` (a ``P`` over the mesh in context): its layout (``nx.reshard``).
 
     >>> import nxpy.numpy as xnp
     >>> xnp.zeros((2, 3), dtype="int32").tolist()
     [[0, 0, 0], [0, 0, 0]]
     """
-    return O.full(shape_of(shape, "zeros"), 0, type=dtype_of(dtype, "zeros") or F32)
+    return with_out_sharding(lambda: O.full(shape_of(shape, "zeros"), 0,
+                                            type=dtype_of(dtype, "zeros") or F32), out_sharding)
 
 
-def ones(shape, dtype=None):
-    """``jnp.ones``: a tensor of ``shape`` filled with 1, of ``dtype`` (f32 by default).
+def ones(shape, dtype=None, *, out_sharding=None):
+    """``jnp.ones``: a tensor of ``shape`` filled with 1, of ``dtype`` (f32 by default);
+    ``out_sharding``: its layout, as for :func:`zeros`.
 
     >>> import nxpy.numpy as xnp
     >>> xnp.ones(3).tolist()
     [1.0, 1.0, 1.0]
     """
-    return O.full(shape_of(shape, "ones"), 1, type=dtype_of(dtype, "ones") or F32)
+    return with_out_sharding(lambda: O.full(shape_of(shape, "ones"), 1,
+                                            type=dtype_of(dtype, "ones") or F32), out_sharding)
 
 
-def empty(shape, dtype=None):
+def empty(shape, dtype=None, *, out_sharding=None):
     """``jnp.empty``: as :func:`zeros` (XLA has no uninitialised buffers).
 
     >>> import nxpy.numpy as xnp
     >>> xnp.empty((1, 2)).tolist()
     [[0.0, 0.0]]
     """
-    return O.full(shape_of(shape, "empty"), 0, type=dtype_of(dtype, "empty") or F32)
+    return zeros(shape_of(shape, "empty"), dtype_of(dtype, "empty") or F32,
+                 out_sharding=out_sharding)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, out_sharding=None):
     """``jnp.full``: ``fill_value`` (a number or a tensor that broadcasts) broadcast to
-    ``shape``, of ``dtype`` (``fill_value``'s type by default).
+    ``shape``, of ``dtype`` (``fill_value``'s type by default); ``out_sharding``: its
+    layout, as for :func:`zeros`.
 
     >>> import nxpy.numpy as xnp
     >>> xnp.full((2, 2), 7).tolist(), xnp.full(2, 0.5, dtype="float16").type
     ([[7, 7], [7, 7]], Type('f16'))
     """
-    return _filled(shape_of(shape, "full"), fill_value, dtype_of(dtype, "full"), "full")
+    return with_out_sharding(lambda: _filled(shape_of(shape, "full"), fill_value,
+                                             dtype_of(dtype, "full"), "full"), out_sharding)
 
 
 def _like(a, dtype, shape, fn):

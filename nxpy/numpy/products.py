@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import types as T
+from ..defn.placement import with_out_sharding
 from .mathematics import _conj, _const, _inexact, _no_out, _pair, _t
 
 __all__ = ["dot", "vdot", "vecdot", "matmul", "inner", "outer", "kron", "cross", "tensordot",
@@ -42,14 +43,19 @@ def _dot_out(r, was_pred):
     return O.not_equal(r, O.tensor(0, type=r.type)) if was_pred else r
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """``jnp.dot``: products of scalars, inner products of vectors, matrix products; for
-    higher ranks the last axis of ``a`` with the second-to-last of ``b``.
+    higher ranks the last axis of ``a`` with the second-to-last of ``b``. ``out_sharding``
+    (a ``P`` over the mesh in context): the result's layout (see :func:`nx.reshard`).
 
     >>> import nxpy.numpy as xnp
     >>> xnp.dot([[1, 2], [3, 4]], [1, 1]).tolist()
     [3, 7]
     """
+    return with_out_sharding(lambda: _dot(a, b, preferred_element_type), out_sharding)
+
+
+def _dot(a, b, preferred_element_type):
     x, y, p = _prod_pair(a, b, "dot")
     if x.rank == 0 or y.rank == 0:
         return O.multiply(x, y) if not p else O.logical_and(x, y)
@@ -100,14 +106,19 @@ def _to_end(rank, ax):
     return [i for i in range(rank) if i != ax] + [ax]
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """``jnp.matmul`` (``a @ b``): matrix products, broadcast over leading batch axes;
     a vector operand is a row (``a``) or a column (``b``) that the result drops.
+    ``out_sharding``: the result's layout, as for :func:`dot`.
 
     >>> import nxpy.numpy as xnp
     >>> xnp.matmul([[1, 2], [3, 4]], [[1], [1]]).tolist()
     [[3], [7]]
     """
+    return with_out_sharding(lambda: _matmul(a, b, preferred_element_type), out_sharding)
+
+
+def _matmul(a, b, preferred_element_type):
     x, y, p = _prod_pair(a, b, "matmul")
     if x.rank == 0 or y.rank == 0:
         raise ValueError(f"matmul: expected operands of rank >= 1, got shapes {x.shape} and "
@@ -248,8 +259,9 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, out_sharding=None):
     """``jnp.einsum``: Einstein summation (NumPy's subscripts, ``...`` included).
+    ``out_sharding``: the result's layout, as for :func:`dot`.
 
     >>> import nxpy.numpy as xnp
     >>> xnp.einsum("ij,j->i", [[1, 2], [3, 4]], [1, 1]).tolist()
@@ -259,7 +271,8 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     if not isinstance(subscripts, str):
         raise TypeError(f"einsum: expected subscripts to be a str, got {subscripts!r}")
     ts = [_t(o, "einsum", "operands") for o in operands]
-    return _preferred(O.einsum(subscripts, *ts), preferred_element_type)
+    return with_out_sharding(lambda: _preferred(O.einsum(subscripts, *ts),
+                                                preferred_element_type), out_sharding)
 
 
 def _conv1d(a, v, mode: str, op: str):

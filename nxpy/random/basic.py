@@ -11,6 +11,7 @@ import numpy as np
 from .. import ops as O
 from .. import shape as S
 from .. import types as T
+from ..defn.placement import out_sharding_option
 from ..tensor import Tensor
 from .core import (S32, S64, U32, U64, _MANTISSA, _UINT, _bits, _check_param_shapes, _finish,
                    _merged_type, _names, _split2, _tensorish, check_key, check_shape, check_type,
@@ -23,6 +24,7 @@ __all__ = ["bits", "bits_split", "uniform", "uniform_split", "normal", "normal_s
 # ----------------------------------------------------------------------------------------
 # Bits, uniform, normal, randint, gumbel
 # ----------------------------------------------------------------------------------------
+@out_sharding_option
 def bits_split(key, *, shape=(), type="u32", names=None) -> Tensor:
     """Uniform random bits: unsigned integers of ``type`` (u8, u16, u32, u64) and ``shape``
     from ``key`` as given (``jax.random.bits(key, shape, dtype)``).
@@ -91,6 +93,7 @@ def _float_or_complex(t, shape, fn):
     return fn(t, shape)
 
 
+@out_sharding_option
 def uniform_split(key, min_val=0.0, max_val=1.0, *, shape=(), type=None,
                   names=None) -> Tensor:
     """Uniform floats in ``[min_val, max_val)`` from ``key`` as given
@@ -141,6 +144,7 @@ def _normal_real(key, shape, t, rolled=False):
     return O.multiply(O.tensor(math.sqrt(2), type=t), O.erf_inv(u))
 
 
+@out_sharding_option
 def normal_split(key, mean=0.0, standard_deviation=1.0, *, shape=(), type=None,
                  names=None) -> Tensor:
     """Normal samples ``mean + standard_deviation * z`` from ``key`` as given, where ``z``
@@ -229,6 +233,7 @@ def _randint(key, minval, maxval, shape, t):
     return out
 
 
+@out_sharding_option
 def randint_split(key, min_val, max_val, *, shape=(), type=None, names=None) -> Tensor:
     """Uniform integers in ``[min_val, max_val)`` from ``key`` as given
     (``jax.random.randint(key, shape, min_val, max_val, dtype)``). ``type`` defaults to
@@ -268,6 +273,7 @@ def randint(key, min_val, max_val, *, shape=(), type=None, names=None):
     return randint_split(k, min_val, max_val, shape=shape, type=type, names=names), nxt
 
 
+@out_sharding_option
 def gumbel_split(key, *, shape=(), type="f32", names=None) -> Tensor:
     """Standard Gumbel samples ``-log(-log(u))``, ``u`` uniform in ``[tiny, 1)``, from
     ``key`` as given (``jax.random.gumbel(key, shape, dtype)``, mode "low"; Nx's

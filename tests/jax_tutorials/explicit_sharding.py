@@ -4,7 +4,7 @@
 Copyright The JAX Authors, Apache-2.0; read at the commit below, the last before its
 removal. Each ``B<n>`` is the n-th fenced block of the page, verbatim. Every example needs
 issue 45 item 4 (the page's import line names AxisType, get_abstract_mesh and reshard)."""
-from jax_tutorials import example, missing, narrow
+from jax_tutorials import example, narrow
 
 SOURCE = "jax-ml/jax 220f0751106a31289082d7d0060eff2a8d3facfc docs/notebooks/explicit-sharding.md"
 
@@ -186,43 +186,34 @@ FUNCTOOLS = "import functools\n"                                    # block 10's
 
 EXAMPLES = [
     example("explicit_sharding:typeof_numpy", "§ Setting up an explicit mesh (block 2)",
-            B1 + B2, stdout="text", deviations=(A8,), xfail=missing(*IMPORTS)),
+            B1 + B2, stdout="text", deviations=(A8,)),
     example("explicit_sharding:typeof_traced", "§ Setting up an explicit mesh (blocks 2, 3)",
-            B1 + B2 + B3, values=("_",), stdout="text", deviations=(A8,),
-            xfail=missing(*IMPORTS)),
+            B1 + B2 + B3, values=("_",), stdout="text", deviations=(A8,)),
     example("explicit_sharding:explicit_mesh", "§ Setting up an explicit mesh (block 4)",
-            MESH, stdout="some", xfail=missing(*IMPORTS)),
+            MESH, stdout="some"),
     example("explicit_sharding:reshard", "§ Setting up an explicit mesh (blocks 4, 5)",
             MESH + B5, values=("sharded_array",), shardings=("sharded_array",),
-            stdout="numbers", deviations=(A8,),
-            xfail=missing(*IMPORTS)),
+            stdout="numbers", deviations=(A8,)),
     example("explicit_sharding:binary_op_rule", "§ Setting up an explicit mesh (blocks 4, 6)",
             MESH + B6, values=("result",), shardings=("arg0", "arg1", "result"),
-            stdout="numbers", deviations=(A4, A8),
-            xfail=missing(*IMPORTS)),
+            stdout="numbers", deviations=(A4, A8)),
     example("explicit_sharding:binary_op_rule_jit", "§ Setting up an explicit mesh "
             "(blocks 4, 6, 7)", MESH + B6 + B7, values=("_",), shardings=("_",),
-            stdout="numbers", deviations=(A4, A8),
-            xfail=missing(*IMPORTS)),
+            stdout="numbers", deviations=(A4, A8)),
     example("explicit_sharding:auto_axes", "§ Working around unimplemented sharding rules "
             "using auto_axes (blocks 4, 8)", MESH + B8, values=("result",),
-            shardings=("result",), stdout="some", deviations=(A16,),
-            xfail=missing(*IMPORTS, "auto_axes/explicit_axes", "the explicit-mode errors")),
+            shardings=("result",), stdout="some", deviations=(A16,)),
     example("explicit_sharding:current_mesh", "§ Using a mixture of sharding modes "
-            "(blocks 4, 9)", MESH + B9, stdout="some",
-            xfail=missing(*IMPORTS)),
+            "(blocks 4, 9)", MESH + B9, stdout="some"),
     example("explicit_sharding:auto_axes_in_jit", "§ Using a mixture of sharding modes "
             "(blocks 4, 8, 10)", MESH + AUTO_AXES + B10, values=("_",), shardings=("_",),
             stdout="some",
-            deviations=(A16,),
-            xfail=missing(*IMPORTS, "auto_axes/explicit_axes")),
+            deviations=(A16,)),
     example("explicit_sharding:explicit_axes", "§ Using a mixture of sharding modes "
             "(blocks 4, 8, 10, 11)", MESH + AUTO_AXES + FUNCTOOLS + B11, values=("some_x",),
             shardings=("some_x",),
-            stdout="some", deviations=(A16,),
-            xfail=missing(*IMPORTS, "auto_axes/explicit_axes")),
+            stdout="some", deviations=(A16,)),
     example("explicit_sharding:concrete_vs_type_sharding", "§ Concrete array shardings can "
             "mention Auto mesh axis (blocks 4, 8, 12)", MESH + AUTO_AXES + B12,
-            values=("my_array",), shardings=("my_array",), stdout="some", deviations=(A8,),
-            xfail=missing(*IMPORTS, "auto_axes/explicit_axes")),
+            values=("my_array",), shardings=("my_array",), stdout="some", deviations=(A8,)),
 ]

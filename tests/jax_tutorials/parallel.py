@@ -326,17 +326,16 @@ SHARD_DEVICE = "not in issue 45: Shard.device (nxpy's shards have device_id)"
 
 EXAMPLES = [
     example("parallel:typeof", "§ Distributed arrays ... (blocks 3, 4)", X + B4_TYPEOF,
-            values=("x",), shardings=("x",), stdout="text", xfail=missing("typeof")),
+            values=("x",), shardings=("x",), stdout="text"),
     example("parallel:visualize", "§ Distributed arrays ... (blocks 3-5)", X + B5,
             pictures=("x",)),
     example("parallel:sin_transpose", "§ Distributed arrays ... (blocks 3, 4, 6)", X + B6,
-            values=("y",), shardings=("y",), stdout="text", xfail=missing("typeof")),
+            values=("y",), shardings=("y",), stdout="text"),
     example("parallel:mesh", "§ A Mesh is a grid of devices with named axes (blocks 9, 10)",
             B3 + B9 + B10, stdout="some"),
     example("parallel:abstract_mesh", "§ A Mesh is a grid of devices with named axes "
             "(block 11)", X + B9 + B10 + B11, values=("z",), stdout="text",
-            xfail=missing("typeof", "reshard")
-            + "; not in issue 45: AbstractMesh, use_abstract_mesh"),
+            xfail="not in issue 45: AbstractMesh, use_abstract_mesh"),
     example("parallel:sharding", "§ A Sharding describes how array values are laid out "
             "(block 12)", X + B12, shardings=("x",), pictures=("x",)),
     example("parallel:addressable_shards", "§ A Sharding describes how array values are "
@@ -354,36 +353,28 @@ EXAMPLES = [
     example("parallel:another_mesh", "§ A Sharding describes how array values are laid out "
             "(blocks 17, 20)", X + B17 + B20, values=("z",), shardings=("z", "y")),
     example("parallel:typeof_sharding", "§ Explicit sharding mode makes sharding queryable "
-            "at trace-time (blocks 21, 22)", X + B21 + B22, stdout="some",
-            xfail=missing("typeof")),
+            "at trace-time (blocks 21, 22)", X + B21 + B22, stdout="some"),
     example("parallel:binary_op_rule", "§ Explicit sharding mode makes sharding queryable "
             "at trace-time (block 24)", X + NUMPY + B24, values=("result",),
-            shardings=("result",), stdout="text", deviations=(A4, A8),
-            xfail=missing("typeof")),
+            shardings=("result",), stdout="text", deviations=(A4, A8)),
     example("parallel:binary_op_rule_jit", "§ Explicit sharding mode makes sharding "
             "queryable at trace-time (blocks 24, 25)", X + NUMPY + B24 + B25, values=("_",),
-            shardings=("_",), stdout="text", deviations=(A4, A8),
-            xfail=missing("typeof")),
+            shardings=("_",), stdout="text", deviations=(A4, A8)),
     example("parallel:random_out_sharding", "§ Explicit sharding mode makes sharding "
             "queryable at trace-time (blocks 26, 27)", X + B26 + B27, values=("x", "y"),
-            shardings=("x", "y"), stdout="text", deviations=RANDOM,
-            xfail=missing("typeof", "out_sharding=")),
+            shardings=("x", "y"), stdout="text", deviations=RANDOM),
     example("parallel:compiled_all_reduce", "§ Explicit sharding mode makes sharding "
             "queryable at trace-time (blocks 26, 28)", X + B26 + B28, stdout="text",
-            deviations=RANDOM, xfail=missing("typeof", "out_sharding=")
-            + "; not in issue 45: jit(f).lower(x).compile().as_text()"),
+            deviations=RANDOM,
+            xfail="not in issue 45: jit(f).lower(x).compile().as_text()"),
     example("parallel:dot_error", "§ Result shardings follow simple rules, or error and "
-            "require annotation (block 29)", X + B29, stdout="some",
-            xfail=missing("the explicit-mode errors")),
+            "require annotation (block 29)", X + B29, stdout="some"),
     example("parallel:dot_out_sharding", "§ Result shardings follow simple rules, or error "
             "and require annotation (blocks 29, 30)", X + B29 + B30, values=("z",),
-            shardings=("z",), stdout="some",
-            xfail=missing("typeof", "the explicit-mode errors", "out_sharding=")),
+            shardings=("z",), stdout="some"),
     example("parallel:auto_axes", "§ With @auto_axes the compiler chooses shardings "
             "(blocks 31, 32)", X + NUMPY + B31 + B32, values=("result",), shardings=("result",),
-            stdout="some", deviations=(A16,),
-            xfail=missing("typeof", "the explicit-mode errors", "auto_axes/explicit_axes",
-                          "get_abstract_mesh")),
+            stdout="some", deviations=(A16,)),
     example("parallel:auto_mesh_dot", "§ Auto sharding mode decides shardings automatically "
             "(blocks 33, 34)", B3 + B33 + B34, values=("z",), shardings=("z",),
             stdout="some"),
@@ -392,13 +383,10 @@ EXAMPLES = [
             stdout="some"),
     example("parallel:explicit_axes", "§ Auto sharding mode decides shardings automatically "
             "(blocks 31, 33, 36)", B3 + NUMPY + AUTO_AXES + B33 + B36, values=("_",),
-            shardings=("_",), stdout="some", deviations=(A16,),
-            xfail=missing("AxisType", "auto_axes/explicit_axes", "typeof", "get_abstract_mesh")),
+            shardings=("_",), stdout="some", deviations=(A16,)),
     example("parallel:concrete_vs_type_sharding", "§ Concrete array shardings can mention "
             "Auto mesh axis (blocks 31, 37)", B3 + NUMPY + AUTO_AXES + B37,
-            values=("my_array",), shardings=("my_array",), stdout="some", deviations=(A8,),
-            xfail=missing("auto_axes/explicit_axes", "typeof", "get_abstract_mesh")),
+            values=("my_array",), shardings=("my_array",), stdout="some", deviations=(A8,)),
     example("parallel:shard_map_matmul", "§ Manual mode lets you write explicit collectives "
-            "(block 38)", B3 + B38, values=("z",), shardings=("z",), stdout="numbers",
-            xfail=missing("shard_map inferring in_specs", "typeof")),
+            "(block 38)", B3 + B38, values=("z",), shardings=("z",), stdout="numbers"),
 ]

@@ -3,7 +3,7 @@
 Copyright 2026 The JAX Authors, Apache-2.0; read at the commit below. Each ``B<n>`` is the
 n-th fenced block of the page, verbatim; an example joins the blocks it builds on, as the
 notebook runs them in order (the page's own import lines first)."""
-from jax_tutorials import example, missing, normal
+from jax_tutorials import example, normal
 
 SOURCE = "jax-ml/jax cec06d116c05f0d52adfceee3d3b730fdbcb0ce5 docs/notebooks/shard_map.md"
 
@@ -910,13 +910,11 @@ EXAMPLES = [
     example("shard_map:matmul_basic", "§ So, let's see a shard_map! (blocks 3, 4)", B3 + B4,
             values=("c",), shardings=("a", "b", "c")),
     example("shard_map:matmul_basic_allclose", "§ So, let's see a shard_map! (blocks 3-5)",
-            B3 + B4 + B5 + B5_CHECK, values=("_",),
-            xfail=missing("out_sharding=")),
+            B3 + B4 + B5 + B5_CHECK, values=("_",)),
     example("shard_map:visualize_c", "§ So, let's see a shard_map! (blocks 3, 4, 6)",
             B3 + B4 + B6, pictures=("c",)),
     example("shard_map:matmul_reference", "§ So, let's see a shard_map! (blocks 3-5, 7)",
-            B3 + B4 + B5 + B7, values=("c_ref", "_"), shardings=("a", "b", "c_ref"),
-            xfail=missing("out_sharding=")),
+            B3 + B4 + B5 + B7, values=("c_ref", "_"), shardings=("a", "b", "c_ref")),
     example("shard_map:check_vmap", "§ Rank-reducing vs rank-preserving maps (blocks 3, 5, 9)",
             B3 + B5 + B9, stdout="text"),
     example("shard_map:check_shmap", "§ Rank-reducing vs rank-preserving maps (block 10)",
@@ -936,22 +934,17 @@ EXAMPLES = [
     example("shard_map:vma_psum", "§ Tracking how values vary ... (blocks 16, 18)",
             B3 + B16 + B18, values=("_",)),
     example("shard_map:vma_typeof", "§ Tracking how values vary ... (block 19)",
-            B3 + B16 + B19, values=("_",),
-            xfail=missing("typeof")),
+            B3 + B16 + B19, values=("_",)),
     example("shard_map:vma_typeof_2d", "§ Tracking how values vary ... (block 20)",
-            B3 + B20, values=("_",), stdout="text",
-            xfail=missing("typeof")),
+            B3 + B20, values=("_",), stdout="text"),
     example("shard_map:vma_out_specs_error", "§ Tracking how values vary ... (block 21)",
             B3 + B21, absent=("y",), stdout="some"),
     example("shard_map:vma_pcast", "§ Tracking how values vary ... (blocks 21, 22)",
-            B3 + B21 + B22,
-            xfail=missing("typeof", "pcast")),
+            B3 + B21 + B22),
     example("shard_map:vma_scan_carry_error", "§ Tracking how values vary ... (block 24)",
-            B3 + B24, stdout="some",
-            xfail=missing("the explicit-mode errors")),
+            B3 + B24, stdout="some"),
     example("shard_map:vma_scan_pcast", "§ Tracking how values vary ... (block 25)",
-            B3 + B25, values=("_",),
-            xfail=missing("pcast")),
+            B3 + B25, values=("_",)),
     example("shard_map:psum", "§ Collectives tutorial, psum (blocks 31-33)", B31 + B32 + B33,
             values=("y",)),
     example("shard_map:psum_2d", "§ Collectives tutorial, psum (block 35)",
@@ -991,21 +984,17 @@ EXAMPLES = [
     example("shard_map:nn_data_parallel", "§ Neural networks, 8-way batch data parallelism "
             "(blocks 65-69)", NN_DP + B69, values=("params", "batch"),
             shardings=("params", "batch"), stdout="numbers", deviations=NN_INPUTS,
-            rtol=1e-4, atol=1e-4,
-            xfail=missing("shard_map inferring in_specs")),
+            rtol=1e-4, atol=1e-4),
     example("shard_map:nn_data_parallel_grad", "§ Neural networks, 8-way batch data "
             "parallelism (blocks 65-68, 70)", PARTIAL + TREE + NN_DP + B70, stdout="numbers",
-            deviations=NN_INPUTS, rtol=1e-4, atol=1e-4,
-            xfail=missing("shard_map inferring in_specs")),
+            deviations=NN_INPUTS, rtol=1e-4, atol=1e-4),
     example("shard_map:nn_fsdp", "§ Neural networks, 8-way fully sharded data parallelism "
             "(blocks 65-68, 70-72)", PARTIAL + TREE + NN_DP + B70 + B71 + B72,
             shardings=("params", "batch"), stdout="numbers", deviations=NN_INPUTS,
-            rtol=1e-4, atol=1e-4,
-            xfail=missing("shard_map inferring in_specs")),
+            rtol=1e-4, atol=1e-4),
     example("shard_map:nn_fsdp_tp", "§ Neural networks, FSDP + TP (blocks 65-68, 70, 74, 75)",
             PARTIAL + TREE + NN_DP + B70 + B74 + B75, shardings=("params", "batch"),
-            stdout="numbers", deviations=NN_INPUTS, rtol=1e-4, atol=1e-4,
-            xfail=missing("shard_map inferring in_specs")),
+            stdout="numbers", deviations=NN_INPUTS, rtol=1e-4, atol=1e-4),
     example("shard_map:nn_pipeline", "§ Neural networks, SPMD pipeline parallelism "
             "(blocks 65-67, 76-81)", MESH_P + NAMED + NN + B76 + B77 + B78 + B79 + B80 + B81,
             values=("_", "params_"), shardings=("params_", "batch_"), stdout="numbers",

@@ -7,7 +7,7 @@ Copyright 2025 The JAX Authors, Apache-2.0; read at the commit below. Each const
 imports and the ode are the file's. The file defines functions and runs them only in its
 ``train_loop``: each example adds a line or two that call them (``DRIVE``, marked as not
 the cookbook's), on a smaller Config than the file's (the config's own keyword fields)."""
-from jax_tutorials import example, missing
+from jax_tutorials import example
 
 SOURCE = "jax-ml/jax cec06d116c05f0d52adfceee3d3b730fdbcb0ce5 docs/the-training-cookbook.py"
 
@@ -266,23 +266,23 @@ BASE = IMPORTS + ODE + CONFIG + DOT_DICT
 #: the file's imports but AxisType (issue 45 item 4), for the examples that do not use it
 PLAIN = IMPORTS.replace("from jax.sharding import AxisType\n", "")
 REF = "not in issue 45: jax.ref (mutable arrays: jax.Ref, new_ref, get, x[...] updates)"
+TREE = ("not in issue 45: classes registered with jax.tree_util (the cookbook's "
+        "register_static Config, its dot_dict) are not nxpy containers")
 
 EXAMPLES = [
-    example("training_cookbook:config", "# tag: config", BASE + SMALL,
-            xfail=missing("AxisType")),
+    example("training_cookbook:config", "# tag: config", BASE + SMALL),
     example("training_cookbook:dot_dict", "the dot_dict container", PLAIN + DOT_DICT +
             "out = jax.jit(lambda d: d.a * 2)(dot_dict(a=jnp.ones(2)))  # not the cookbook's\n",
             values=("out",), xfail="not in issue 45: a class registered with jax.tree_util "
             "(register_pytree_with_keys_class, a dict subclass) enters jit as a plain dict"),
     example("training_cookbook:init_param_state", "# tag: get-param-state",
             BASE + GET_PARAM_STATE + SMALL + "params = init_param_state(config)"
-            "  # not the cookbook's\n", values=("params",), shardings=("params",),
-            xfail=missing("AxisType", "out_sharding=")),
+            "  # not the cookbook's\n", values=("params",), shardings=("params",)),
     example("training_cookbook:model_apply", "# tag: model-apply",
             BASE + GET_PARAM_STATE + MODEL_APPLY + SMALL + TOKENS +
             "logits = jax.jit(model_apply)(config, init_param_state(config), tokens)"
             "  # not the cookbook's\n", values=("logits",), shardings=("logits",),
-            rtol=1e-4, atol=1e-4, xfail=missing("AxisType", "out_sharding=")),
+            rtol=1e-4, atol=1e-4, xfail=TREE),
     example("training_cookbook:init_adam_state", "# tag: get-adam-state",
             PLAIN + DOT_DICT + GET_ADAM_STATE +
             "state = init_adam_state(jnp.ones(3))  # not the cookbook's\n", values=("state",)),
@@ -291,12 +291,12 @@ EXAMPLES = [
             "param, state = jax.ref.new_ref(jnp.ones(3)), jax.tree.map(jax.ref.new_ref, "
             "init_adam_state(jnp.ones(3)))\nadam_update(config, param, jnp.full(3, 0.5), state)"
             "  # not the cookbook's\nparam = param[...]\n", values=("param",),
-            xfail=missing("AxisType") + "; " + REF),
+            xfail=REF),
     example("training_cookbook:init_train_state", "# tag: get-train-state",
             BASE + GET_PARAM_STATE + GET_ADAM_STATE + GET_TRAIN_STATE + SMALL +
             "train_state = init_train_state(config)  # not the cookbook's\n",
             values=("train_state",), shardings=("train_state",),
-            xfail=missing("AxisType", "out_sharding=")),
+            xfail=TREE),
     example("training_cookbook:train_step", "# tag: train-step",
             BASE + GET_PARAM_STATE + MODEL_APPLY + GET_ADAM_STATE + ADAM_APPLY +
             GET_TRAIN_STATE + TRAIN_STEP + SMALL + TOKENS +
@@ -304,7 +304,7 @@ EXAMPLES = [
             "metrics = train_step(config, train_state, {'observed_ids': tokens, "
             "'target_ids': np.roll(tokens, -1, axis=1)})  # not the cookbook's\n",
             values=("metrics",), rtol=1e-4, atol=1e-4,
-            xfail=missing("AxisType", "out_sharding=") + "; " + REF),
+            xfail=TREE + "; " + REF[len("not in issue 45: "):]),
     example("training_cookbook:record_writer", "# tag: record-writer",
             PLAIN + RECORD_WRITER + "record_writer = RecordWriter()\n"
             "for step in range(3):  # not the cookbook's\n"
@@ -312,18 +312,16 @@ EXAMPLES = [
             stdout="text"),
     example("training_cookbook:get_dataset", "# tag: get-dataset",
             BASE + GET_DATASET + SMALL + "batch = next(get_dataset(config))"
-            "  # not the cookbook's\n", values=("batch",), xfail=missing("AxisType")),
+            "  # not the cookbook's\n", values=("batch",)),
     example("training_cookbook:get_dataset_on_device", "# tag: get-dataset-on-device",
             BASE + GET_DATASET + GET_DATASET_ON_DEVICE + SMALL +
             "batch = next(iter(get_dataset_on_device(config)))  # not the cookbook's\n",
-            values=("batch",), shardings=("batch",),
-            xfail=missing("AxisType")),
+            values=("batch",), shardings=("batch",)),
     example("training_cookbook:train_loop", "# tag: train-loop",
             BASE + GET_PARAM_STATE + MODEL_APPLY + GET_ADAM_STATE + ADAM_APPLY +
             GET_TRAIN_STATE + TRAIN_STEP + RECORD_WRITER + GET_DATASET + GET_DATASET_ON_DEVICE +
             TRAIN_LOOP + SMALL.replace("host_batch_size=8,", "host_batch_size=8, "
                                        "num_train_steps=3,") +
             "train_loop(config)  # not the cookbook's\n", stdout="numbers", rtol=1e-4,
-            atol=1e-4, xfail=missing("AxisType", "out_sharding=")
-            + "; " + REF),
+            atol=1e-4, xfail=TREE + "; " + REF[len("not in issue 45: "):]),
 ]

@@ -117,7 +117,7 @@ def all_gather(tensor, opts=None, **kwargs):
     >>> from nxpy.defn import jit, all_gather, shard_map
     >>> jit(lambda x: all_gather(x, all_gather_dim=0))(nx.tensor([1, 2])).tolist()  # no mesh
     [1, 2]
-    >>> mesh = nx.make_mesh((2,), ("i",))
+    >>> mesh = nx.Mesh(nx.pjrt.devices()[:2], "i")
     >>> f = shard_map(lambda a: all_gather(a, "i"), mesh, in_specs=nx.P("i"), out_specs=nx.P())
     >>> f(nx.iota((4,))).shape, shard_map(lambda a: all_gather(a, "i", tiled=True), mesh,
     ...     in_specs=nx.P("i"), out_specs=nx.P())(nx.iota((4,))).shape
@@ -465,7 +465,7 @@ def axis_size(axis_name) -> int:
 
     >>> import nxpy as nx
     >>> from nxpy.defn import shard_map, axis_size
-    >>> f = shard_map(lambda a: a * axis_size("i"), nx.make_mesh((4,), ("i",)),
+    >>> f = shard_map(lambda a: a * axis_size("i"), nx.Mesh(nx.pjrt.devices()[:4], "i"),
     ...               in_specs=nx.P("i"), out_specs=nx.P("i"))
     >>> f(nx.full((4,), 1, type="s32")).tolist()
     [4, 4, 4, 4]
@@ -483,6 +483,41 @@ def axis_index(axes):
     ctx = _local("axis_index")
     axes = _axes(ctx, axes, "axis_index")
     return EXPR.node("axis_index", Tensor(None, (), T.S32), axes=axes)
+
+
+def pcast(x, axis_name, *, to):
+    """``x`` (a value of a ``shard_map`` body) typed as varying along mesh axes
+    ``axis_name`` (a name or a tuple of them), as ``jax.lax.pcast(x, axis_name,
+    to="varying")``: the same value on every device, which ``check_vma`` and ``typeof``
+    then take as varying (a loop carry that meets varying values, an out_spec that names
+    the axis); its gradient sums the cotangent over the axes, as JAX's transpose does.
+
+    >>> import nxpy as nx
+    >>> from nxpy.defn import shard_map, pcast
+    >>> f = shard_map(lambda a: pcast(a, "i", to="varying"), nx.Mesh(nx.pjrt.devices()[:2],
+    ...               "i"), in_specs=nx.P(), out_specs=nx.P("i"))
+    >>> f(nx.tensor([1.0, 2.0])).tolist()
+    [1.0, 2.0, 1.0, 2.0]
+    """
+    if to in ("reduced", "unreduced"):
+        raise NotImplementedError(f"pcast: to={to!r} (reduced and unreduced values, "
+                                  f"P(..., unreduced=...)) is not supported by nxpy")
+    if to != "varying":
+        raise ValueError(f"pcast: got unexpected `to` value {to!r}. Allowed `to` values are: "
+                         f"'varying' (and JAX's 'reduced', 'unreduced', which nxpy does not "
+                         f"support)")
+    ctx = _local("pcast")
+    axes = _axes(ctx, axis_name, "pcast")
+    x = _local_tensor(x, "pcast")
+    # a select between x and itself on this device's index: the value, varying along axes
+    # (XLA folds it away); no op of its own, so every compiler and transform runs it
+    on = O.greater_equal(axis_index(axes), O.tensor(0, type=T.S32))
+    return O.select(O.broadcast(on, x.shape) if x.shape else on, x, x)
+
+
+def pvary(x, axis_name):
+    """``jax.lax.pvary``: :func:`pcast` to ``"varying"``."""
+    return pcast(x, axis_name, to="varying")
 
 
 def all_slice(x, axes, slice_dim):
@@ -505,6 +540,7 @@ VARYING_OPS = {"axis_index", "collective_permute", "reduce_scatter", "all_to_all
 INVARIANT_OPS = {"all_gather", "all_reduce", "collective_broadcast"}
 primitive("collectives", *VARYING_OPS, *INVARIANT_OPS)
 
-__all__ += ["axis_size", "all_reduce", "psum", "pmax", "pmin", "pmean", "reduce_scatter",
-            "psum_scatter", "all_to_all", "collective_permute", "ppermute", "shift",
-            "collective_broadcast", "axis_index", "all_slice", "VARYING_OPS", "INVARIANT_OPS"]
+__all__ += ["axis_size", "pcast", "pvary", "all_reduce", "psum", "pmax", "pmin", "pmean",
+            "reduce_scatter", "psum_scatter", "all_to_all", "collective_permute", "ppermute",
+            "shift", "collective_broadcast", "axis_index", "all_slice", "VARYING_OPS",
+            "INVARIANT_OPS"]

@@ -24,6 +24,7 @@ from ...layout import read_sharding
 from . import specs as SH
 from .. import tree as tree_mod
 from .collectives import mesh_context
+from .explicit import checking
 from ..compiler import compile_graph_sharded
 from ..tracing import check_not_reused, donating, expansions, give_up, trace
 
@@ -123,7 +124,7 @@ def trace_sharded(fun, args, kwargs, templates, mesh, in_sh, out_specs, compiler
     the result layouts are ``out_specs``' (one spec or a container of specs, a prefix of
     the result; None: propagated)."""
     prop = SH.Propagator(mesh, in_sh)
-    with mesh_context(mesh, prop):
+    with mesh_context(mesh, prop), checking(prop):
         graph = trace(fun, args, kwargs, templates, expand=expansions(compiler))
     graph.donated = donated
     graph.donated_where = where

@@ -21,7 +21,7 @@ import math
 
 from ..expr import Expr
 
-__all__ = ["analyze", "analyze_nodes", "op_axes", "over_subgroups", "control_axes",
+__all__ = ["analyze", "analyze_nodes", "subgraph", "op_axes", "over_subgroups", "control_axes",
            "divergent_collective", "COMMUNICATING"]
 
 
@@ -73,6 +73,20 @@ def analyze_nodes(nodes, mesh, outer=None, memo=None) -> dict:
         if e.id not in memo:
             memo[e.id] = _node(e, get, mesh, memo)
     return memo
+
+
+def subgraph(e: Expr, memo) -> list:
+    """The nodes ``e`` depends on that ``memo`` does not answer for yet, in topological
+    order (what :func:`analyze_nodes` takes for a value traced so far)."""
+    seen, out, stack = set(), [], [e]
+    while stack:
+        n = stack.pop()
+        if n.id in seen or n.id in memo:
+            continue
+        seen.add(n.id)
+        out.append(n)
+        stack.extend(n.deps())
+    return sorted(out, key=lambda n: n.id)
 
 
 def _forget(fn, memo):

@@ -50,13 +50,14 @@ from ...tensor import Tensor, shape_str
 from . import grad_bodies  # noqa: F401 - registers the rules of cond, while and shard_map
 from .. import tree as tree_mod
 from .backprop import Backprop, differentiable
+from ..sharding import explicit as EX
 from ..sharding.collectives import current_mesh
 from ..core import Transform
 from ..expr import EXPR, trace_fn
 from .grad_rules import non_differentiable, zeros
 from .loop_bounds import trip_bound as trip_bound  # vmap keeps a loop's bound
 from .replay import ENGINE_RULES as ENGINE_RULES  # checkpoint and call register there
-from ..sharding.varying import analyze, analyze_nodes
+from ..sharding.varying import analyze, analyze_nodes, subgraph
 
 __all__ = ["grad", "value_and_grad", "stop_grad", "custom_grad", "Backprop"]
 
@@ -246,21 +247,9 @@ def _vma_of(mesh_ctx):
         if e.op == "constant" or e.op == "tensor":
             memo[e.id] = frozenset()
             return memo[e.id]
-        analyze_nodes(_subgraph(e, memo), mesh_ctx.mesh, get, memo)
+        analyze_nodes(subgraph(e, memo), mesh_ctx.mesh, get, memo)
         return memo[e.id]
     return get
-
-
-def _subgraph(e, memo):
-    seen, out, stack = set(), [], [e]
-    while stack:
-        n = stack.pop()
-        if n.id in seen or n.id in memo:
-            continue
-        seen.add(n.id)
-        out.append(n)
-        stack.extend(n.deps())
-    return sorted(out, key=lambda n: n.id)
 
 
 def aux_pair(out, what, first="output"):
@@ -314,6 +303,8 @@ def _differentiate(fun, args, kwargs, argnums, has_aux):
     def traced(selected):
         if local:  # a grad (or scan) inside this one asks about these parameters
             _enter_body(mesh_ctx, tree_mod.flatten(selected)[0], leaf_axes)
+        else:  # laid out as what they stand for (explicit sharding's types)
+            EX.alias(leaves, tree_mod.flatten(selected)[0])
         return call(selected)
 
     with _context.differentiating():
@@ -328,7 +319,8 @@ def _differentiate(fun, args, kwargs, argnums, has_aux):
     outs = [bp.value(o) for o in fn.outputs]
     y_f = fn.outputs[0].data
     seed = O.full((), 1, type=y_f.type)
-    cts = bp.backward({y_f.id: seed}, wanted, dep) if y_f.id in dep else {}
+    with EX.no_checks():  # cotangents are laid out as their primals (JAX's transposes)
+        cts = bp.backward({y_f.id: seed}, wanted, dep) if y_f.id in dep else {}
     grads = []
     for p, x in zip(fn.params, leaves):
         c = cts.get(p.data.id)
