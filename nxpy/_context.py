@@ -9,10 +9,34 @@ class _Local(threading.local):
     stack = None
     grad_depth = 0
     mesh = None  # the context mesh (nxpy.mesh.set_mesh)
+    axis_types = None  # {mesh axis name: AxisType}: auto_axes/explicit_axes in this block
+    explicit_off = 0  # explicit sharding's checks are off (an op given out_sharding=)
+    #: what a traced program depends on of the three above: None when none is set, else
+    #: the mesh, or (mesh, axis types, checks off); jit keys its calls by it
+    jit_key = None
     node_check = None  # called with each Expr node recorded (explicit sharding's checks)
 
 
 _local = _Local()
+_KEEP = object()
+
+
+def set_sharding_state(*, mesh=_KEEP, axis_types=_KEEP, explicit_off=_KEEP) -> None:
+    """Sets the context mesh, the axis-type overrides and the checks' switch of this
+    thread (the sharding state a program is traced in), and the jit key they make."""
+    loc = _local
+    if mesh is not _KEEP:
+        loc.mesh = mesh
+    if axis_types is not _KEEP:
+        loc.axis_types = axis_types or None
+    if explicit_off is not _KEEP:
+        loc.explicit_off = explicit_off
+    types = loc.axis_types
+    if not types and not loc.explicit_off:
+        loc.jit_key = loc.mesh
+    else:
+        loc.jit_key = (loc.mesh, tuple(sorted((n, t.name) for n, t in (types or {}).items())),
+                       loc.explicit_off > 0)
 
 
 def stack() -> list:

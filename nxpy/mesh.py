@@ -181,11 +181,11 @@ class Mesh:
     def __enter__(self):
         stack = _context._local.__dict__.setdefault("mesh_stack", [])
         stack.append(get_mesh())
-        _context._local.mesh = self
+        _context.set_sharding_state(mesh=self)
         return self
 
     def __exit__(self, *exc):
-        _context._local.mesh = _context._local.mesh_stack.pop()
+        _context.set_sharding_state(mesh=_context._local.mesh_stack.pop())
 
     def _check_available(self, needed=None):
         needed = needed or self.size
@@ -359,13 +359,13 @@ class set_mesh:
             raise TypeError(f"set_mesh: expected mesh to be an nx.Mesh (or None), got {mesh!r}")
         self.mesh = mesh
         self._before = get_mesh()
-        _context._local.mesh = mesh
+        _context.set_sharding_state(mesh=mesh)
 
     def __enter__(self):
         return self.mesh
 
     def __exit__(self, *exc):
-        _context._local.mesh = self._before
+        _context.set_sharding_state(mesh=self._before)
 
 
 def mesh_for(spec, what) -> Mesh:

@@ -25,6 +25,7 @@ import weakref
 
 import numpy as np
 
+from . import pjrt
 from ._context import HostOnlyError
 
 __all__ = ["Deferred", "Donated", "DonatedError", "Shard", "Template", "Tensor", "shape_str",
@@ -124,6 +125,11 @@ class Shard:
     def __init__(self, device_id, index, partition, data):
         self.device_id, self.index, self.partition, self.data = device_id, index, partition, data
 
+    @property
+    def device(self):
+        """The device it lives on (``nx.pjrt.devices()[device_id]``), as JAX's ``Shard``."""
+        return pjrt.devices()[self.device_id]
+
     def __repr__(self):
         return (f"Shard(device_id={self.device_id}, index={self.index}, "
                 f"partition={self.partition}, data={self.data.type}"
@@ -177,6 +183,28 @@ class Tensor:
         mesh = s.mesh
         return [Shard(mesh.devices[p], s.shard_index(self.shape, p), p, t)
                 for p, t in zip(mesh.local_partitions, self.backend.shards(self))]
+
+    def devices(self) -> set:
+        """The devices holding this tensor, as JAX's ``Array.devices()``: a sharded
+        tensor's mesh devices, a device backend's tensor its device (``nx.pjrt.devices()``'s
+        objects); a host tensor (the NumPy backend) is on none: the empty set.
+
+        >>> import nxpy as nx
+        >>> nx.backend_copy(nx.iota((2,)), "exla").devices() == {nx.pjrt.devices()[0]}
+        True
+        >>> nx.tensor([1, 2]).devices()
+        set()
+        """
+        if self.backend is None or self.backend.is_expr:
+            _host_only("devices")
+        if self.sharding is not None:
+            positions = self.sharding.mesh.devices
+        elif self.device_id is not None:
+            positions = (self.device_id,)
+        else:
+            return set()
+        devs = pjrt.devices()
+        return {devs[p] for p in positions}
 
     @property
     def is_fully_addressable(self) -> bool:

@@ -286,3 +286,18 @@ def test_typeof_and_get_abstract_mesh_outside_programs():
     auto = nx.make_mesh(SHAPE, ("X", "Y"), axis_types=(nx.AxisType.Auto,) * 2)
     assert str(nx.typeof(nx.device_put(arr(8, 4), nx.NamedSharding(auto, P("X"))))) == \
         "float32[8,4]"                                   # Auto axes are not in the type
+
+
+@pytest.mark.parametrize("mode", ["eager", *COMPILERS])
+def test_a_program_traced_without_checks_is_not_taken_with_them(mode):
+    """out_sharding= and auto_axes trace with the checks off (or other axis types): their
+    programs are keyed by that state, so the same op or function outside still raises."""
+    m, _ = meshes()
+    with nx.set_mesh(m):
+        a, b = _placed([((4, 8), (None, "X")), ((8, 4), ("X",))], nx.device_put, P)
+        f = xnp.dot if mode == "eager" else jit(lambda u, v: u @ v, compiler=mode)
+        xnp.dot(a, b, out_sharding=P("X"))
+        nx.auto_axes(lambda u, v: f(u, v), out_sharding=P("X"))(a, b)
+        for _ in range(2):
+            with pytest.raises(nx.ShardingTypeError, match="Contracting dimensions"):
+                f(a, b)

@@ -233,9 +233,9 @@ class Jit:
         self._fast_arrays: dict = {}  # ((shape, dtype) per argument) -> call(arrays)
         self._fast_nested: dict = {}  # tensors and tuples/lists of tensors -> call(args)
         self._mixed: dict = {}  # argument templates -> (run, out_tree)
-        # calls under a context mesh (nx.set_mesh) run through a view of this Jit for that
-        # mesh, whose hot paths are its own (a program traced under one mesh is not taken
-        # under another); the view counts its traces here
+        # calls under a context mesh (nx.set_mesh, or auto_axes' types) run through a view
+        # of this Jit for that state, whose hot paths are its own (a program traced in one
+        # is not taken in another); the view counts its traces here
         self._view_of, self._parent, self._views = None, None, {}  # _parent: a weakref
         with _JITS_LOCK:
             _JITS.add(self)
@@ -256,9 +256,9 @@ class Jit:
         # hot path: positional tensors whose templates were seen (looked up in C), or
         # positional NumPy arrays whose shapes and dtypes were seen
         if not kwargs and args and not _LOCAL.stack:
-            mesh = _LOCAL.mesh
-            if mesh is not self._view_of and mesh != self._view_of:
-                return self._view(mesh)(*args)
+            key = _LOCAL.jit_key
+            if key is not self._view_of and key != self._view_of:
+                return self._view(key)(*args)
             a0 = type(args[0])
             if a0 is Tensor:
                 try:
@@ -285,8 +285,8 @@ class Jit:
             return self.fun(*args, **kwargs)
         if self._statics is not None:
             return self._call_static(args, kwargs)
-        mesh = _LOCAL.mesh  # the context mesh: part of the key; hot paths are per mesh
-        hot = mesh is self._view_of or mesh == self._view_of
+        state = _LOCAL.jit_key  # the context mesh (...): part of the key; hot paths per view
+        hot = state is self._view_of or state == self._view_of
         if not kwargs and hot:  # tensors and arrays mixed, templates not made yet
             hit = self._mixed.get(tuple([
                 (a._tk or a.template) if type(a) is Tensor
@@ -309,7 +309,7 @@ class Jit:
         templates = tuple([(t.shape, t.type, t.names) for t in leaves])
         shardings = tuple([t.sharding for t in leaves])
         key = (comp, tuple(sorted(opts.items())), tree, static, templates, self.donate_argnums,
-               shardings, self.sharding_opts.key, mesh)
+               shardings, self.sharding_opts.key, state)
 
         def build():
             self._check_arity(args, kwargs)
@@ -387,18 +387,18 @@ class Jit:
             put_bounded(self._fast_arrays, tuple([(a.shape, a.dtype) for a in args]),
                         call_arrays, size)
 
-    def _view(self, mesh) -> "Jit":
-        """This Jit as called under context mesh ``mesh`` (itself for None): the same
-        function and options, hot paths of its own."""
+    def _view(self, key) -> "Jit":
+        """This Jit as called in sharding state ``key`` (a context mesh, ...; itself for
+        None): the same function and options, hot paths of its own."""
         root = self._root()
-        if mesh is None:
+        if key is None:
             return root
-        view = root._views.get(mesh)
+        view = root._views.get(key)
         if view is None:
             view = copy.copy(root)
             view._fast, view._fast_arrays, view._fast_nested, view._mixed = {}, {}, {}, {}
-            view._view_of, view._views, view._parent = mesh, {}, weakref.ref(root)
-            view = put_bounded(root._views, mesh, view, program_cache_size())
+            view._view_of, view._views, view._parent = key, {}, weakref.ref(root)
+            view = put_bounded(root._views, key, view, program_cache_size())
         return view
 
     def _root(self) -> "Jit":

@@ -322,7 +322,6 @@ RANDOM = (("nx.random.normal(nx.random.key(0), (8, 4),",
            "nxpy.random is Nx.Random's API (jax.random.normal(key, shape) is its "
            "normal_split(key, shape=shape))"),)
 X = B3 + B4                             # the page's x, on its explicit 4 x 2 mesh
-SHARD_DEVICE = "not in issue 45: Shard.device (nxpy's shards have device_id)"
 
 EXAMPLES = [
     example("parallel:typeof", "§ Distributed arrays ... (blocks 3, 4)", X + B4_TYPEOF,
@@ -339,8 +338,7 @@ EXAMPLES = [
     example("parallel:sharding", "§ A Sharding describes how array values are laid out "
             "(block 12)", X + B12, shardings=("x",), pictures=("x",)),
     example("parallel:addressable_shards", "§ A Sharding describes how array values are "
-            "laid out (block 13)", X + B13, stdout="numbers",
-            xfail=SHARD_DEVICE),
+            "laid out (block 13)", X + B13, stdout="numbers"),
     example("parallel:spec_y_x", "§ A Sharding describes how array values are laid out "
             "(block 14)", X + B14, values=("y",), shardings=("y",), pictures=("y",)),
     example("parallel:spec_x_none", "§ A Sharding describes how array values are laid out "
@@ -349,7 +347,7 @@ EXAMPLES = [
             "(block 17)", X + B17, values=("y",), shardings=("y",), pictures=("y",)),
     example("parallel:unreduced", "§ A Sharding describes how array values are laid out "
             "(blocks 18, 19)", X + B18 + B19, stdout="numbers",
-            xfail=missing("P(..., unreduced=)") + "; " + SHARD_DEVICE),
+            xfail=missing("P(..., unreduced=)")),
     example("parallel:another_mesh", "§ A Sharding describes how array values are laid out "
             "(blocks 17, 20)", X + B17 + B20, values=("z",), shardings=("z", "y")),
     example("parallel:typeof_sharding", "§ Explicit sharding mode makes sharding queryable "

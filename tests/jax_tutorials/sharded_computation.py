@@ -262,7 +262,7 @@ QUIET_B6 = ("print(sharding)\n", "", "a NamedSharding prints its mesh with nxpy'
 
 EXAMPLES = [
     example("sharded_computation:devices", "§ Key concept: Data sharding (blocks 1, 3)",
-            B1 + B3 + B3_DEVICES, values=("arr",), xfail=missing(".devices()")),
+            B1 + B3 + B3_DEVICES, values=("arr",)),
     example("sharded_computation:single_device_sharding", "§ Key concept: Data sharding "
             "(blocks 1, 3, 4)", B1 + B3 + B4, shardings=("arr",),
             xfail=missing("SingleDeviceSharding (.sharding of an unplaced array)")),
@@ -312,6 +312,5 @@ EXAMPLES = [
             "(blocks 19-21, 23)", B1 + B3 + B6 + B19 + B20 + B21 + B23, deviations=RNG,
             values=("_",), shardings=("_", "x", "weights", "bias")),
     example("sharded_computation:device_put_device", "§ Controlling data and computation "
-            "placement on devices (block 25)", B25, values=("arr",), stdout="text",
-            xfail=missing(".devices()") + "; not in issue 45: device_put(x, a device)"),
+            "placement on devices (block 25)", B25, values=("arr",), stdout="text"),
 ]

@@ -126,7 +126,7 @@ class ArrayType:
 # Which mesh axes are explicit here: the mesh's types, as auto_axes/explicit_axes change them
 # ----------------------------------------------------------------------------------------
 def _overrides() -> dict:
-    o = _context._local.__dict__.get("axis_types")
+    o = _context._local.axis_types
     return {} if o is None else o
 
 
@@ -135,23 +135,23 @@ def axis_types_in(names, axis_type):
     """Mesh axes ``names`` are of ``axis_type`` within the block (``auto_axes``,
     ``explicit_axes``)."""
     before = _overrides()
-    _context._local.axis_types = {**before, **{n: axis_type for n in names}}
+    _context.set_sharding_state(axis_types={**before, **{n: axis_type for n in names}})
     try:
         yield
     finally:
-        _context._local.axis_types = before
+        _context.set_sharding_state(axis_types=before)
 
 
 @contextlib.contextmanager
 def no_checks():
     """The explicit-mode checks are off within the block (an op given ``out_sharding``:
     its result's layout is said)."""
-    before = _context._local.__dict__.get("explicit_off", 0)
-    _context._local.explicit_off = before + 1
+    before = _context._local.explicit_off
+    _context.set_sharding_state(explicit_off=before + 1)
     try:
         yield
     finally:
-        _context._local.explicit_off = before
+        _context.set_sharding_state(explicit_off=before)
 
 
 def explicit_axes_of(mesh) -> frozenset:
@@ -257,8 +257,7 @@ def checking(prop):
 def check_node(prop, e: Expr) -> None:
     """Runs ``e``'s explicit-sharding check (the mesh context's node hook)."""
     check = EXPLICIT_CHECKS.get(e.op)
-    if check is None or e.scope.parent is not None or _context._local.__dict__.get(
-            "explicit_off", 0):
+    if check is None or e.scope.parent is not None or _context._local.explicit_off:
         return
     explicit = explicit_axes_of(prop.mesh)
     if not explicit:
