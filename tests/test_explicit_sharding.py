@@ -126,14 +126,23 @@ JAX_ERRORS = {"elementwise_axes_differ": lambda a, b: a + b,
               "cumsum_sharded_dim": lambda a: jnp.cumsum(a, axis=0)}
 
 
+#: the jax releases whose rule raises there (jax 0.10's einsum reshards batch dims itself)
+JAX_RAISES_FROM = {"einsum_batch_differs": (0, 12)}
+
+
+def _jax_version() -> tuple:
+    return tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
+
+
 @pytest.mark.parametrize("mode", ["eager", *COMPILERS])
 @pytest.mark.parametrize("case", ERRORS, ids=[c[0] for c in ERRORS])
 def test_explicit_mode_errors_where_jax_raises(case, mode):
     name, specs, nf, message = case
     m, j = meshes()
-    with jax.set_mesh(j):
-        with pytest.raises(Exception, match="harding|reshape|sharded|[Uu]nsharded|gather"):
-            jax.jit(JAX_ERRORS[name])(*_placed(specs, jax.device_put, JP))
+    if _jax_version() >= JAX_RAISES_FROM.get(name, (0,)):
+        with jax.set_mesh(j):
+            with pytest.raises(Exception, match="harding|reshape|sharded|[Uu]nsharded|gather"):
+                jax.jit(JAX_ERRORS[name])(*_placed(specs, jax.device_put, JP))
     with nx.set_mesh(m):
         args = _placed(specs, nx.device_put, P)
         with pytest.raises(nx.ShardingTypeError) as e:
