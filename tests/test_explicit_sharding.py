@@ -310,3 +310,25 @@ def test_a_program_traced_without_checks_is_not_taken_with_them(mode):
         for _ in range(2):
             with pytest.raises(nx.ShardingTypeError, match="Contracting dimensions"):
                 f(a, b)
+
+
+@pytest.mark.parametrize("mode", ["eager", *COMPILERS])
+def test_indexing_takes_out_sharding(mode):
+    """``x.at[idx].get(out_sharding=)`` (the training cookbook's embedding lookup) and the
+    updates' ``out_sharding=``, as JAX's."""
+    m, j = meshes()
+    tokens = np.array([[1, 3, 0, 2]] * 4, dtype=np.int32)
+
+    def f(lib_p, e, t):
+        return e.at[t].get(out_sharding=lib_p("X", None, None)), e.at[0].set(1.0,
+                                                                          out_sharding=lib_p("Y"))
+    with jax.set_mesh(j):
+        je = jax.device_put(arr(4, 8), JP(None, "Y"))
+        want = jax.jit(lambda e, t: f(JP, e, t))(je, tokens)
+    with nx.set_mesh(m):
+        e = nx.device_put(arr(4, 8), P(None, "Y"))
+        got = f(P, e, tokens) if mode == "eager" else jit(lambda u, t: f(P, u, t),
+                                                          compiler=mode)(e, tokens)
+    close(got, want)
+    for g, w in zip(got, want):
+        assert str(nx.typeof(g)) == str(jax.typeof(w)) and shard_layout(g) == shard_layout(w)

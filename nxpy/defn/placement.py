@@ -24,7 +24,8 @@ from ..cache import PROCESS_FACTOR, program_cache_size, put_bounded
 from ..layout import NamedSharding, as_partition_spec, read_sharding
 from ..mesh import AxisType, mesh_for
 from ..ops import to_tensor
-from ..ops.core import primitive, register_sharded_dispatch, replace_tensors, tensor_leaves
+from ..ops.core import (primitive, register_out_sharding, register_sharded_dispatch,
+                        replace_tensors, tensor_leaves)
 from ..tensor import Tensor
 from .sharding import explicit as EX, specs as SH
 from . import tree as tree_mod
@@ -340,3 +341,4 @@ def _run_sharded_op(name, out, args, attrs, multi):
 
 
 register_sharded_dispatch(_run_sharded_op)
+register_out_sharding(with_out_sharding)

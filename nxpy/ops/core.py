@@ -30,6 +30,7 @@ from ..registry import rule_registrar
 from ..tensor import Tensor
 
 __all__ = ["template", "kind_ok", "dispatch", "dispatch_multi", "register_sharded_dispatch",
+           "register_out_sharding", "out_sharded",
            "tensor_leaves", "replace_tensors", "to_tensor", "tensor", "from_numpy", "as_type",
            "renamed", "op_method", "OpSpec", "OPS", "fallback", "RESERVED", "PRIMITIVES",
            "primitive", "PROPERTIES", "OP_PROPERTIES", "ops_with", "derive_rule",
@@ -135,6 +136,23 @@ _SHARDED: list = []
 def register_sharded_dispatch(run) -> None:
     """Sets how ops with a sharded operand run (the defn layer registers itself here)."""
     _SHARDED[:] = [run]
+
+
+_OUT_SHARDING: list = []
+
+
+def register_out_sharding(lay_out) -> None:
+    """Sets how an op given ``out_sharding=`` lays its result out: ``lay_out(compute,
+    out_sharding)`` (the defn layer registers ``with_out_sharding`` here)."""
+    _OUT_SHARDING[:] = [lay_out]
+
+
+def out_sharded(compute, out_sharding):
+    """``compute()`` laid out as ``out_sharding`` (None: as it is), for the ops of this
+    layer that take JAX's ``out_sharding=`` (the defn layer's ``with_out_sharding``)."""
+    if out_sharding is None:
+        return compute()
+    return _OUT_SHARDING[0](compute, out_sharding)
 
 
 def _sharded(tensors) -> bool:

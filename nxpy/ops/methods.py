@@ -44,7 +44,7 @@ import numpy as np
 
 from .. import types as T
 from ..tensor import Tensor
-from .core import as_type, to_tensor
+from .core import as_type, out_sharded, to_tensor
 from .contraction import dot
 from .creation import full, iota
 from .elementwise import (add, ceil, divide, equal, floor, greater_equal, less, logical_and,
@@ -475,7 +475,12 @@ class _AtIndex:
         """``x[idx]``; with ``mode="fill"`` (or ``"drop"``) an out-of-bounds array or scalar
         tensor index reads ``fill_value`` (default: NaN for floats, the smallest value of
         signed integers, the largest of unsigned ones, True for booleans), else the
-        index is clamped."""
+        index is clamped. ``out_sharding`` (JAX's, for every ``at`` method): the result's
+        layout, a ``P`` over the mesh in context (``nx.reshard``)."""
+        return out_sharded(lambda: self._get(mode, fill_value, wrap_negative_indices),
+                                 out_sharding)
+
+    def _get(self, mode, fill_value, wrap_negative_indices):
         m = _mode(mode, _GET_MODES, "get")
         _wrap_negative(wrap_negative_indices, "get")
         x = self.x
@@ -503,7 +508,13 @@ class _AtIndex:
         return select(ok, r, broadcast(as_type(to_tensor(np.asarray(fill_value)), x.type),
                                        p.shape))
 
-    def _update(self, values, combine, fn, mode, wrap_negative_indices=True, unique=False):
+    def _update(self, values, combine, fn, mode, wrap_negative_indices=True, unique=False,
+                out_sharding=None):
+        return out_sharded(lambda: self._updated(values, combine, fn, mode,
+                                                       wrap_negative_indices, unique),
+                                 out_sharding)
+
+    def _updated(self, values, combine, fn, mode, wrap_negative_indices, unique):
         m = _mode(mode, _SET_MODES, fn)
         _wrap_negative(wrap_negative_indices, fn)
         x = self.x
@@ -543,23 +554,26 @@ class _AtIndex:
             out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] = values`` (``values`` broadcast to ``x[idx]``'s shape and
         converted to ``x``'s type)."""
-        return self._update(values, None, "set", mode, wrap_negative_indices)
+        return self._update(values, None, "set", mode, wrap_negative_indices,
+                            out_sharding=out_sharding)
 
     def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] += values`` (repeated indices accumulate)."""
-        return self._update(values, add, "add", mode, wrap_negative_indices)
+        return self._update(values, add, "add", mode, wrap_negative_indices,
+                            out_sharding=out_sharding)
 
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] -= values``."""
-        return self._update(values, subtract, "subtract", mode, wrap_negative_indices)
+        return self._update(values, subtract, "subtract", mode, wrap_negative_indices,
+                            out_sharding=out_sharding)
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] *= values``."""
         return self._update(values, multiply, "multiply", mode, wrap_negative_indices,
-                            unique_indices)
+                            unique_indices, out_sharding)
 
     mul = multiply
 
@@ -567,25 +581,25 @@ class _AtIndex:
                out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] /= values`` (converted back to ``x``'s type)."""
         return self._update(values, divide, "divide", mode, wrap_negative_indices,
-                            unique_indices)
+                            unique_indices, out_sharding)
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] **= values``."""
         return self._update(values, pow, "power", mode, wrap_negative_indices,
-                            unique_indices)
+                            unique_indices, out_sharding)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] = minimum(x[idx], values)``."""
         return self._update(values, _min, "min", mode, wrap_negative_indices,
-                            unique_indices)
+                            unique_indices, out_sharding)
 
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
         """``x`` with ``x[idx] = maximum(x[idx], values)``."""
         return self._update(values, _max, "max", mode, wrap_negative_indices,
-                            unique_indices)
+                            unique_indices, out_sharding)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
