@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _context, pjrt, shape as S
 
-__all__ = ["Mesh", "AxisType", "make_mesh", "set_mesh", "get_mesh", "mesh_for"]
+__all__ = ["Mesh", "AxisType", "make_mesh", "set_mesh", "get_mesh", "mesh_for", "is_device"]
 
 
 class AxisType(enum.Enum):
@@ -279,11 +279,16 @@ class Mesh:
         return groups
 
 
+def is_device(d) -> bool:
+    """Whether ``d`` is a device object (one of ``nx.pjrt.devices()``: a jaxlib device)."""
+    return hasattr(d, "id") and hasattr(d, "platform")
+
+
 def _position(d, what) -> int:
     """A device given as a device position or a device object, as its position."""
     if isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)):
         return int(d)
-    if hasattr(d, "id") and hasattr(d, "platform"):
+    if is_device(d):
         return pjrt.position_of(d)
     raise TypeError(f"{what}: expected each device to be a device (nx.pjrt.devices()) or a "
                     f"device position, got {d!r}")

@@ -22,7 +22,7 @@ from .. import _context, pjrt, types as T
 from ..backend import get_backend
 from ..cache import PROCESS_FACTOR, program_cache_size, put_bounded
 from ..layout import NamedSharding, as_partition_spec, read_sharding
-from ..mesh import AxisType, mesh_for
+from ..mesh import AxisType, is_device, mesh_for
 from ..ops import to_tensor
 from ..ops.core import (primitive, register_out_sharding, register_sharded_dispatch,
                         replace_tensors, tensor_leaves)
@@ -67,7 +67,7 @@ def _reshard(x, s, b):
 
 
 def _put(x, s, backend, what):
-    if hasattr(s, "id") and hasattr(s, "platform"):  # a device (nx.pjrt.devices())
+    if is_device(s):  # a device (nx.pjrt.devices())
         s = pjrt.position_of(s)
     if isinstance(s, (int, np.integer)) and not isinstance(s, bool):  # one device
         t = to_tensor(x, what)
@@ -186,9 +186,8 @@ def _constrain(x, spec, what="with_sharding_constraint"):
     if what == "with_sharding_constraint" and ctx is not None and ctx.propagator is not None \
             and x.data.scope.parent is None:
         explicit = EX.explicit_axes_of(mesh)
-        has = ctx.propagator.of(x)
-        if explicit and any({a for a in g if a in explicit} != {a for a in w if a in explicit}
-                            for g, w in zip(has, sh.axes(len(x.shape)))):
+        if explicit and EX.explicit_part(ctx.propagator.of(x), explicit) != \
+                EX.explicit_part(sh.axes(len(x.shape)), explicit):
             raise AssertionError(
                 f"with_sharding_constraint acts as an assert over explicit mesh axes: the "
                 f"value is laid out as {EX.typeof(x)} but the constraint says {sh.spec!r}; "

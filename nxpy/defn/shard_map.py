@@ -150,9 +150,7 @@ class ShardMap:
                             "in_specs")
         if types is not None and self.in_specs is not INFER:
             for x, sh, t in zip(inputs, in_sh, types):
-                given = tuple(tuple(a for a in ax if a in explicit)
-                              for ax in sh.axes(len(x.shape)))
-                if given != t.axes(len(x.shape)):
+                if EX.explicit_part(sh.axes(len(x.shape)), explicit) != t.axes(len(x.shape)):
                     raise ValueError(
                         f"in_specs passed to shard_map: {sh.spec!r} does not match the specs "
                         f"of the input: {t.spec!r} for arg: {EX.typeof(x)}. `in_specs` is an "
@@ -209,8 +207,7 @@ def _explicit_layout(x, mesh, explicit) -> NamedSharding:
     sh = EX.typeof(x).sharding
     if sh is None or sh.mesh.abstract != mesh.abstract:
         return NamedSharding(mesh)
-    return NamedSharding.from_axes(mesh, [tuple(a for a in ax if a in explicit)
-                                          for ax in sh.axes(len(x.shape))])
+    return NamedSharding.from_axes(mesh, EX.explicit_part(sh.axes(len(x.shape)), explicit))
 
 
 #: what the front end calls the collective a node records

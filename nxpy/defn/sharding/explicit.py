@@ -44,7 +44,7 @@ from .varying import analyze_nodes, subgraph
 
 __all__ = ["ShardingTypeError", "ArrayType", "typeof", "get_abstract_mesh", "explicit_axes_of",
            "EXPLICIT_CHECKS", "register_explicit_check", "axis_types_in", "no_checks",
-           "vma_of", "checking", "check_node", "alias"]
+           "vma_of", "checking", "check_node", "alias", "explicit_part"]
 
 
 class ShardingTypeError(TypeError):
@@ -85,32 +85,22 @@ class ArrayType:
         return _ManualAxisType(self.vma)
 
     def __str__(self):
-        dims = []
-        entries = self._explicit_entries()
-        for n, e in zip(self.shape, entries):
-            dims.append(str(n) if e is None else f"{n}@{e}" if isinstance(e, str)
-                        else f"{n}@({','.join(e)})")
+        if self.sharding is None:
+            dims = _dims(self.shape, ((),) * len(self.shape), None)
+        else:
+            mesh = self.sharding.mesh
+            dims = _dims(self.shape, explicit_part(self.sharding.axes(len(self.shape)),
+                                                   explicit_axes_of(mesh)), mesh)
         vma = ""
         if self.vma:
             names = sorted(self.vma, key=self._axis_order)
             vma = "{V:" + (names[0] if len(names) == 1 else f"({','.join(names)})") + "}"
-        return f"{self.dtype.dtype.name}[{','.join(dims)}]{vma}"
+        return f"{self.dtype.dtype.name}[{dims}]{vma}"
 
     def _axis_order(self, name):
         mesh = self.sharding.mesh if self.sharding is not None else None
         return mesh.axis_names.index(name) if mesh is not None and name in mesh.axis_names \
             else 0
-
-    def _explicit_entries(self) -> list:
-        if self.sharding is None:
-            return [None] * len(self.shape)
-        mesh = self.sharding.mesh
-        explicit = explicit_axes_of(mesh)
-        out = []
-        for axes in self.sharding.axes(len(self.shape)):
-            names = tuple(mesh.axis_names[a] for a in axes if a in explicit)
-            out.append(None if not names else names[0] if len(names) == 1 else names)
-        return out
 
     def __repr__(self):
         return f"ShapedArray({self})"
@@ -152,6 +142,12 @@ def no_checks():
         yield
     finally:
         _context.set_sharding_state(explicit_off=before)
+
+
+def explicit_part(axes, explicit) -> tuple:
+    """Per-dim ``axes`` (mesh axis indices) keeping only the ``explicit`` ones: the part of a
+    layout that is a value's type."""
+    return tuple(tuple(a for a in ax if a in explicit) for ax in axes)
 
 
 def explicit_axes_of(mesh) -> frozenset:
@@ -262,18 +258,22 @@ def check_node(prop, e: Expr) -> None:
     explicit = explicit_axes_of(prop.mesh)
     if not explicit:
         return
-    shardings = [tuple(tuple(a for a in axes if a in explicit) for axes in prop.of(a))
-                 for a in e.tensor_args()]
+    shardings = [explicit_part(prop.of(a), explicit) for a in e.tensor_args()]
     check(prop, e, shardings)
 
 
-def _type_str(shape, t, axes, mesh) -> str:
+def _dims(shape, axes, mesh) -> str:
+    """``8@X,4@(Y,Z),2``: each dim's size and the mesh axes (indices) that split it."""
     dims = []
     for n, ax in zip(shape, axes):
         names = [mesh.axis_names[a] for a in ax]
         dims.append(str(n) if not names else f"{n}@{names[0]}" if len(names) == 1
                     else f"{n}@({','.join(names)})")
-    return f"{t}[{','.join(dims)}]"
+    return ",".join(dims)
+
+
+def _type_str(shape, t, axes, mesh) -> str:
+    return f"{t}[{_dims(shape, axes, mesh)}]"
 
 
 def _entries(axes, mesh) -> str:
